@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class LiteratureConfig(AppConfig):
+    name = "literature"
+    verbose_name = "Literature"

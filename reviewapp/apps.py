@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class ReviewappConfig(AppConfig):
+    name = "reviewapp"
+    verbose_name = "Review"

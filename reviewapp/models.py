@@ -1,0 +1,267 @@
+"""Records of the blinded human review: tasks, proposals, cohorts, assignments and reviews."""
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+
+from reviewapp import protocol
+
+
+class ResearchTask(models.Model):
+    """One research question, often one article. The reference statement is never shown to reviewers."""
+
+    key = models.CharField(max_length=200, unique=True, help_text="e.g. the article's PubMed id")
+    question = models.TextField()
+    background = models.TextField(blank=True, max_length=8000)
+    reference_statement = models.TextField(blank=True)
+    published = models.DateField(null=True, blank=True)
+    dataset = models.CharField(max_length=200, blank=True)
+    content_sha256 = models.CharField(max_length=64)
+    import_batch = models.ForeignKey("ImportBatch", null=True, blank=True, on_delete=models.SET_NULL)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self):
+        return self.key
+
+
+class ImportBatch(models.Model):
+    """One imported file. The file's sha256 makes re-importing the same file a no-op."""
+
+    cohort = models.ForeignKey("Cohort", null=True, blank=True, on_delete=models.CASCADE, related_name="imports")
+    filename = models.CharField(max_length=255)
+    file_format = models.CharField(max_length=10)
+    sha256 = models.CharField(max_length=64)
+    task_count = models.PositiveIntegerField(default=0)
+    proposal_count = models.PositiveIntegerField(default=0)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["cohort", "sha256"], name="one_import_per_file_per_cohort")]
+
+    def __str__(self):
+        return f"{self.filename} ({self.sha256[:12]})"
+
+
+class Proposal(models.Model):
+    """One hypothesis version. Provenance fields are hidden from reviewers (see reviewapp.packets)."""
+
+    external_id = models.CharField(max_length=200, unique=True)
+    task = models.ForeignKey(ResearchTask, on_delete=models.PROTECT, related_name="proposals")
+    # Sections shown to reviewers; only the statement (the claim) is required.
+    statement = models.TextField()
+    mechanism = models.TextField(blank=True)
+    prediction = models.TextField(blank=True)
+    domain_category = models.CharField(max_length=200, blank=True)
+    investigation_plan = models.TextField(blank=True)
+    data_requirements = models.TextField(blank=True)
+    alternative_explanations = models.TextField(blank=True)
+    citations = models.TextField(blank=True)
+    # Provenance, hidden from reviewers.
+    author = models.CharField(max_length=200, blank=True, help_text="generator model or person")
+    author_company = models.CharField(max_length=200, blank=True)
+    method = models.CharField(max_length=200, blank=True, help_text="generation method")
+    source_run = models.CharField(max_length=200, blank=True)
+    import_batch = models.ForeignKey(ImportBatch, null=True, blank=True, on_delete=models.SET_NULL)
+    content_sha256 = models.CharField(max_length=64)
+    # Revision DAG: a revision has one parent, a crossover several.
+    parents = models.ManyToManyField("self", symmetrical=False, related_name="children", blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [models.CheckConstraint(condition=~Q(statement=""), name="proposal_has_statement")]
+
+    def __str__(self):
+        return self.external_id
+
+
+class Cohort(models.Model):
+    """A named, frozen set of proposals put to review. Proposals can be added only while it is a draft."""
+
+    class Status(models.TextChoices):
+        DRAFT = "draft", "Draft"
+        OPEN = "open", "Open"
+        CLOSED = "closed", "Closed"
+
+    name = models.CharField(max_length=200, unique=True)
+    description = models.TextField(blank=True)
+    reviewers_per_proposal = models.PositiveSmallIntegerField(default=3)
+    seed = models.BigIntegerField(default=0)
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.DRAFT)
+    is_demo = models.BooleanField(default=False, help_text="written for demonstration, not research data")
+    proposals = models.ManyToManyField(Proposal, related_name="cohorts", blank=True)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.CheckConstraint(condition=Q(reviewers_per_proposal__gte=1), name="cohort_needs_a_reviewer"),
+        ]
+        # The three roles are groups holding these permissions (see reviewapp.roles).
+        permissions = [
+            ("review", "Can review assigned proposals"),
+            ("coordinate", "Can import, assign, export and unblind"),
+            ("analyse", "Can read every cohort, review and analysis"),
+        ]
+
+    def __str__(self):
+        return self.name
+
+
+class Conflict(models.Model):
+    """A reviewer's declared conflict of interest, with a proposal or with every proposal of an author."""
+
+    class Kind(models.TextChoices):
+        COLLABORATOR = "collaborator", "Collaborator"
+        ADVISOR = "advisor", "Advisor or advisee"
+        INSTITUTIONAL = "institutional", "Institutional"
+        PERSONAL = "personal", "Personal"
+        OTHER = "other", "Other"
+
+    reviewer = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="conflicts")
+    proposal = models.ForeignKey(Proposal, null=True, blank=True, on_delete=models.CASCADE)
+    author = models.CharField(max_length=200, blank=True)
+    kind = models.CharField(max_length=20, choices=Kind.choices, default=Kind.OTHER)
+    note = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(proposal__isnull=False) | ~Q(author=""), name="conflict_names_proposal_or_author"
+            ),
+        ]
+
+    def __str__(self):
+        return f"{self.reviewer} ~ {self.proposal or self.author} ({self.kind})"
+
+
+class Assignment(models.Model):
+    """A reviewer × proposal within a cohort; position is the reviewer's seeded random order."""
+
+    cohort = models.ForeignKey(Cohort, on_delete=models.CASCADE, related_name="assignments")
+    reviewer = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="assignments")
+    proposal = models.ForeignKey(Proposal, on_delete=models.PROTECT, related_name="assignments")
+    position = models.PositiveIntegerField()
+    deferred_reason = models.TextField(blank=True, help_text="the reviewer's reason for skipping, for the coordinator")
+    deferred_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["cohort", "reviewer", "proposal"], name="one_assignment_per_reviewer_proposal"
+            ),
+        ]
+        indexes = [models.Index(fields=["reviewer", "cohort", "position"])]
+
+    def __str__(self):
+        return f"{self.reviewer} → {self.proposal} in {self.cohort}"
+
+
+class Review(models.Model):
+    """The reviewer's answers to the protocol's form, one per assignment, draft until submitted."""
+
+    class Status(models.TextChoices):
+        DRAFT = "draft", "Draft"
+        SUBMITTED = "submitted", "Submitted"
+
+    assignment = models.OneToOneField(Assignment, on_delete=models.CASCADE, related_name="review")
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.DRAFT)
+    overall = models.PositiveSmallIntegerField(null=True, blank=True)
+    recommendation = models.CharField(max_length=10, blank=True)
+    importance = models.CharField(max_length=10, blank=True)
+    advance_over_known_work = models.CharField(max_length=10, blank=True)
+    plausible_evidence_bounded = models.CharField(max_length=10, blank=True)
+    data_fit = models.CharField(max_length=10, blank=True)
+    alternative_explanations = models.CharField(max_length=10, blank=True)
+    informative_results = models.CharField(max_length=10, blank=True)
+    flaw_verdict = models.CharField(max_length=10, blank=True)
+    flaw_checklist = models.JSONField(default=list, blank=True)
+    main_flaw = models.TextField(blank=True)
+    comments = models.TextField(blank=True)
+    # Optimistic concurrency: every save must name the version it started from.
+    version = models.PositiveIntegerField(default=0)
+    started_at = models.DateTimeField(auto_now_add=True)
+    last_saved_at = models.DateTimeField(auto_now_add=True)
+    submitted_at = models.DateTimeField(null=True, blank=True)
+    seconds_spent = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(overall__isnull=True) | Q(overall__gte=1, overall__lte=5), name="overall_in_range"
+            ),
+            models.CheckConstraint(
+                condition=Q(recommendation__in=["", *[key for key, *_ in protocol.RECOMMENDATIONS]]),
+                name="recommendation_known",
+            ),
+            models.CheckConstraint(
+                condition=Q(flaw_verdict__in=["", *[key for key, *_ in protocol.FLAW_VERDICTS]]),
+                name="flaw_verdict_known",
+            ),
+            *[
+                models.CheckConstraint(
+                    condition=Q(**{f"{field}__in": ["", *protocol.CRITERION_VALUES]}), name=f"{field}_in_scale"
+                )
+                for field in protocol.CRITERION_FIELDS
+            ],
+            # A submitted review is complete: no criterion may be missing ("can't judge" is an answer).
+            models.CheckConstraint(
+                condition=Q(status="draft")
+                | (
+                    Q(overall__isnull=False)
+                    & ~Q(recommendation="")
+                    & ~Q(flaw_verdict="")
+                    & Q(submitted_at__isnull=False)
+                    & Q(*[~Q(**{field: ""}) for field in protocol.CRITERION_FIELDS])
+                ),
+                name="submitted_review_is_complete",
+            ),
+        ]
+
+    def __str__(self):
+        return f"review of {self.assignment_id} ({self.status})"
+
+
+class BackgroundJob(models.Model):
+    """A unit of Celery work whose state a page can show, so no job waits silently."""
+
+    class State(models.TextChoices):
+        QUEUED = "queued", "Waiting for a worker"
+        RUNNING = "running", "Running"
+        SUCCEEDED = "succeeded", "Finished"
+        FAILED = "failed", "Failed"
+
+    kind = models.CharField(max_length=50)
+    params = models.JSONField(default=dict)
+    state = models.CharField(max_length=10, choices=State.choices, default=State.QUEUED)
+    progress = models.PositiveIntegerField(default=0)
+    total = models.PositiveIntegerField(default=0)
+    result_path = models.CharField(max_length=500, blank=True)
+    result_name = models.CharField(max_length=255, blank=True)
+    error = models.TextField(blank=True)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    def __str__(self):
+        return f"{self.kind} #{self.pk} ({self.state})"
+
+
+class AuditEvent(models.Model):
+    """Who did what to which record, for actions that change review outcomes (e.g. reopening)."""
+
+    actor = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
+    action = models.CharField(max_length=50)
+    target_type = models.CharField(max_length=50)
+    target_id = models.CharField(max_length=50)
+    data = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["target_type", "target_id"])]
+
+    def __str__(self):
+        return f"{self.action} {self.target_type}:{self.target_id}"

@@ -1,0 +1,21 @@
+"""The three roles are Django groups (created by migration 0002); each holds one permission.
+
+A superuser holds them all.
+"""
+
+REVIEWER, COORDINATOR, ANALYST = "reviewer", "coordinator", "analyst"
+ROLES = (REVIEWER, COORDINATOR, ANALYST)
+ROLE_PERMISSION = {REVIEWER: "review", COORDINATOR: "coordinate", ANALYST: "analyse"}
+
+
+def can_review(user) -> bool:
+    return user.is_authenticated and user.has_perm("reviewapp.review")
+
+
+def can_coordinate(user) -> bool:
+    return user.is_authenticated and user.has_perm("reviewapp.coordinate")
+
+
+def can_read_all(user) -> bool:
+    """Coordinators and analysts read every cohort; analysts only read."""
+    return user.is_authenticated and (user.has_perm("reviewapp.coordinate") or user.has_perm("reviewapp.analyse"))

@@ -1,0 +1,3 @@
+"""Pages: exports."""
+
+urlpatterns = []

@@ -1,0 +1,18 @@
+from django.contrib.auth.decorators import login_required
+from django.shortcuts import redirect
+from django.urls import path
+
+from reviewapp import roles
+
+
+@login_required
+def home(request):
+    """Send each role to where its work is."""
+    if roles.can_read_all(request.user):
+        return redirect("cohort-list")
+    if roles.can_review(request.user):
+        return redirect("review-queue")
+    return redirect("password_change")
+
+
+urlpatterns = [path("", home, name="home")]

@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class ScreeningConfig(AppConfig):
+    name = "screening"
+    verbose_name = "Screening"
