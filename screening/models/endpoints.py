@@ -1,0 +1,1 @@
+"""Model endpoints, rosters and recorded model calls."""

@@ -1,0 +1,1 @@
+"""Open Hypothesis runs, their hypotheses and forecasts."""
