@@ -25,6 +25,7 @@ install-dev: $(VENV)/.installed-dev
 run: install
 	$(BIN)/python manage.py migrate --noinput
 	$(BIN)/python manage.py collectstatic --noinput --verbosity 0
+	$(BIN)/python manage.py setup_roster
 	$(BIN)/python manage.py load_demo
 	PORT=$(PORT) ./bin/run-local
 
@@ -36,3 +37,8 @@ lint: install-dev
 
 clean:
 	rm -rf var
+
+.PHONY: bench
+# Speed against the targets for blinded review (needs DATABASE_URL=postgres://…; see benchmarks/README.md).
+bench: install
+	$(BIN)/python benchmarks/review_speed.py

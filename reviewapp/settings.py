@@ -99,6 +99,7 @@ USE_TZ = True
 STATIC_URL = "/static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = VAR_DIR / "staticfiles"
+STATIC_ROOT.mkdir(exist_ok=True)
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
@@ -123,12 +124,18 @@ REST_FRAMEWORK = {
 CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", "filesystem://")
 _BROKER_DIR = VAR_DIR / "broker"
 CELERY_BROKER_TRANSPORT_OPTIONS = (
-    {"data_folder_in": str(_BROKER_DIR), "data_folder_out": str(_BROKER_DIR), "store_processed": False}
+    {
+        "data_folder_in": str(_BROKER_DIR / "queue"),
+        "data_folder_out": str(_BROKER_DIR / "queue"),
+        "control_folder": str(_BROKER_DIR / "control"),
+        "store_processed": False,
+    }
     if CELERY_BROKER_URL.startswith("filesystem")
     else {}
 )
 if CELERY_BROKER_URL.startswith("filesystem"):
-    _BROKER_DIR.mkdir(parents=True, exist_ok=True)
+    for _folder in ("queue", "control"):
+        (_BROKER_DIR / _folder).mkdir(parents=True, exist_ok=True)
 CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", False)
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
@@ -146,4 +153,45 @@ LOGGING = {
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
     "loggers": {"django.db.backends": {"level": "INFO"}},
+}
+
+# Model providers: one transport retry loop per model call (timeouts, connection errors, 408, 429, 5xx, 529).
+PROVIDER_MAX_ATTEMPTS = env_int("PROVIDER_MAX_ATTEMPTS", 6)
+PROVIDER_MAX_SECONDS = float(env_str("PROVIDER_MAX_SECONDS", "1800"))
+PROVIDER_BACKOFF_BASE_SECONDS = float(env_str("PROVIDER_BACKOFF_BASE_SECONDS", "2"))
+PROVIDER_BACKOFF_MAX_SECONDS = float(env_str("PROVIDER_BACKOFF_MAX_SECONDS", "120"))
+# The simulated model server (`manage.py run_simulator`); `setup_roster` points keyless endpoints at it.
+SIMULATOR_PORT = env_int("SIMULATOR_PORT", 8765)
+# Real provider addresses and model ids of the default roster (seed 000).
+OPENAI_BASE_URL = env_str("OPENAI_BASE_URL", "https://api.openai.com/v1")
+XAI_BASE_URL = env_str("XAI_BASE_URL", "https://api.x.ai/v1")
+ANTHROPIC_BASE_URL = env_str("ANTHROPIC_BASE_URL", "https://api.anthropic.com")
+GEMINI_BASE_URL = env_str("GEMINI_BASE_URL", "https://generativelanguage.googleapis.com")
+GPT6_ASTRA_MODEL = env_str("GPT6_ASTRA_MODEL", "gpt-6-astra")
+GROK_45_MODEL = env_str("GROK_45_MODEL", "grok-4.5")
+CLAUDE_OPUS_55_MODEL = env_str("CLAUDE_OPUS_55_MODEL", "claude-opus-5-5")
+CLAUDE_SONNET_55_MODEL = env_str("CLAUDE_SONNET_55_MODEL", "claude-sonnet-5-5")
+GEMINI_4_ARGON_MODEL = env_str("GEMINI_4_ARGON_MODEL", "gemini-4-argon")
+
+# Open Hypothesis public runs (SPEC §4.7): limits per client address and per day (24 h), and runs waiting at once.
+OPEN_HYPOTHESIS_CLIENT_LIMIT = env_int("OPEN_HYPOTHESIS_CLIENT_LIMIT", 3)
+OPEN_HYPOTHESIS_DAILY_CAP = env_int("OPEN_HYPOTHESIS_DAILY_CAP", 60)
+OPEN_HYPOTHESIS_QUEUE_LIMIT = env_int("OPEN_HYPOTHESIS_QUEUE_LIMIT", 20)
+# The header the trusted proxy sets to the client's address (e.g. X-Forwarded-For); empty: REMOTE_ADDR.
+OPEN_HYPOTHESIS_TRUSTED_PROXY_HEADER = env_str("OPEN_HYPOTHESIS_TRUSTED_PROXY_HEADER", "")
+OPEN_HYPOTHESIS_POLL_SECONDS = 15
+# A run with no progress for this long is restarted by the sweeper, and stopped after OPEN_HYPOTHESIS_MAX_RESUMES.
+# The default outlasts the longest model call (PROVIDER_MAX_SECONDS), after which a run always records progress.
+OPEN_HYPOTHESIS_STALE_SECONDS = env_int("OPEN_HYPOTHESIS_STALE_SECONDS", int(PROVIDER_MAX_SECONDS) + 600)
+OPEN_HYPOTHESIS_MAX_RESUMES = env_int("OPEN_HYPOTHESIS_MAX_RESUMES", 3)
+OPEN_HYPOTHESIS_SWEEP_SECONDS = env_int("OPEN_HYPOTHESIS_SWEEP_SECONDS", 60)
+# Optional forecast modes of seed 001, stored beside the protocol's boolean: the detailed instruction (Б.1) and
+# the single-hypothesis question (Б.3).
+OPEN_HYPOTHESIS_DETAILED_FORECASTS = env_bool("OPEN_HYPOTHESIS_DETAILED_FORECASTS", False)
+OPEN_HYPOTHESIS_SINGLE_FORECASTS = env_bool("OPEN_HYPOTHESIS_SINGLE_FORECASTS", False)
+CELERY_BEAT_SCHEDULE = {
+    "screening-sweep-stalled-runs": {
+        "task": "screening.sweep_stalled_runs",
+        "schedule": OPEN_HYPOTHESIS_SWEEP_SECONDS,
+    },
 }

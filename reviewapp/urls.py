@@ -1,15 +1,23 @@
 from django.contrib import admin
+from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
 from reviewapp.views import coordinate, exports, home, imports, review
 
 urlpatterns = [
     path("admin/", admin.site.urls),
-    path("accounts/", include("django.contrib.auth.urls")),
+    # Accounts are made by coordinators; there is no self-service password reset by e-mail.
+    path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
+    path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("accounts/password_change/", auth_views.PasswordChangeView.as_view(), name="password_change"),
+    path(
+        "accounts/password_change/done/", auth_views.PasswordChangeDoneView.as_view(), name="password_change_done"
+    ),
     path("api/v1/", include("reviewapp.api.urls")),
     *home.urlpatterns,
     *review.urlpatterns,
     *coordinate.urlpatterns,
     *imports.urlpatterns,
     *exports.urlpatterns,
+    path("", include("screening.urls")),
 ]

@@ -1,3 +1,309 @@
-"""API: cohorts."""
+"""API: cohorts, their assignments and progress, and conflicts of interest.
 
-urlpatterns = []
+Coordinators and analysts read; only coordinators write. Reviewers get 403 on every route here.
+"""
+
+from django.contrib.auth.models import User
+from django.shortcuts import get_object_or_404
+from django.urls import path
+from django.views.decorators.csrf import csrf_exempt
+from rest_framework import serializers, status
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from reviewapp.api.errors import ApiError
+from reviewapp.api.permissions import CanReadAll, IsCoordinator
+from reviewapp.models import Assignment, Cohort, Conflict, Proposal
+from reviewapp.selectors import cohorts as cohort_selectors
+from reviewapp.services import cohorts as cohort_services
+
+
+def by_method(**views):
+    """Serve one URL with one APIView per operation, chosen by the HTTP method."""
+    handlers = {method.upper(): view.as_view() for method, view in views.items()}
+    fallback = next(iter(handlers.values()))  # answers 405 for any other method
+
+    @csrf_exempt  # as APIView.as_view(): session-authenticated writes are still CSRF-checked by DRF
+    def view(request, *args, **kwargs):
+        return handlers.get(request.method, fallback)(request, *args, **kwargs)
+
+    return view
+
+
+def _cohort(cohort_id: int) -> Cohort:
+    try:
+        return cohort_selectors.cohort_get(cohort_id=cohort_id)
+    except Cohort.DoesNotExist:
+        raise ApiError("not_found", f"There is no cohort {cohort_id}.", status.HTTP_404_NOT_FOUND) from None
+
+
+def _service_error(error: cohort_services.CohortError) -> ApiError:
+    return ApiError(error.code, error.message)
+
+
+def _users_by_name(usernames: list[str]) -> list[User]:
+    users = {u.username: u for u in User.objects.filter(username__in=usernames)}
+    unknown = [name for name in usernames if name not in users]
+    if unknown:
+        raise ApiError("unknown_reviewer", f"No account is named {', '.join(unknown)}.")
+    return [users[name] for name in usernames]
+
+
+class CohortOutputSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    name = serializers.CharField()
+    description = serializers.CharField()
+    status = serializers.CharField()
+    reviewers_per_proposal = serializers.IntegerField()
+    seed = serializers.IntegerField()
+    is_demo = serializers.BooleanField()
+    proposal_count = serializers.IntegerField()
+    assignment_count = serializers.IntegerField()
+    submitted_count = serializers.IntegerField()
+    created_at = serializers.DateTimeField()
+
+
+class CohortListApi(APIView):
+    permission_classes = [CanReadAll]
+
+    class OutputSerializer(CohortOutputSerializer):
+        pass
+
+    def get(self, request):
+        return Response(self.OutputSerializer(cohort_selectors.cohorts_with_counts(), many=True).data)
+
+
+class CohortCreateApi(APIView):
+    permission_classes = [IsCoordinator]
+
+    class InputSerializer(serializers.Serializer):
+        name = serializers.CharField(max_length=200)
+        description = serializers.CharField(required=False, allow_blank=True, default="")
+        reviewers_per_proposal = serializers.IntegerField(min_value=1, max_value=100, default=3)
+        seed = serializers.IntegerField(default=0)
+
+    class OutputSerializer(CohortOutputSerializer):
+        pass
+
+    def post(self, request):
+        data = self.InputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        try:
+            cohort = cohort_services.cohort_create(**data.validated_data, user=request.user)
+        except cohort_services.CohortError as error:
+            raise _service_error(error) from None
+        return Response(self.OutputSerializer(_cohort(cohort.pk)).data, status=status.HTTP_201_CREATED)
+
+
+class CohortDetailApi(APIView):
+    permission_classes = [CanReadAll]
+
+    class OutputSerializer(CohortOutputSerializer):
+        pass
+
+    def get(self, request, cohort_id: int):
+        return Response(self.OutputSerializer(_cohort(cohort_id)).data)
+
+
+class CohortStatusApi(APIView):
+    permission_classes = [IsCoordinator]
+
+    class InputSerializer(serializers.Serializer):
+        status = serializers.ChoiceField(choices=Cohort.Status.values)
+
+    class OutputSerializer(CohortOutputSerializer):
+        pass
+
+    def post(self, request, cohort_id: int):
+        cohort = _cohort(cohort_id)
+        data = self.InputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        try:
+            cohort_services.cohort_set_status(cohort=cohort, status=data.validated_data["status"], user=request.user)
+        except cohort_services.CohortError as error:
+            raise _service_error(error) from None
+        return Response(self.OutputSerializer(_cohort(cohort_id)).data)
+
+
+class CohortAssignApi(APIView):
+    """Top every proposal up to k reviewers, balanced, excluding conflicts, deterministic for the seed."""
+
+    permission_classes = [IsCoordinator]
+
+    class InputSerializer(serializers.Serializer):
+        reviewers = serializers.ListField(child=serializers.CharField(), allow_empty=False)
+        per_proposal = serializers.IntegerField(min_value=1, max_value=100)
+        seed = serializers.IntegerField(required=False)
+        max_load = serializers.IntegerField(min_value=1, required=False)
+
+    class OutputSerializer(serializers.Serializer):
+        created = serializers.IntegerField()
+        loads = serializers.DictField(child=serializers.IntegerField())
+
+    def post(self, request, cohort_id: int):
+        cohort = _cohort(cohort_id)
+        data = self.InputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        reviewers = _users_by_name(data.validated_data["reviewers"])
+        try:
+            result = cohort_services.cohort_assign(
+                cohort=cohort,
+                reviewers=reviewers,
+                per_proposal=data.validated_data["per_proposal"],
+                seed=data.validated_data.get("seed", cohort.seed),
+                max_load=data.validated_data.get("max_load"),
+                user=request.user,
+            )
+        except cohort_services.CohortError as error:
+            raise _service_error(error) from None
+        return Response(self.OutputSerializer(result).data, status=status.HTTP_201_CREATED)
+
+
+class AssignmentListApi(APIView):
+    """A page of a cohort's assignments: ?reviewer=&proposal=&state=&limit=&offset=."""
+
+    permission_classes = [CanReadAll]
+
+    class FilterSerializer(serializers.Serializer):
+        reviewer = serializers.CharField(required=False, default="")
+        proposal = serializers.CharField(required=False, default="")
+        state = serializers.ChoiceField(choices=list(cohort_selectors.ASSIGNMENT_STATES), required=False, default="")
+        limit = serializers.IntegerField(min_value=1, max_value=1000, default=100)
+        offset = serializers.IntegerField(min_value=0, default=0)
+
+    class OutputSerializer(serializers.Serializer):
+        id = serializers.IntegerField()
+        reviewer = serializers.CharField(source="reviewer.username")
+        proposal = serializers.CharField(source="proposal.external_id")
+        position = serializers.IntegerField()
+        state = serializers.SerializerMethodField()
+        deferred_reason = serializers.CharField()
+
+        def get_state(self, assignment) -> str:
+            return cohort_selectors.assignment_state(assignment)
+
+    def get(self, request, cohort_id: int):
+        cohort = _cohort(cohort_id)
+        filters = self.FilterSerializer(data=request.query_params)
+        filters.is_valid(raise_exception=True)
+        limit, offset = filters.validated_data.pop("limit"), filters.validated_data.pop("offset")
+        assignments = cohort_selectors.cohort_assignments(cohort, **filters.validated_data)
+        return Response(
+            {
+                "count": assignments.count(),
+                "results": self.OutputSerializer(assignments[offset : offset + limit], many=True).data,
+            }
+        )
+
+
+class CohortProgressApi(APIView):
+    permission_classes = [CanReadAll]
+
+    def get(self, request, cohort_id: int):
+        cohort = _cohort(cohort_id)
+        progress = cohort_selectors.cohort_progress(cohort)
+        return Response(
+            {
+                "cohort": CohortOutputSerializer(cohort).data,
+                "reviewers": [{"username": row.username, **row.as_dict()} for row in progress.reviewers],
+                "totals": {"proposals": cohort.proposal_count, **progress.totals.as_dict()},
+            }
+        )
+
+
+class AssignmentDeleteApi(APIView):
+    permission_classes = [IsCoordinator]
+
+    def delete(self, request, assignment_id: int):
+        assignment = get_object_or_404(Assignment, pk=assignment_id)
+        try:
+            cohort_services.assignment_remove(assignment=assignment, user=request.user)
+        except cohort_services.CohortError as error:
+            raise _service_error(error) from None
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class AssignmentReassignApi(APIView):
+    permission_classes = [IsCoordinator]
+
+    class InputSerializer(serializers.Serializer):
+        reviewer = serializers.CharField()
+
+    class OutputSerializer(serializers.Serializer):
+        id = serializers.IntegerField()
+        reviewer = serializers.CharField(source="reviewer.username")
+        proposal = serializers.CharField(source="proposal.external_id")
+        position = serializers.IntegerField()
+
+    def post(self, request, assignment_id: int):
+        assignment = get_object_or_404(Assignment, pk=assignment_id)
+        data = self.InputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        (reviewer,) = _users_by_name([data.validated_data["reviewer"]])
+        try:
+            assignment = cohort_services.assignment_reassign(
+                assignment=assignment, reviewer=reviewer, user=request.user
+            )
+        except cohort_services.CohortError as error:
+            raise _service_error(error) from None
+        return Response(self.OutputSerializer(assignment).data)
+
+
+class ConflictCreateApi(APIView):
+    """Declare a reviewer's conflict with a proposal (by its external id) or with every proposal of an author."""
+
+    permission_classes = [IsCoordinator]
+
+    class InputSerializer(serializers.Serializer):
+        reviewer = serializers.CharField()
+        kind = serializers.ChoiceField(choices=Conflict.Kind.values)
+        proposal = serializers.CharField(required=False, allow_blank=True, default="")
+        author = serializers.CharField(required=False, allow_blank=True, default="", max_length=200)
+        note = serializers.CharField(required=False, allow_blank=True, default="")
+
+    class OutputSerializer(serializers.Serializer):
+        id = serializers.IntegerField()
+        reviewer = serializers.CharField(source="reviewer.username")
+        kind = serializers.CharField()
+        proposal = serializers.CharField(source="proposal.external_id", default=None)
+        author = serializers.CharField()
+        note = serializers.CharField()
+
+    def post(self, request):
+        data = self.InputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        values = data.validated_data
+        (reviewer,) = _users_by_name([values["reviewer"]])
+        proposal = None
+        if values["proposal"]:
+            proposal = Proposal.objects.filter(external_id=values["proposal"]).first()
+            if proposal is None:
+                raise ApiError("unknown_proposal", f"There is no proposal {values['proposal']}.")
+        try:
+            conflict = cohort_services.conflict_declare(
+                reviewer=reviewer,
+                kind=values["kind"],
+                proposal=proposal,
+                author=values["author"],
+                note=values["note"],
+                user=request.user,
+            )
+        except cohort_services.CohortError as error:
+            raise _service_error(error) from None
+        return Response(self.OutputSerializer(conflict).data, status=status.HTTP_201_CREATED)
+
+
+urlpatterns = [
+    path("cohorts", by_method(get=CohortListApi, post=CohortCreateApi), name="api-cohorts"),
+    path("cohorts/<int:cohort_id>", CohortDetailApi.as_view(), name="api-cohort-detail"),
+    path("cohorts/<int:cohort_id>/status", CohortStatusApi.as_view(), name="api-cohort-status"),
+    path(
+        "cohorts/<int:cohort_id>/assignments",
+        by_method(post=CohortAssignApi, get=AssignmentListApi),
+        name="api-cohort-assignments",
+    ),
+    path("cohorts/<int:cohort_id>/progress", CohortProgressApi.as_view(), name="api-cohort-progress"),
+    path("assignments/<int:assignment_id>", AssignmentDeleteApi.as_view(), name="api-assignment"),
+    path("assignments/<int:assignment_id>/reassign", AssignmentReassignApi.as_view(), name="api-assignment-reassign"),
+    path("conflicts", ConflictCreateApi.as_view(), name="api-conflicts"),
+]

@@ -1,5 +1,7 @@
 """Every API error answers {"error": "<code>", "detail": "<sentence>"} with the documented status."""
 
+from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
+from django.http import Http404
 from rest_framework import exceptions, status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
@@ -29,6 +31,11 @@ _CODES = {
 
 
 def exception_handler(exc, context):
+    # DRF answers Django's own Http404/PermissionDenied too; give them the same body as its exceptions.
+    if isinstance(exc, Http404):
+        exc = exceptions.NotFound()
+    elif isinstance(exc, DjangoPermissionDenied):
+        exc = exceptions.PermissionDenied()
     response = drf_exception_handler(exc, context)
     if response is None:
         return None

@@ -1,3 +1,88 @@
-"""API: exports."""
+"""API: a cohort's reviews as CSV (streamed) and XLSX (written to a temporary file, then streamed).
 
-urlpatterns = []
+Coordinators get the unblinding columns; analysts get the same export without them.
+"""
+
+import tempfile
+
+from django.http import FileResponse, StreamingHttpResponse
+from django.urls import path
+from django.utils.http import content_disposition_header
+from django.utils.text import slugify
+from rest_framework import status
+from rest_framework.negotiation import BaseContentNegotiation
+from rest_framework.views import APIView
+
+from reviewapp import roles
+from reviewapp.api.errors import ApiError
+from reviewapp.api.permissions import CanReadAll
+from reviewapp.models import Cohort
+from reviewapp.selectors.exports import csv_chunks, review_export_long_rows, review_export_rows, write_xlsx
+
+LAYOUTS = {"wide": review_export_rows, "long": review_export_long_rows}
+
+
+class FileContentNegotiation(BaseContentNegotiation):
+    """The file is the answer whatever the client accepts; errors are always JSON."""
+
+    def select_parser(self, request, parsers):
+        return parsers[0]
+
+    def select_renderer(self, request, renderers, format_suffix=None):
+        return renderers[0], renderers[0].media_type
+
+
+def _get_cohort(cohort_id: int) -> Cohort:
+    cohort = Cohort.objects.filter(pk=cohort_id).first()
+    if cohort is None:
+        raise ApiError("not_found", "There is no cohort with this id.", status.HTTP_404_NOT_FOUND)
+    return cohort
+
+
+def _filename(cohort: Cohort, suffix: str) -> str:
+    return f"{slugify(cohort.name) or 'cohort'}-{cohort.pk}-{suffix}"
+
+
+class CohortReviewsCsvApi(APIView):
+    permission_classes = [CanReadAll]
+    content_negotiation_class = FileContentNegotiation
+
+    def get(self, request, cohort_id):
+        cohort = _get_cohort(cohort_id)
+        layout = request.query_params.get("layout", "wide")
+        if layout not in LAYOUTS:
+            raise ApiError("invalid_layout", "The layout must be 'wide' or 'long'.")
+        rows = LAYOUTS[layout](cohort=cohort, unblinded=roles.can_coordinate(request.user))
+        response = StreamingHttpResponse(csv_chunks(rows), content_type="text/csv; charset=utf-8")
+        suffix = "reviews.csv" if layout == "wide" else "reviews-long.csv"
+        response["Content-Disposition"] = content_disposition_header(True, _filename(cohort, suffix))
+        return response
+
+
+class CohortReviewsXlsxApi(APIView):
+    permission_classes = [CanReadAll]
+    content_negotiation_class = FileContentNegotiation
+
+    def get(self, request, cohort_id):
+        cohort = _get_cohort(cohort_id)
+        rows = review_export_rows(cohort=cohort, unblinded=roles.can_coordinate(request.user))
+        # An anonymous temporary file: removed when the response closes it, however the download ends.
+        workbook_file = tempfile.TemporaryFile(suffix=".xlsx")
+        try:
+            write_xlsx(rows, workbook_file, title="reviews")
+        except BaseException:
+            workbook_file.close()
+            raise
+        workbook_file.seek(0)
+        return FileResponse(
+            workbook_file,
+            as_attachment=True,
+            filename=_filename(cohort, "reviews.xlsx"),
+            content_type="application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
+        )
+
+
+urlpatterns = [
+    path("cohorts/<int:cohort_id>/reviews.csv", CohortReviewsCsvApi.as_view(), name="api-cohort-reviews-csv"),
+    path("cohorts/<int:cohort_id>/reviews.xlsx", CohortReviewsXlsxApi.as_view(), name="api-cohort-reviews-xlsx"),
+]

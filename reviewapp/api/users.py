@@ -1,3 +1,40 @@
-"""API: users."""
+"""API: accounts. POST /api/v1/users {username, email, role} → the account and its one-time password."""
 
-urlpatterns = []
+from django.urls import path
+from rest_framework import serializers, status
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from reviewapp.api.errors import ApiError
+from reviewapp.api.permissions import IsCoordinator
+from reviewapp.roles import ROLES
+from reviewapp.services.users import UserInvalid, user_create
+
+
+class UserCreateApi(APIView):
+    permission_classes = [IsCoordinator]
+
+    class InputSerializer(serializers.Serializer):
+        username = serializers.CharField(max_length=150)
+        email = serializers.CharField(required=False, allow_blank=True, default="", max_length=254)
+        role = serializers.ChoiceField(choices=ROLES)
+
+    class OutputSerializer(serializers.Serializer):
+        username = serializers.CharField()
+        email = serializers.CharField()
+        role = serializers.CharField()
+        password = serializers.CharField()
+
+    def post(self, request):
+        data = self.InputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        try:
+            account, password = user_create(**data.validated_data, user=request.user)
+        except UserInvalid as error:
+            raise ApiError("invalid_user", str(error), errors=error.errors) from None
+        body = {"username": account.username, "email": account.email, "role": data.validated_data["role"]}
+        # The only time the password leaves the server; it is stored hashed.
+        return Response(self.OutputSerializer({**body, "password": password}).data, status=status.HTTP_201_CREATED)
+
+
+urlpatterns = [path("users", UserCreateApi.as_view(), name="api-users")]

@@ -1,3 +1,409 @@
-"""Pages: coordinate."""
+"""Pages for coordinators (act) and analysts (read): cohorts, their assignments and progress, and people."""
 
-urlpatterns = []
+from urllib.parse import urlencode
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
+from django.core.paginator import Paginator
+from django.http import Http404, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.template.loader import render_to_string
+from django.urls import path, reverse
+from django.views.decorators.cache import never_cache
+from django.views.decorators.http import require_POST
+
+from reviewapp import roles
+from reviewapp.models import Assignment, Cohort, Conflict, Proposal
+from reviewapp.selectors import cohorts as cohort_selectors
+from reviewapp.selectors.users import reviewer_queryset, user_list, user_roles
+from reviewapp.services import cohorts as cohort_services
+from reviewapp.services.users import UserInvalid, user_create, users_bulk_create
+
+ASSIGNMENTS_PER_PAGE = 50
+USERS_PER_PAGE = 100
+FILTER_KEYS = ("reviewer", "proposal", "state", "page")
+
+
+def _require_read_all(request) -> None:
+    if not roles.can_read_all(request.user):
+        raise PermissionDenied("Only coordinators and analysts may see this page.")
+
+
+def _require_coordinator(request) -> None:
+    if not roles.can_coordinate(request.user):
+        raise PermissionDenied("Only coordinators may do this.")
+
+
+def _get_cohort_for_user(request, cohort_id: int) -> Cohort:
+    """The cohort with its counts, for a coordinator or an analyst; 403 for anyone else, 404 if absent."""
+    _require_read_all(request)
+    try:
+        return cohort_selectors.cohort_get(cohort_id=cohort_id)
+    except Cohort.DoesNotExist:
+        raise Http404("No such cohort.") from None
+
+
+def _get_assignment_for_coordinator(request, cohort_id: int, assignment_id: int) -> Assignment:
+    _require_coordinator(request)
+    return get_object_or_404(Assignment, pk=assignment_id, cohort_id=cohort_id)
+
+
+def _int_or_none(value: str | None) -> int | None:
+    try:
+        return int(value) if value not in (None, "") else None
+    except ValueError:
+        return None
+
+
+# Cohort list
+
+
+@login_required
+def cohort_list(request):
+    _require_read_all(request)
+    form, errors, status = {"reviewers_per_proposal": 3, "seed": 0}, [], 200
+    if request.method == "POST":
+        _require_coordinator(request)
+        form = {
+            key: request.POST.get(key, "").strip() for key in ("name", "description", "reviewers_per_proposal", "seed")
+        }
+        per_proposal, seed = _int_or_none(form["reviewers_per_proposal"]), _int_or_none(form["seed"] or "0")
+        if per_proposal is None or seed is None:
+            errors.append("Reviewers per proposal and seed must be whole numbers.")
+        else:
+            try:
+                cohort = cohort_services.cohort_create(
+                    name=form["name"],
+                    description=form["description"],
+                    reviewers_per_proposal=per_proposal,
+                    seed=seed,
+                    user=request.user,
+                )
+            except cohort_services.CohortError as error:
+                errors.append(error.message)
+            else:
+                messages.success(request, f"Cohort “{cohort.name}” created. Import its proposals next.")
+                return redirect("cohort-detail", cohort_id=cohort.pk)
+        status = 400
+    context = {"cohorts": cohort_selectors.cohorts_with_counts(), "form": form, "errors": errors}
+    return render(request, "reviewapp/cohort_list.html", context, status=status)
+
+
+# Cohort page
+
+
+def _filters(source, prefix: str = "") -> dict[str, str]:
+    """The assignments table's filters and page: from the query string, or from an action form's hidden fields."""
+    return {key: source.get(prefix + key, "").strip() for key in FILTER_KEYS}
+
+
+def _assignments_context(cohort: Cohort, filters: dict[str, str]) -> dict:
+    assignments = cohort_selectors.cohort_assignments(
+        cohort, reviewer=filters["reviewer"], proposal=filters["proposal"], state=filters["state"]
+    )
+    page = Paginator(assignments, ASSIGNMENTS_PER_PAGE).get_page(filters["page"])
+    for assignment in page:
+        assignment.state = cohort_selectors.assignment_state(assignment)
+        assignment.unstarted = getattr(assignment, "review", None) is None
+    query = urlencode({key: value for key, value in filters.items() if value and key != "page"})
+    return {
+        "cohort": cohort,
+        "page": page,
+        "filters": filters,
+        "filter_query": f"{query}&" if query else "",
+        "states": [(state, state.replace("_", " ")) for state in cohort_selectors.ASSIGNMENT_STATES],
+    }
+
+
+def _detail_context(request, cohort: Cohort, **extra) -> dict:
+    reviewers = list(reviewer_queryset().only("pk", "username"))
+    progress = cohort_selectors.cohort_progress(cohort)
+    # The assign form starts with the cohort's current reviewers ticked, so topping up is one click.
+    current = {row.username for row in progress.reviewers}
+    assign = {
+        "reviewers": {r.pk for r in reviewers if r.username in current},
+        "per_proposal": cohort.reviewers_per_proposal,
+        "seed": cohort.seed,
+    }
+    return {
+        "cohort": cohort,
+        "progress": progress,
+        "deferred": cohort_selectors.cohort_deferred(cohort),
+        "reviewers": reviewers,
+        "status_moves": sorted(cohort_services.STATUS_MOVES[cohort.status]),
+        "assign": assign,
+        **_assignments_context(cohort, _filters(request.GET)),
+        **extra,
+    }
+
+
+@login_required
+def cohort_detail(request, cohort_id: int):
+    cohort = _get_cohort_for_user(request, cohort_id)
+    if request.htmx and request.htmx.target == "assignments":
+        return render(
+            request, "reviewapp/cohort_detail.html#assignments", _assignments_context(cohort, _filters(request.GET))
+        )
+    if request.htmx and request.htmx.target == "progress":
+        context = {"cohort": cohort, "progress": cohort_selectors.cohort_progress(cohort)}
+        return render(request, "reviewapp/cohort_detail.html#progress", context)
+    return render(request, "reviewapp/cohort_detail.html", _detail_context(request, cohort))
+
+
+@login_required
+@require_POST
+def cohort_status(request, cohort_id: int):
+    cohort = _get_cohort_for_user(request, cohort_id)
+    _require_coordinator(request)
+    try:
+        cohort = cohort_services.cohort_set_status(
+            cohort=cohort, status=request.POST.get("status", ""), user=request.user
+        )
+    except cohort_services.CohortError as error:
+        messages.error(request, error.message)
+    else:
+        messages.success(request, f"The cohort is now {cohort.get_status_display().lower()}.")
+    return redirect("cohort-detail", cohort_id=cohort.pk)
+
+
+@login_required
+@require_POST
+def cohort_assign(request, cohort_id: int):
+    cohort = _get_cohort_for_user(request, cohort_id)
+    _require_coordinator(request)
+    chosen = {pk for pk in map(_int_or_none, request.POST.getlist("reviewers")) if pk is not None}
+    form = {
+        "reviewers": chosen,
+        "per_proposal": request.POST.get("per_proposal", ""),
+        "seed": request.POST.get("seed", ""),
+        "max_load": request.POST.get("max_load", ""),
+    }
+    per_proposal, seed = _int_or_none(form["per_proposal"]), _int_or_none(form["seed"] or str(cohort.seed))
+    max_load = _int_or_none(form["max_load"])
+    if per_proposal is None or seed is None or (form["max_load"] and max_load is None):
+        error = "Reviewers per proposal, seed and maximum load must be whole numbers."
+    elif not chosen:
+        error = "Choose the reviewers to assign."
+    else:
+        try:
+            result = cohort_services.cohort_assign(
+                cohort=cohort,
+                reviewers=list(reviewer_queryset().filter(pk__in=chosen)),
+                per_proposal=per_proposal,
+                seed=seed,
+                max_load=max_load,
+                user=request.user,
+            )
+        except cohort_services.CohortError as exc:
+            error = exc.message
+        else:
+            loads = sorted(result.loads.values())
+            spread = f" Each reviewer now holds {loads[0]}–{loads[-1]} assignments." if loads else ""
+            messages.success(request, f"{result.created} assignments created.{spread}")
+            return redirect("cohort-detail", cohort_id=cohort.pk)
+    context = _detail_context(request, cohort, assign=form, assign_error=error)
+    return render(request, "reviewapp/cohort_detail.html", context, status=400)
+
+
+def _after_assignment_change(request, cohort_id: int, message: str, ok: bool):
+    """htmx: refresh the assignments table and progress in place; otherwise back to the cohort page."""
+    filters = _filters(request.POST, prefix="filter_")
+    if request.htmx:
+        cohort = cohort_selectors.cohort_get(cohort_id=cohort_id)
+        context = {
+            **_assignments_context(cohort, filters),
+            "progress": cohort_selectors.cohort_progress(cohort),
+            "notice": message,
+            "notice_ok": ok,
+            "oob": True,
+        }
+        html = render_to_string("reviewapp/cohort_detail.html#assignments", context, request=request)
+        html += render_to_string("reviewapp/cohort_detail.html#progress", context, request=request)
+        return HttpResponse(html)
+    (messages.success if ok else messages.error)(request, message)
+    query = urlencode({key: value for key, value in filters.items() if value})
+    return redirect(reverse("cohort-detail", args=[cohort_id]) + (f"?{query}" if query else "") + "#assignments")
+
+
+@login_required
+@require_POST
+def assignment_add(request, cohort_id: int):
+    cohort = _get_cohort_for_user(request, cohort_id)
+    _require_coordinator(request)
+    username, external_id = request.POST.get("reviewer", "").strip(), request.POST.get("proposal_id", "").strip()
+    reviewer = reviewer_queryset().filter(username=username).first()
+    proposal = Proposal.objects.filter(external_id=external_id, cohorts=cohort).first()
+    if reviewer is None:
+        return _after_assignment_change(request, cohort.pk, f"No reviewer is named “{username}”.", ok=False)
+    if proposal is None:
+        return _after_assignment_change(request, cohort.pk, f"This cohort has no proposal “{external_id}”.", ok=False)
+    try:
+        assignment = cohort_services.assignment_add(
+            cohort=cohort, reviewer=reviewer, proposal=proposal, user=request.user
+        )
+    except cohort_services.CohortError as error:
+        return _after_assignment_change(request, cohort.pk, error.message, ok=False)
+    message = f"{username} will review {external_id} (position {assignment.position} in their queue)."
+    return _after_assignment_change(request, cohort.pk, message, ok=True)
+
+
+@login_required
+@require_POST
+def assignment_remove(request, cohort_id: int, assignment_id: int):
+    assignment = _get_assignment_for_coordinator(request, cohort_id, assignment_id)
+    label = f"{assignment.reviewer.username} on {assignment.proposal.external_id}"
+    try:
+        cohort_services.assignment_remove(assignment=assignment, user=request.user)
+    except cohort_services.CohortError as error:
+        return _after_assignment_change(request, cohort_id, error.message, ok=False)
+    return _after_assignment_change(request, cohort_id, f"Removed {label}.", ok=True)
+
+
+@login_required
+@require_POST
+def assignment_reassign(request, cohort_id: int, assignment_id: int):
+    assignment = _get_assignment_for_coordinator(request, cohort_id, assignment_id)
+    username = request.POST.get("reviewer", "").strip()
+    reviewer = reviewer_queryset().filter(username=username).first()
+    if reviewer is None:
+        return _after_assignment_change(request, cohort_id, f"No reviewer is named “{username}”.", ok=False)
+    previous = assignment.reviewer.username
+    try:
+        assignment = cohort_services.assignment_reassign(assignment=assignment, reviewer=reviewer, user=request.user)
+    except cohort_services.CohortError as error:
+        return _after_assignment_change(request, cohort_id, error.message, ok=False)
+    message = f"{assignment.proposal.external_id} moved from {previous} to {username}."
+    return _after_assignment_change(request, cohort_id, message, ok=True)
+
+
+@login_required
+@require_POST
+def review_reopen(request, cohort_id: int, assignment_id: int):
+    """Send a submitted review back to its reviewer as a draft (the review service audit-logs it)."""
+    from reviewapp.services.reviews import ReviewError
+    from reviewapp.services.reviews import review_reopen as reopen
+
+    assignment = _get_assignment_for_coordinator(request, cohort_id, assignment_id)
+    review = getattr(assignment, "review", None)
+    if review is None:
+        return _after_assignment_change(request, cohort_id, "This assignment has no review to reopen.", ok=False)
+    try:
+        reopen(review=review, user=request.user)
+    except ReviewError as error:
+        return _after_assignment_change(request, cohort_id, str(error), ok=False)
+    message = f"The review of {assignment.proposal.external_id} by {assignment.reviewer.username} is open again."
+    return _after_assignment_change(request, cohort_id, message, ok=True)
+
+
+# People
+
+
+def _people_context(request, **extra) -> dict:
+    page = Paginator(user_list(), USERS_PER_PAGE).get_page(request.GET.get("page"))
+    for account in page:
+        account.roles = user_roles(account)
+    conflicts = Conflict.objects.select_related("reviewer", "proposal").order_by("-created_at")[:50]
+    return {
+        "page": page,
+        "roles": roles.ROLES,
+        "reviewers": list(reviewer_queryset().only("pk", "username")),
+        "conflict_kinds": Conflict.Kind.choices,
+        "conflicts": conflicts,
+        "new_user": {"username": "", "email": "", "role": roles.REVIEWER},
+        "conflict_form": {},
+        **extra,
+    }
+
+
+@never_cache
+@login_required
+def user_list_page(request):
+    _require_coordinator(request)
+    return render(request, "reviewapp/user_list.html", _people_context(request))
+
+
+@never_cache  # the answer carries one-time passwords
+@login_required
+@require_POST
+def user_create_page(request):
+    _require_coordinator(request)
+    form = {key: request.POST.get(key, "").strip() for key in ("username", "email", "role")}
+    try:
+        account, password = user_create(**form, user=request.user)
+    except UserInvalid as error:
+        context = _people_context(request, new_user=form, create_errors=error.errors)
+        return render(request, "reviewapp/user_list.html", context, status=400)
+    # Rendered, not redirected: the password must not pass through the session's message store.
+    return render(request, "reviewapp/user_list.html", _people_context(request, created=[(account, password)]))
+
+
+@never_cache  # the answer carries one-time passwords
+@login_required
+@require_POST
+def users_bulk_create_page(request):
+    _require_coordinator(request)
+    upload = request.FILES.get("file")
+    try:
+        csv_text = upload.read().decode("utf-8-sig") if upload else request.POST.get("csv_text", "")
+    except UnicodeDecodeError:
+        errors = [{"row": None, "field": "file", "message": "The file is not UTF-8 text."}]
+        return render(request, "reviewapp/user_list.html", _people_context(request, bulk_errors=errors), status=400)
+    try:
+        created = users_bulk_create(csv_text=csv_text, user=request.user)
+    except UserInvalid as error:
+        context = _people_context(request, bulk_errors=error.errors, csv_text="" if upload else csv_text)
+        return render(request, "reviewapp/user_list.html", context, status=400)
+    return render(request, "reviewapp/user_list.html", _people_context(request, created=created))
+
+
+@login_required
+@require_POST
+def conflict_declare_page(request):
+    _require_coordinator(request)
+    form = {key: request.POST.get(key, "").strip() for key in ("reviewer", "kind", "proposal_id", "author", "note")}
+    reviewer = reviewer_queryset().filter(username=form["reviewer"]).first()
+    proposal = Proposal.objects.filter(external_id=form["proposal_id"]).first() if form["proposal_id"] else None
+    if reviewer is None:
+        error = f"No reviewer is named “{form['reviewer']}”."
+    elif form["proposal_id"] and proposal is None:
+        error = f"There is no proposal “{form['proposal_id']}”."
+    else:
+        try:
+            cohort_services.conflict_declare(
+                reviewer=reviewer,
+                kind=form["kind"],
+                proposal=proposal,
+                author=form["author"],
+                note=form["note"],
+                user=request.user,
+            )
+        except cohort_services.CohortError as exc:
+            error = exc.message
+        else:
+            messages.success(request, f"Conflict recorded for {reviewer.username}; automatic assignment excludes it.")
+            return redirect(reverse("user-list") + "#conflicts")
+    context = _people_context(request, conflict_form=form, conflict_error=error)
+    return render(request, "reviewapp/user_list.html", context, status=400)
+
+
+urlpatterns = [
+    path("cohorts/", cohort_list, name="cohort-list"),
+    path("cohorts/<int:cohort_id>/", cohort_detail, name="cohort-detail"),
+    path("cohorts/<int:cohort_id>/status/", cohort_status, name="cohort-status"),
+    path("cohorts/<int:cohort_id>/assign/", cohort_assign, name="cohort-assign"),
+    path("cohorts/<int:cohort_id>/assignments/add/", assignment_add, name="assignment-add"),
+    path(
+        "cohorts/<int:cohort_id>/assignments/<int:assignment_id>/remove/", assignment_remove, name="assignment-remove"
+    ),
+    path(
+        "cohorts/<int:cohort_id>/assignments/<int:assignment_id>/reassign/",
+        assignment_reassign,
+        name="assignment-reassign",
+    ),
+    path("cohorts/<int:cohort_id>/assignments/<int:assignment_id>/reopen/", review_reopen, name="review-reopen"),
+    path("people/", user_list_page, name="user-list"),
+    path("people/create/", user_create_page, name="user-create"),
+    path("people/bulk/", users_bulk_create_page, name="users-bulk-create"),
+    path("people/conflicts/", conflict_declare_page, name="conflict-declare"),
+]

@@ -1,3 +1,56 @@
-"""Pages: imports."""
+"""Pages: import research tasks and proposals into a cohort."""
 
-urlpatterns = []
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
+from django.shortcuts import get_object_or_404, render
+from django.urls import path
+from django.views.decorators.http import require_http_methods
+
+from reviewapp import roles
+from reviewapp.models import Cohort
+from reviewapp.services.imports import (
+    PROPOSAL_FIELDS,
+    REQUIRED,
+    TASK_FIELDS,
+    CohortFrozen,
+    ImportInvalid,
+    cohort_import_file,
+)
+
+
+def _get_cohort_for_coordinator(request, pk: int) -> Cohort:
+    # Refuse other roles before looking the cohort up, so they learn nothing about which cohorts exist.
+    if not roles.can_coordinate(request.user):
+        raise PermissionDenied
+    return get_object_or_404(Cohort, pk=pk)
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def cohort_import(request, cohort_id):
+    cohort = _get_cohort_for_coordinator(request, cohort_id)
+    context = {"cohort": cohort, "result": None, "problems": None, "refusal": None}
+    if request.method == "POST":
+        upload = request.FILES.get("file")
+        if upload is None:
+            message = "Choose a file to import."
+            context["problems"] = [{"table": "file", "row": None, "field": "file", "message": message}]
+        else:
+            try:
+                context["result"] = cohort_import_file(
+                    cohort=cohort, filename=upload.name, content=upload.read(), user=request.user
+                )
+            except ImportInvalid as exc:
+                context["problems"] = exc.rows
+            except CohortFrozen as exc:
+                context["refusal"] = str(exc)
+    context["batches"] = cohort.imports.select_related("created_by").order_by("-created_at")
+    context["columns"] = [
+        ("tasks", [(name, name in REQUIRED["tasks"]) for name in TASK_FIELDS]),
+        ("proposals", [(name, name in REQUIRED["proposals"]) for name in PROPOSAL_FIELDS]),
+    ]
+    template = "reviewapp/cohort_import.html#outcome" if request.htmx else "reviewapp/cohort_import.html"
+    return render(request, template, context)
+
+
+urlpatterns = [path("cohorts/<int:cohort_id>/import/", cohort_import, name="cohort-import")]

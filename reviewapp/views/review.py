@@ -1,3 +1,288 @@
-"""Pages: review."""
+"""Pages: the reviewer's queue and the review page (blinded packet + the protocol's form, autosaved with htmx).
 
-urlpatterns = []
+Templates here receive only packets and review states (frozen dataclasses from the selectors), never model
+instances: blinding is enforced by what reaches the template, not by what the template chooses to show.
+"""
+
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from functools import wraps
+
+from django.contrib import messages
+from django.contrib.auth.views import redirect_to_login
+from django.core import signing
+from django.core.exceptions import PermissionDenied
+from django.http import Http404, HttpResponseBadRequest
+from django.shortcuts import redirect, render
+from django.urls import path, reverse
+from django.utils import timezone
+from django.views.decorators.http import require_GET, require_http_methods
+from django_htmx.http import HttpResponseClientRedirect, reswap, retarget
+
+from reviewapp import protocol, roles
+from reviewapp.models import Assignment, Cohort
+from reviewapp.selectors import packets, reviews
+from reviewapp.services.reviews import (
+    ReviewIncomplete,
+    ReviewInvalid,
+    ReviewLocked,
+    StaleReview,
+    assignment_defer,
+    review_save,
+    review_submit,
+)
+
+PAGE_TEMPLATE = "reviewapp/review_page.html"
+OPENED_SALT = "review-page-opened"
+SESSION_EXPIRED = "your session expired; log in again in another tab, your answers are kept in this browser"
+STALE = "this review was changed in another tab or window. Reload the page to continue from the latest version."
+# Keyboard digits of the design-flaw verdicts, in protocol order; 0 is always "Can't judge".
+FLAW_VERDICT_KEYS = {"absent": "1", "fixable": "2", "fatal": "3", protocol.CANT_JUDGE: "0"}
+
+
+def reviewer_page(view):
+    """Reviewers only: anonymous users log in (a background save is told instead), other roles get 403."""
+
+    @wraps(view)
+    def wrapped(request, *args, **kwargs):
+        if not request.user.is_authenticated:
+            if request.htmx:
+                return render(request, f"{PAGE_TEMPLATE}#save_status", {"save_error": SESSION_EXPIRED}, status=401)
+            return redirect_to_login(request.get_full_path())
+        if not roles.can_review(request.user):
+            raise PermissionDenied
+        return view(request, *args, **kwargs)
+
+    return wrapped
+
+
+def _get_assignment_for_reviewer(request, assignment_id: int) -> Assignment:
+    """The reviewer's own assignment in a visible cohort; anything else is 404, never revealing it exists."""
+    try:
+        return Assignment.objects.select_related("cohort").get(
+            pk=assignment_id, reviewer=request.user, cohort__status__in=packets.VISIBLE_COHORT_STATUSES
+        )
+    except Assignment.DoesNotExist:
+        raise Http404 from None
+
+
+@dataclass(frozen=True)
+class Option:
+    value: str
+    key: str  # the digit that chooses it
+    label: str
+    anchor: str
+    checked: bool
+
+
+@dataclass(frozen=True)
+class Question:
+    name: str
+    label: str
+    prompt: str
+    options: tuple[Option, ...]
+    error: str
+
+
+def _question(state, errors, name, label, prompt, options) -> Question:
+    answer = state.answers[name]
+    return Question(
+        name=name,
+        label=label,
+        prompt=prompt,
+        options=tuple(Option(value, key, text, anchor, answer == value) for value, key, text, anchor in options),
+        error=errors.get(name, ""),
+    )
+
+
+def _form_context(state: reviews.ReviewState, errors: dict) -> dict:
+    """The protocol's questions with the recorded answers, in the order they are asked (SPEC §3.2)."""
+    overall = _question(
+        state,
+        errors,
+        "overall",
+        "Overall research value",
+        "",
+        [(str(value), str(value), label, anchor) for value, label, anchor in protocol.OVERALL_SCALE],
+    )
+    recommendation = _question(
+        state,
+        errors,
+        "recommendation",
+        "Recommendation",
+        "",
+        [(key, str(n), label, anchor) for n, (key, label, anchor) in enumerate(protocol.RECOMMENDATIONS, start=1)],
+    )
+    criteria = [
+        _question(
+            state,
+            errors,
+            field,
+            label,
+            prompt,
+            [(str(n), str(n), "", anchor) for n, anchor in enumerate(anchors, start=1)]
+            + [(protocol.CANT_JUDGE, "0", protocol.CANT_JUDGE_LABEL, "")],
+        )
+        for field, label, prompt, anchors in protocol.CRITERIA
+    ]
+    flaw_verdict = _question(
+        state,
+        errors,
+        "flaw_verdict",
+        "Design-flaw verdict",
+        "Does the investigation plan have a consequential design flaw?",
+        [(key, FLAW_VERDICT_KEYS[key], label, anchor) for key, label, anchor in protocol.FLAW_VERDICTS],
+    )
+    return {
+        "state": state,
+        "errors": errors,
+        "head_questions": [overall, recommendation],
+        "criteria": criteria,
+        "flaw_verdict": flaw_verdict,
+        "checklist": [(key, label, key in state.flaw_checklist) for key, label in protocol.FLAW_CHECKLIST],
+    }
+
+
+def _page_context(assignment: Assignment, state: reviews.ReviewState, errors=None) -> dict:
+    editable = assignment.cohort.status == Cohort.Status.OPEN and not state.submitted
+    return {
+        **_form_context(state, errors or {}),
+        "assignment_id": assignment.pk,
+        "page_url": reverse("review-page", args=[assignment.pk]),
+        "editable": editable,
+        "cohort_closed": assignment.cohort.status != Cohort.Status.OPEN,
+        "deferred_reason": assignment.deferred_reason,
+        "deferred_at": assignment.deferred_at,
+        "opened": signing.dumps(int(timezone.now().timestamp()), salt=OPENED_SALT),
+        "server_saved_ms": int(state.last_saved_at.timestamp() * 1000) if state.last_saved_at else 0,
+    }
+
+
+def _render_page(request, assignment, state, errors=None, defer_error="", status=200):
+    packet = packets.packet_for_reviewer(reviewer=request.user, assignment_id=assignment.pk)
+    context = {
+        **_page_context(assignment, state, errors),
+        "packet": packet,
+        "defer_error": defer_error,
+        "submit_failed": bool(errors),
+    }
+    return render(request, PAGE_TEMPLATE, context, status=status)
+
+
+def _opened_at(signed: str) -> datetime | None:
+    try:
+        return datetime.fromtimestamp(signing.loads(signed, salt=OPENED_SALT), tz=UTC)
+    except (signing.BadSignature, TypeError, ValueError, OverflowError):
+        return None
+
+
+def _posted_answers(post) -> dict:
+    """The answers in the posted form. Unanswered radios are absent and so left unchanged; the checklist is
+    read only when the page showed it (it can be emptied by unticking every box)."""
+    data = {field: post[field] for field in (*reviews.FORM_FIELDS, "main_flaw", "comments") if field in post}
+    if "checklist" in post.getlist("shown"):
+        data["flaw_checklist"] = [item for item in post.getlist("flaw_checklist") if item]
+    return data
+
+
+def _save_status(request, message: str, status: int):
+    """The indicator's "Not saved — …" answer, swapped into the indicator whatever element posted."""
+    response = render(request, f"{PAGE_TEMPLATE}#save_status", {"save_error": message}, status=status)
+    return reswap(retarget(response, "#save-status"), "innerHTML")
+
+
+def _after_done(request, assignment):
+    """Where a reviewer goes after submitting or skipping: the next assignment to do, else the queue."""
+    next_id = reviews.next_assignment_id(reviewer=request.user, after_assignment_id=assignment.pk)
+    url = reverse("review-page", args=[next_id]) if next_id else reverse("review-queue")
+    return HttpResponseClientRedirect(url) if request.htmx else redirect(url)
+
+
+def _defer(request, assignment):
+    try:
+        assignment_defer(assignment=assignment, reviewer=request.user, reason=request.POST.get("deferred_reason", ""))
+    except ReviewInvalid as error:
+        state = reviews.review_state(assignment_id=assignment.pk)
+        return _render_page(request, assignment, state, defer_error=str(error), status=422)
+    except ReviewLocked as error:
+        messages.error(request, str(error))
+        return redirect("review-page", assignment.pk)
+    messages.success(request, "Proposal skipped; the coordinator has your reason. It stays in your queue.")
+    return _after_done(request, assignment)
+
+
+def _save_or_submit(request, assignment, action: str):
+    try:
+        version = int(request.POST.get("version", ""))
+    except ValueError:
+        return HttpResponseBadRequest("The form's version is missing.")
+    write = review_submit if action == "submit" else review_save
+    try:
+        review = write(
+            assignment=assignment,
+            reviewer=request.user,
+            data=_posted_answers(request.POST),
+            version=version,
+            opened_at=_opened_at(request.POST.get("opened", "")),
+        )
+    except StaleReview:
+        if request.htmx:
+            return _save_status(request, STALE, 409)
+        messages.error(request, f"Not saved — {STALE}")
+        return redirect("review-page", assignment.pk)
+    except (ReviewLocked, ReviewInvalid) as error:
+        if request.htmx:
+            return _save_status(request, str(error), 409 if isinstance(error, ReviewLocked) else 422)
+        messages.error(request, f"Not saved — {error}")
+        return redirect("review-page", assignment.pk)
+    except ReviewIncomplete as error:
+        state = reviews.review_state_from(error.review)
+        if request.htmx:
+            context = {**_page_context(assignment, state, error.errors), "submit_failed": True}
+            response = render(request, f"{PAGE_TEMPLATE}#review_form", context, status=422)
+            return reswap(retarget(response, "#review-form"), "outerHTML")
+        return _render_page(request, assignment, state, errors=error.errors, status=422)
+
+    if action == "submit":
+        messages.success(request, "Review submitted.")
+        return _after_done(request, assignment)
+    if not request.htmx:
+        messages.success(request, "Draft saved.")
+        return redirect("review-page", assignment.pk)
+    state = reviews.review_state_from(review)
+    shown = request.POST.getlist("shown")
+    context = {
+        **_form_context(state, {}),
+        "editable": True,
+        # Sections whose visibility changed with this save are swapped in (or out) beside the indicator.
+        "swap_criteria": state.criteria_unlocked != ("criteria" in shown),
+        "swap_checklist": state.checklist_shown != ("checklist" in shown),
+    }
+    return render(request, f"{PAGE_TEMPLATE}#save_result", context)
+
+
+@reviewer_page
+@require_GET
+def review_queue(request):
+    queue = reviews.reviewer_queue(reviewer=request.user)
+    return render(request, "reviewapp/review_queue.html", {"queue": queue})
+
+
+@reviewer_page
+@require_http_methods(["GET", "POST"])
+def review_page(request, assignment_id: int):
+    assignment = _get_assignment_for_reviewer(request, assignment_id)
+    if request.method == "GET":
+        return _render_page(request, assignment, reviews.review_state(assignment_id=assignment.pk))
+    action = request.POST.get("action")
+    if action == "defer":
+        return _defer(request, assignment)
+    if action in ("save", "submit"):
+        return _save_or_submit(request, assignment, action)
+    return HttpResponseBadRequest("Unknown action.")
+
+
+urlpatterns = [
+    path("review/", review_queue, name="review-queue"),
+    path("review/<int:assignment_id>/", review_page, name="review-page"),
+]

@@ -1,0 +1,278 @@
+"""Speed of Open Hypothesis runs, against the targets the product promises.
+
+    DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres .venv/bin/python benchmarks/screening_speed.py
+
+Needs PostgreSQL and Redis. On the server named by DATABASE_URL it creates a scratch database
+(oh_bench_screening); the broker is OH_BENCH_REDIS_URL (default redis://127.0.0.1:6379/13). It starts the simulated
+model server, a Celery worker (threads pool) and, for the last figure, gunicorn, each as its own process, and
+measures:
+
+- a full run (4 generators × 10 hypotheses, stage 1, stage 2, literature step) started through the API, from the
+  POST to the run's completion, with the simulated models answering at once (target ≤ 3 s) and with every simulated
+  call taking 2 s (target ≤ 10 s: generate → stage 1 → stage 2 is the critical path);
+- GET of a completed run through gunicorn, median latency with 20 clients requesting at once (target ≤ 20 ms).
+
+Everything it started is stopped and the scratch database dropped at the end. Exit status 1 when a target is missed.
+"""
+
+import argparse
+import asyncio
+import json
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
+
+SCRATCH_DATABASE = "oh_bench_screening"
+RUNS_PER_FIGURE = 3
+WORKER_CONCURRENCY = 8
+GUNICORN_WORKERS = 4
+CLIENTS = 20
+REQUESTS_PER_CLIENT = 100
+QUESTION = "How does remodelling of the bone-marrow niche affect the fitness of mutant clones?"
+PROVIDER_KEYS = ("OPENAI_API_KEY", "XAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY")
+
+ROOT = Path(__file__).resolve().parent.parent
+BIN = Path(sys.executable).parent
+sys.path.insert(0, str(ROOT))
+
+
+def database_url(url: str, name: str) -> str:
+    return urlunsplit(urlsplit(url)._replace(path=f"/{name}"))
+
+
+def maintenance(url: str, statement: str) -> None:
+    import psycopg
+
+    with psycopg.connect(database_url(url, "postgres"), autocommit=True) as connection:
+        connection.execute(statement)
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def wait_for_port(port: int, timeout: float = 30) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        with socket.socket() as probe:
+            if probe.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.05)
+    raise RuntimeError(f"nothing listens on port {port} after {timeout} s")
+
+
+class Processes:
+    """The processes this benchmark started, stopped (by their own pid) at the end."""
+
+    def __init__(self, env: dict):
+        self.env = env
+        self.running: dict[str, subprocess.Popen] = {}
+
+    def start(self, name: str, command: list[str]) -> None:
+        self.running[name] = subprocess.Popen(
+            command, cwd=ROOT, env=self.env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
+        )
+
+    def stop(self, name: str) -> None:
+        process = self.running.pop(name)
+        process.terminate()
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+    def stop_all(self) -> None:
+        for name in list(self.running):
+            self.stop(name)
+
+
+def start_simulator(processes: Processes, port: int, latency: float) -> None:
+    config = json.dumps({"latency_seconds": latency, "seed": 1})
+    processes.start(
+        "simulator", [str(BIN / "python"), "manage.py", "run_simulator", "--port", str(port), "--config", config]
+    )
+    wait_for_port(port)
+
+
+def run_once(address: str) -> float:
+    """Seconds from the API's POST to the run's completion."""
+    from django.test import Client
+
+    from screening.models import Run
+
+    started = time.perf_counter()
+    response = Client().post(
+        "/api/v1/open-hypothesis/runs", {"question": QUESTION}, content_type="application/json", REMOTE_ADDR=address
+    )
+    assert response.status_code == 202, response.content
+    public_id = response.json()["id"]
+    deadline = started + 120
+    while time.perf_counter() < deadline:
+        status = Run.objects.filter(public_id=public_id).values_list("status", flat=True).first()
+        if status not in Run.ACTIVE_STATUSES:
+            seconds = time.perf_counter() - started
+            run = Run.objects.get(public_id=public_id)
+            assert run.status == Run.Status.COMPLETED, (run.status, run.error)
+            assert run.hypotheses.count() == 40, run.hypotheses.count()
+            return seconds
+        time.sleep(0.01)
+    raise RuntimeError(f"run {public_id} did not finish within 120 s")
+
+
+async def _client(port: int, path: str, timings: list[float]) -> None:
+    """One client asking again as soon as it has its answer. Plain HTTP/1.1 on asyncio streams: a heavier client
+    library would spend more of the machine's two cores than the server does. A new connection, when the server
+    closed the last one, is part of the request's time."""
+    request = f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".encode()
+    reader = writer = None
+    for _ in range(REQUESTS_PER_CLIENT):
+        started = time.perf_counter()
+        if writer is None:
+            reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        writer.write(request)
+        head = (await reader.readuntil(b"\r\n\r\n")).decode("latin-1").lower()
+        headers = dict(line.split(": ", 1) for line in head.split("\r\n")[1:] if ": " in line)
+        await reader.readexactly(int(headers["content-length"]))
+        timings.append((time.perf_counter() - started) * 1000)
+        assert head.startswith("http/1.1 200"), head
+        if headers.get("connection") == "close":
+            writer.close()
+            reader = writer = None
+    if writer is not None:
+        writer.close()
+
+
+async def _load(port: int, path: str) -> list[float]:
+    timings: list[float] = []
+    await asyncio.gather(*(_client(port, path, timings) for _ in range(CLIENTS)))
+    return timings
+
+
+def measure(processes: Processes, record, simulator_port: int) -> None:
+    from django.core.management import call_command
+
+    from screening.management.commands.setup_roster import roster_setup_default
+    from screening.models import Run
+
+    print("Migrating the scratch database…", flush=True)
+    call_command("migrate", verbosity=0)
+    roster_setup_default()
+    processes.start(
+        "worker",
+        [
+            str(BIN / "celery"), "-A", "reviewapp", "worker", "--pool", "threads",
+            "--concurrency", str(WORKER_CONCURRENCY), "--loglevel", "WARNING", "--without-gossip", "--without-mingle",
+        ],
+    )  # fmt: skip
+    address = iter(range(1, 250))
+    for latency, target in ((0.0, 3.0), (2.0, 10.0)):
+        start_simulator(processes, simulator_port, latency)
+        print(f"Runs with every simulated call taking {latency:g} s…", flush=True)
+        run_once(f"192.0.2.{next(address)}")  # warms the worker up; not counted
+        seconds = [run_once(f"192.0.2.{next(address)}") for _ in range(RUNS_PER_FIGURE)]
+        processes.stop("simulator")
+        record(
+            f"full run, simulated calls of {latency:g} s",
+            statistics.median(seconds),
+            "s",
+            f"≤ {target:g} s",
+            max(seconds) <= target,
+            f"(median of {RUNS_PER_FIGURE}; all: {', '.join(f'{s:.2f}' for s in seconds)})",
+        )
+    processes.stop("worker")
+
+    port = free_port()
+    processes.start(
+        "gunicorn",
+        [str(BIN / "gunicorn"), "reviewapp.wsgi:application", "--workers", str(GUNICORN_WORKERS),
+         "--bind", f"127.0.0.1:{port}", "--log-level", "warning"],
+    )  # fmt: skip
+    wait_for_port(port)
+    run = Run.objects.filter(status=Run.Status.COMPLETED).order_by("-finished_at").first()
+    path = f"/api/v1/open-hypothesis/runs/{run.public_id}"
+    asyncio.run(_load(port, path))  # warm-up: every gunicorn worker imports, connects and caches
+    timings = asyncio.run(_load(port, path))
+    processes.stop("gunicorn")
+    record(
+        f"GET of a completed run, {CLIENTS} clients at once",
+        statistics.median(timings),
+        "ms",
+        "≤ 20 ms",
+        statistics.median(timings) <= 20,
+        f"(median of {len(timings)}; p95 {statistics.quantiles(timings, n=20)[-1]:.1f} ms; "
+        f"gunicorn {GUNICORN_WORKERS} workers)",
+    )
+
+
+def print_table(results) -> None:
+    rows = [("figure", "measured", "target", "result")] + [
+        (figure, measured, target, "PASS" if passed else "FAIL") for figure, measured, target, passed, _ in results
+    ]
+    widths = [max(len(row[column]) for row in rows) for column in range(4)]
+    print()
+    for index, row in enumerate(rows):
+        print("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)))
+        if index == 0:
+            print("  ".join("-" * width for width in widths))
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--keep", action="store_true", help=f"leave the {SCRATCH_DATABASE} database for inspection")
+    arguments = parser.parse_args()
+    url = os.environ.get("DATABASE_URL", "")
+    if urlsplit(url).scheme not in ("postgres", "postgresql"):
+        print(
+            "Set DATABASE_URL to a PostgreSQL server, e.g. postgres://postgres@127.0.0.1:5432/postgres", file=sys.stderr
+        )
+        return 2
+
+    scratch_url = database_url(url, SCRATCH_DATABASE)
+    simulator_port = free_port()
+    env = {key: value for key, value in os.environ.items() if key not in PROVIDER_KEYS}
+    env.update(
+        DATABASE_URL=scratch_url,
+        # Persistent connections, as production runs them.
+        DATABASE_CONN_MAX_AGE="600",
+        CELERY_BROKER_URL=os.environ.get("OH_BENCH_REDIS_URL", "redis://127.0.0.1:6379/13"),
+        SIMULATOR_PORT=str(simulator_port),
+        DJANGO_SETTINGS_MODULE="reviewapp.settings",
+        LOG_LEVEL="WARNING",
+    )
+    os.environ.clear()
+    os.environ.update(env)
+    maintenance(url, f"DROP DATABASE IF EXISTS {SCRATCH_DATABASE} WITH (FORCE)")
+    maintenance(url, f"CREATE DATABASE {SCRATCH_DATABASE}")
+    processes = Processes(env)
+    results = []
+
+    def record(figure, value, unit, target, passed, note=""):
+        results.append((figure, f"{value:.2f} {unit}", target, passed, note))
+        print(f"  {figure}: {results[-1][1]} {note}", flush=True)
+
+    try:
+        import django
+
+        django.setup()
+        measure(processes, record, simulator_port)
+    finally:
+        processes.stop_all()
+        from django.db import connections
+
+        connections.close_all()
+        if not arguments.keep:
+            maintenance(url, f"DROP DATABASE IF EXISTS {SCRATCH_DATABASE} WITH (FORCE)")
+    print_table(results)
+    return 0 if all(passed for *_, passed, _ in results) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,127 @@
+"""The demonstration cohort that `make run` loads: research tasks and proposals in the biology of ageing,
+written by hand for the demo (not research data), and demo accounts for each role.
+
+Loading is idempotent: the accounts, the cohort, its proposals and its assignments are created once; only the
+demo passwords change on every load, so no password outlives the run that printed it.
+"""
+
+import secrets
+from dataclasses import dataclass
+from datetime import timedelta
+from pathlib import Path
+
+from django.contrib.auth.models import Group, User
+from django.db import transaction
+from django.utils import timezone
+
+from reviewapp import protocol
+from reviewapp.models import Assignment, Cohort
+from reviewapp.roles import ANALYST, COORDINATOR, REVIEWER
+from reviewapp.services.cohorts import cohort_assign, cohort_create
+from reviewapp.services.imports import cohort_import_file
+from reviewapp.services.reviews import review_save, review_submit
+
+DEMO_COHORT_FILE = Path(__file__).with_name("demo_cohort.json")
+DEMO_COHORT_NAME = "Demo: biology of ageing (demonstration data)"
+DEMO_COHORT_DESCRIPTION = (
+    "Research tasks and proposals written by hand for demonstrating the product. They are not research data "
+    "and do not describe real studies."
+)
+DEMO_DATASET = "Demo data (written for demonstration)"
+DEMO_REVIEWERS_PER_PROPOSAL = 2
+DEMO_SEED = 2026
+DEMO_COORDINATOR = "demo-coordinator"
+DEMO_REVIEWERS = ("demo-reviewer-1", "demo-reviewer-2", "demo-reviewer-3")
+DEMO_ACCOUNTS = (
+    (DEMO_COORDINATOR, COORDINATOR),
+    ("demo-analyst", ANALYST),
+    *((username, REVIEWER) for username in DEMO_REVIEWERS),
+)
+
+# demo-reviewer-1's first proposal gets this submitted review, the second a draft, so progress pages show both.
+_SUBMITTED_ANSWERS = {
+    "overall": 3,
+    "recommendation": "revise",
+    **dict.fromkeys(protocol.CRITERION_FIELDS, "3"),
+    "data_fit": "2",
+    "alternative_explanations": protocol.CANT_JUDGE,
+    "flaw_verdict": "fixable",
+    "flaw_checklist": ["confounding", "power"],
+    "main_flaw": "The named data cannot separate the proposed cause from age-related confounders.",
+    "comments": "Demo review, written for the demonstration.",
+}
+_DRAFT_ANSWERS = {"overall": 4, "recommendation": "prioritize"}
+
+
+@dataclass(frozen=True)
+class DemoLogin:
+    username: str
+    role: str
+    password: str
+
+
+@dataclass(frozen=True)
+class DemoLoad:
+    cohort: Cohort
+    cohort_created: bool
+    logins: list[DemoLogin]
+
+
+def _demo_account(*, username: str, role: str) -> tuple[User, DemoLogin]:
+    """Create or update a demo account with exactly its role and a fresh password (only the hash is stored)."""
+    account, _ = User.objects.get_or_create(username=username)
+    password = secrets.token_urlsafe(9)
+    account.set_password(password)
+    account.is_active = True
+    account.save()
+    account.groups.set([Group.objects.get(name=role)])
+    return account, DemoLogin(username=username, role=role, password=password)
+
+
+def _seed_reviews(cohort: Cohort, reviewer: User) -> None:
+    first, second = (
+        Assignment.objects.select_related("cohort").filter(cohort=cohort, reviewer=reviewer).order_by("position")[:2]
+    )
+    # A page opened a few minutes before each save gives the progress page a time per review.
+    opened_at = timezone.now() - timedelta(minutes=4)
+    review_submit(assignment=first, reviewer=reviewer, data=_SUBMITTED_ANSWERS, version=0, opened_at=opened_at)
+    review_save(assignment=second, reviewer=reviewer, data=_DRAFT_ANSWERS, version=0, opened_at=opened_at)
+
+
+@transaction.atomic
+def demo_load() -> DemoLoad:
+    """Ensure the demo accounts (new passwords every time), the demo cohort, its proposals and assignments."""
+    accounts, logins = {}, []
+    for username, role in DEMO_ACCOUNTS:
+        accounts[username], login = _demo_account(username=username, role=role)
+        logins.append(login)
+    coordinator = accounts[DEMO_COORDINATOR]
+
+    cohort = Cohort.objects.filter(name=DEMO_COHORT_NAME).first()
+    cohort_created = cohort is None
+    if cohort_created:
+        cohort = cohort_create(
+            name=DEMO_COHORT_NAME,
+            description=DEMO_COHORT_DESCRIPTION,
+            reviewers_per_proposal=DEMO_REVIEWERS_PER_PROPOSAL,
+            seed=DEMO_SEED,
+            is_demo=True,
+            user=coordinator,
+        )
+    # Assigning opens the cohort, so a demo cohort that is no longer a draft was loaded before; later
+    # changes to it (reassignments, closing) are the coordinator's and are left alone.
+    if cohort.status == Cohort.Status.DRAFT:
+        cohort_import_file(
+            cohort=cohort, filename=DEMO_COHORT_FILE.name, content=DEMO_COHORT_FILE.read_bytes(), user=coordinator
+        )
+        cohort_assign(
+            cohort=cohort,
+            reviewers=[accounts[username] for username in DEMO_REVIEWERS],
+            per_proposal=DEMO_REVIEWERS_PER_PROPOSAL,
+            seed=DEMO_SEED,
+            user=coordinator,
+        )
+        cohort.refresh_from_db()
+    if cohort_created:
+        _seed_reviews(cohort, accounts[DEMO_REVIEWERS[0]])
+    return DemoLoad(cohort=cohort, cohort_created=cohort_created, logins=logins)

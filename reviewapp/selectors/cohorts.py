@@ -1,0 +1,179 @@
+"""Reads about cohorts for coordinators and analysts: counts, progress per reviewer, assignments.
+
+Everything is counted in the database with a fixed number of queries, whatever the cohort's size.
+"""
+
+import statistics
+from collections import defaultdict
+from dataclasses import dataclass
+
+from django.db import connection
+from django.db.models import Aggregate, Count, FloatField, OuterRef, Q, QuerySet, Subquery
+from django.db.models.functions import Coalesce
+
+from reviewapp.models import Assignment, Cohort, Review
+
+ASSIGNMENT_STATES = {
+    "not_started": Q(review__isnull=True),
+    "in_progress": Q(review__status=Review.Status.DRAFT),
+    "submitted": Q(review__status=Review.Status.SUBMITTED),
+    "deferred": Q(deferred_at__isnull=False) & ~Q(review__status=Review.Status.SUBMITTED),
+}
+
+
+class _Median(Aggregate):
+    """PostgreSQL's continuous median; other databases get theirs computed from one query (see below)."""
+
+    function = "PERCENTILE_CONT"
+    template = "%(function)s(0.5) WITHIN GROUP (ORDER BY %(expressions)s)"
+    output_field = FloatField()
+
+
+def _count_of(queryset: QuerySet, cohort_field: str) -> Coalesce:
+    rows = queryset.filter(**{cohort_field: OuterRef("pk")}).order_by().values(cohort_field)
+    return Coalesce(Subquery(rows.annotate(n=Count("*")).values("n")), 0)
+
+
+def cohorts_with_counts() -> QuerySet[Cohort]:
+    """Cohorts, newest first, with proposal_count, assignment_count and submitted_count."""
+    return Cohort.objects.order_by("-created_at", "-pk").annotate(
+        proposal_count=_count_of(Cohort.proposals.through.objects.all(), "cohort"),
+        assignment_count=_count_of(Assignment.objects.all(), "cohort"),
+        submitted_count=_count_of(Review.objects.filter(status=Review.Status.SUBMITTED), "assignment__cohort"),
+    )
+
+
+def cohort_get(*, cohort_id: int) -> Cohort:
+    """One cohort with its counts; raises Cohort.DoesNotExist."""
+    return cohorts_with_counts().get(pk=cohort_id)
+
+
+@dataclass(frozen=True)
+class Progress:
+    """How far a reviewer (or, with username "", the whole cohort) has got."""
+
+    username: str
+    assigned: int
+    submitted: int
+    in_progress: int
+    deferred: int
+    median_seconds: float | None
+
+    @property
+    def not_started(self) -> int:
+        return self.assigned - self.submitted - self.in_progress
+
+    @property
+    def percent_submitted(self) -> int:
+        return round(100 * self.submitted / self.assigned) if self.assigned else 0
+
+    @property
+    def median_display(self) -> str:
+        if self.median_seconds is None:
+            return "–"
+        minutes, seconds = divmod(round(self.median_seconds), 60)
+        return f"{minutes} min {seconds:02d} s" if minutes else f"{seconds} s"
+
+    def as_dict(self) -> dict:
+        return {
+            "assigned": self.assigned,
+            "submitted": self.submitted,
+            "in_progress": self.in_progress,
+            "not_started": self.not_started,
+            "deferred": self.deferred,
+            "median_seconds": self.median_seconds,
+        }
+
+
+@dataclass(frozen=True)
+class CohortProgress:
+    reviewers: list[Progress]
+    totals: Progress
+
+
+_SUBMITTED = Q(review__status=Review.Status.SUBMITTED)
+
+
+def _python_medians(assignments: QuerySet) -> tuple[dict[int, float], float | None]:
+    """Median seconds per submitted review, per reviewer and overall, from one query (SQLite has no median)."""
+    seconds = defaultdict(list)
+    for reviewer_id, spent in assignments.filter(_SUBMITTED).values_list("reviewer_id", "review__seconds_spent"):
+        seconds[reviewer_id].append(spent)
+    every = [spent for values in seconds.values() for spent in values]
+    return {r: statistics.median(v) for r, v in seconds.items()}, (statistics.median(every) if every else None)
+
+
+def cohort_progress(cohort: Cohort) -> CohortProgress:
+    """Per reviewer: assigned, submitted, in progress (a draft exists), not started, deferred, median time.
+
+    Two queries whatever the cohort's size.
+    """
+    assignments = Assignment.objects.filter(cohort=cohort).order_by()
+    rows = (
+        assignments.values("reviewer_id", "reviewer__username")
+        .annotate(
+            assigned=Count("pk"),
+            submitted=Count("pk", filter=ASSIGNMENT_STATES["submitted"]),
+            in_progress=Count("pk", filter=ASSIGNMENT_STATES["in_progress"]),
+            deferred=Count("pk", filter=ASSIGNMENT_STATES["deferred"]),
+        )
+        .order_by("reviewer__username")
+    )
+    if connection.vendor == "postgresql":
+        median = _Median("review__seconds_spent", filter=_SUBMITTED)
+        rows = list(rows.annotate(median=median))
+        medians = {row["reviewer_id"]: row["median"] for row in rows}
+        total_median = assignments.aggregate(m=median)["m"]
+    else:
+        medians, total_median = _python_medians(assignments)
+    reviewers = [
+        Progress(
+            username=row["reviewer__username"],
+            assigned=row["assigned"],
+            submitted=row["submitted"],
+            in_progress=row["in_progress"],
+            deferred=row["deferred"],
+            median_seconds=medians.get(row["reviewer_id"]),
+        )
+        for row in rows
+    ]
+    totals = Progress(
+        username="",
+        assigned=sum(r.assigned for r in reviewers),
+        submitted=sum(r.submitted for r in reviewers),
+        in_progress=sum(r.in_progress for r in reviewers),
+        deferred=sum(r.deferred for r in reviewers),
+        median_seconds=total_median,
+    )
+    return CohortProgress(reviewers=reviewers, totals=totals)
+
+
+def cohort_deferred(cohort: Cohort, *, limit: int = 100) -> QuerySet[Assignment]:
+    """The most recent deferrals not yet resolved, with the reviewers' reasons."""
+    return (
+        Assignment.objects.filter(ASSIGNMENT_STATES["deferred"], cohort=cohort)
+        .select_related("reviewer", "proposal")
+        .order_by("-deferred_at")[:limit]
+    )
+
+
+def cohort_assignments(cohort: Cohort, *, reviewer: str = "", proposal: str = "", state: str = "") -> QuerySet:
+    """A cohort's assignments by reviewer and queue position, optionally filtered; paginate it."""
+    assignments = Assignment.objects.filter(cohort=cohort)
+    if reviewer:
+        assignments = assignments.filter(reviewer__username__iexact=reviewer)
+    if proposal:
+        assignments = assignments.filter(proposal__external_id__icontains=proposal)
+    if state in ASSIGNMENT_STATES:
+        assignments = assignments.filter(ASSIGNMENT_STATES[state])
+    return assignments.select_related("reviewer", "proposal", "review").order_by("reviewer__username", "position")
+
+
+def assignment_state(assignment: Assignment) -> str:
+    """not_started, in_progress, submitted or deferred (load `review` with select_related)."""
+    review = getattr(assignment, "review", None)
+    if review is not None and review.status == Review.Status.SUBMITTED:
+        return "submitted"
+    if assignment.deferred_at:
+        return "deferred"
+    return "not_started" if review is None else "in_progress"

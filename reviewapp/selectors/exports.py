@@ -1,0 +1,241 @@
+"""Review exports: the rows of a cohort's reviews and the CSV / XLSX writers that share them.
+
+Rows come from one query read in chunks, so an export of any size runs in constant memory. The unblinding
+columns (author, author company, method, source run) are selected only when asked for: analysts' exports
+never read them from the database.
+"""
+
+import csv
+import io
+from collections.abc import Callable, Iterable, Iterator
+from datetime import UTC, datetime
+from itertools import islice
+from typing import Any
+
+from openpyxl import Workbook
+from openpyxl.cell import WriteOnlyCell
+from openpyxl.cell.cell import ILLEGAL_CHARACTERS_RE
+from openpyxl.styles import Font
+from openpyxl.utils import get_column_letter
+
+from reviewapp.models import Cohort, Review
+from reviewapp.protocol import CANT_JUDGE, CRITERION_FIELDS
+
+CHUNK_SIZE = 2000
+
+REVIEW_KEY_COLUMNS = ["cohort", "proposal_id", "task_key", "reviewer", "position", "status"]
+REVIEW_COLUMNS = [
+    *REVIEW_KEY_COLUMNS,
+    "started_at",
+    "submitted_at",
+    "seconds_spent",
+    "overall",
+    "recommendation",
+    *CRITERION_FIELDS,
+    "flaw_verdict",
+    "flaw_checklist",
+    "main_flaw",
+    "comments",
+    "deferred_reason",
+]
+UNBLINDING_COLUMNS = ["author", "author_company", "method", "source_run"]
+LONG_COLUMNS = [*REVIEW_KEY_COLUMNS, "criterion", "value"]
+
+_FIELDS = (
+    "assignment__proposal__external_id",
+    "assignment__proposal__task__key",
+    "assignment__reviewer__username",
+    "assignment__position",
+    "status",
+    "started_at",
+    "submitted_at",
+    "seconds_spent",
+    "overall",
+    "recommendation",
+    *CRITERION_FIELDS,
+    "flaw_verdict",
+    "flaw_checklist",
+    "main_flaw",
+    "comments",
+    "assignment__deferred_reason",
+)
+_UNBLINDING_FIELDS = (
+    "assignment__proposal__author",
+    "assignment__proposal__author_company",
+    "assignment__proposal__method",
+    "assignment__proposal__source_run",
+)
+_FIRST_CRITERION = REVIEW_COLUMNS.index(CRITERION_FIELDS[0])
+
+# A spreadsheet runs a cell starting with one of these as a formula; a leading apostrophe makes it text.
+_FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def spreadsheet_text(value: str) -> str:
+    """Free text made safe for CSV and spreadsheets: no formula can start in it."""
+    if value and value.startswith(_FORMULA_STARTS):
+        return "'" + value
+    return value
+
+
+def _timestamp(value: datetime | None) -> str:
+    return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ") if value else ""
+
+
+def _criterion(value: str) -> int | str | None:
+    """1–4 as numbers, "can't judge" as its literal, a draft's missing answer as empty."""
+    if not value:
+        return None
+    return value if value == CANT_JUDGE else int(value)
+
+
+def review_export_count(*, cohort: Cohort) -> int:
+    return Review.objects.filter(assignment__cohort=cohort).count()
+
+
+def review_export_rows(*, cohort: Cohort, unblinded: bool) -> Iterator[list[Any]]:
+    """The header, then one row per review of the cohort (drafts included), in one chunked query."""
+    yield [*REVIEW_COLUMNS, *(UNBLINDING_COLUMNS if unblinded else [])]
+    fields = (*_FIELDS, *(_UNBLINDING_FIELDS if unblinded else ()))
+    records = (
+        Review.objects.filter(assignment__cohort=cohort)
+        .order_by("assignment__proposal__external_id", "assignment__reviewer__username")
+        .values_list(*fields)
+        .iterator(chunk_size=CHUNK_SIZE)
+    )
+    cohort_name = spreadsheet_text(cohort.name)
+    for record in records:
+        (
+            proposal_id,
+            task_key,
+            reviewer,
+            position,
+            status,
+            started_at,
+            submitted_at,
+            seconds_spent,
+            overall,
+            recommendation,
+            *rest,
+        ) = record
+        criteria = rest[: len(CRITERION_FIELDS)]
+        flaw_verdict, flaw_checklist, main_flaw, comments, deferred_reason, *provenance = rest[len(CRITERION_FIELDS) :]
+        yield [
+            cohort_name,
+            spreadsheet_text(proposal_id),
+            spreadsheet_text(task_key),
+            spreadsheet_text(reviewer),
+            position,
+            status,
+            _timestamp(started_at),
+            _timestamp(submitted_at),
+            seconds_spent,
+            overall,
+            recommendation,
+            *(_criterion(value) for value in criteria),
+            flaw_verdict,
+            spreadsheet_text(";".join(flaw_checklist or [])),
+            spreadsheet_text(main_flaw),
+            spreadsheet_text(comments),
+            spreadsheet_text(deferred_reason),
+            *(spreadsheet_text(value) for value in provenance),
+        ]
+
+
+def review_export_long_rows(*, cohort: Cohort, unblinded: bool) -> Iterator[list[Any]]:
+    """The header, then one row per review × criterion: the review's keys, the criterion and its value."""
+    rows = review_export_rows(cohort=cohort, unblinded=unblinded)
+    next(rows)
+    yield [*LONG_COLUMNS, *(UNBLINDING_COLUMNS if unblinded else [])]
+    keys = len(REVIEW_KEY_COLUMNS)
+    for row in rows:
+        provenance = row[len(REVIEW_COLUMNS) :]
+        for offset, criterion in enumerate(CRITERION_FIELDS):
+            yield [*row[:keys], criterion, row[_FIRST_CRITERION + offset], *provenance]
+
+
+class _Lines:
+    """A write-only buffer for csv.writer whose text is taken out batch by batch."""
+
+    def __init__(self):
+        self.buffer = io.StringIO()
+
+    def write(self, text: str) -> None:
+        self.buffer.write(text)
+
+    def take(self) -> str:
+        text = self.buffer.getvalue()
+        self.buffer.seek(0)
+        self.buffer.truncate()
+        return text
+
+
+def csv_chunks(rows: Iterable[list[Any]], *, chunk_bytes: int = 64 * 1024) -> Iterator[str]:
+    """CSV text in pieces of about chunk_bytes, for a streaming response."""
+    lines = _Lines()
+    writer = csv.writer(lines)
+    for row in rows:
+        writer.writerow(row)
+        if lines.buffer.tell() >= chunk_bytes:
+            yield lines.take()
+    yield lines.take()
+
+
+_COLUMN_WIDTHS = {
+    "cohort": 24,
+    "proposal_id": 20,
+    "task_key": 16,
+    "reviewer": 16,
+    "started_at": 21,
+    "submitted_at": 21,
+    "flaw_checklist": 30,
+    "main_flaw": 50,
+    "comments": 60,
+    "deferred_reason": 40,
+    "author": 24,
+    "author_company": 20,
+    "source_run": 20,
+}
+
+
+def _xlsx_value(value: Any) -> Any:
+    # openpyxl refuses control characters that XML cannot hold; pasted text sometimes has them.
+    return ILLEGAL_CHARACTERS_RE.sub("", value) if isinstance(value, str) else value
+
+
+def write_xlsx(
+    rows: Iterable[list[Any]],
+    target,
+    *,
+    title: str,
+    on_progress: Callable[[int], None] | None = None,
+    progress_every: int = CHUNK_SIZE,
+) -> int:
+    """Write header + rows to an XLSX file (a path or a binary file) in write-only mode; return the row count.
+
+    Write-only mode streams rows to disk, so memory stays flat however many rows there are. The header row is
+    bold and frozen; columns get widths suited to their content.
+    """
+    workbook = Workbook(write_only=True)
+    sheet = workbook.create_sheet(title=title[:31])
+    rows = iter(rows)
+    header = next(rows)
+    for index, name in enumerate(header, start=1):
+        sheet.column_dimensions[get_column_letter(index)].width = _COLUMN_WIDTHS.get(name, max(len(name) + 2, 10))
+    sheet.freeze_panes = "A2"
+    bold = Font(bold=True)
+    header_cells = []
+    for name in header:
+        cell = WriteOnlyCell(sheet, value=name)
+        cell.font = bold
+        header_cells.append(cell)
+    sheet.append(header_cells)
+    count = 0
+    while batch := list(islice(rows, progress_every)):
+        for row in batch:
+            sheet.append([_xlsx_value(value) for value in row])
+        count += len(batch)
+        if on_progress:
+            on_progress(count)
+    workbook.save(target)
+    return count

@@ -1,0 +1,93 @@
+"""The blinded packet: the only view of a proposal that reviewer-facing code may read (SPEC §3.3).
+
+It is built from a whitelist of columns fetched with `.values()`, never from model instances, so no template can
+follow a relation to a hidden field (author, company, method, run, import batch, task key, reference statement,
+revision history, other reviews).
+"""
+
+from dataclasses import dataclass
+
+from django.db.models import Count, Q
+
+from reviewapp.models import Assignment, Cohort
+
+# Cohorts a reviewer can see: open ones to work in, closed ones to read. Draft cohorts are invisible.
+VISIBLE_COHORT_STATUSES = (Cohort.Status.OPEN, Cohort.Status.CLOSED)
+
+# Packet attribute → the one column it is read from. Nothing outside this mapping reaches a reviewer.
+PACKET_COLUMNS = {
+    "cohort_name": "cohort__name",
+    "question": "proposal__task__question",
+    "background": "proposal__task__background",
+    "statement": "proposal__statement",
+    "mechanism": "proposal__mechanism",
+    "prediction": "proposal__prediction",
+    "domain_category": "proposal__domain_category",
+    "investigation_plan": "proposal__investigation_plan",
+    "data_requirements": "proposal__data_requirements",
+    "alternative_explanations": "proposal__alternative_explanations",
+    "citations": "proposal__citations",
+}
+
+# The proposal's sections after the claim, in the order reviewers read them.
+SECTION_LABELS = [
+    ("mechanism", "Mechanism"),
+    ("prediction", "Prediction"),
+    ("investigation_plan", "Investigation plan"),
+    ("data_requirements", "Data requirements"),
+    ("alternative_explanations", "Alternative explanations"),
+    ("citations", "Citations"),
+]
+
+
+@dataclass(frozen=True)
+class Packet:
+    position: int  # 1-based place in the reviewer's queue
+    total: int
+    cohort_name: str
+    question: str
+    background: str
+    statement: str
+    mechanism: str
+    prediction: str
+    domain_category: str
+    investigation_plan: str
+    data_requirements: str
+    alternative_explanations: str
+    citations: str
+
+    @property
+    def sections(self) -> list[tuple[str, str]]:
+        """(label, text) of every non-empty section after the statement."""
+        return [(label, getattr(self, name)) for name, label in SECTION_LABELS if getattr(self, name)]
+
+
+def reviewer_assignments(*, reviewer):
+    """The reviewer's assignments in visible cohorts (the queue, unordered)."""
+    return Assignment.objects.filter(reviewer=reviewer, cohort__status__in=VISIBLE_COHORT_STATUSES)
+
+
+def packet_for_reviewer(*, reviewer, assignment_id: int) -> Packet | None:
+    """The packet of one of the reviewer's own assignments, or None when it is not theirs to see."""
+    row = (
+        reviewer_assignments(reviewer=reviewer)
+        .filter(pk=assignment_id)
+        .values("cohort__created_at", "cohort_id", "position", *PACKET_COLUMNS.values())
+        .first()
+    )
+    if row is None:
+        return None
+    created_at, cohort_id, position = row["cohort__created_at"], row["cohort_id"], row["position"]
+    # Queue order is cohort created_at, cohort id, position, id (see selectors.reviews.QUEUE_ORDER).
+    earlier = (
+        Q(cohort__created_at__lt=created_at)
+        | Q(cohort__created_at=created_at, cohort_id__lt=cohort_id)
+        | Q(cohort_id=cohort_id, position__lt=position)
+        | Q(cohort_id=cohort_id, position=position, pk__lt=assignment_id)
+    )
+    counts = reviewer_assignments(reviewer=reviewer).aggregate(total=Count("pk"), earlier=Count("pk", filter=earlier))
+    return Packet(
+        position=counts["earlier"] + 1,
+        total=counts["total"],
+        **{name: row[column] for name, column in PACKET_COLUMNS.items()},
+    )

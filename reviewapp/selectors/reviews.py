@@ -1,0 +1,205 @@
+"""Reads for the reviewer: the queue, the state of a review form, and where to go next.
+
+Everything here returns plain frozen dataclasses built from `.values()`, never model instances, so reviewer
+templates cannot reach hidden fields through relations.
+"""
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from django.db.models.functions import Substr
+
+from reviewapp import protocol
+from reviewapp.models import Cohort, Review
+from reviewapp.selectors.packets import reviewer_assignments
+
+QUEUE_ORDER = ("cohort__created_at", "cohort_id", "position", "pk")
+EXCERPT_LENGTH = 240
+
+FORM_FIELDS = ("overall", "recommendation", *protocol.CRITERION_FIELDS, "flaw_verdict")
+
+
+class ItemStatus:
+    NOT_STARTED = "not_started"
+    DRAFT = "draft"
+    SUBMITTED = "submitted"
+    DEFERRED = "deferred"
+    CLOSED = "closed"  # unsubmitted in a closed cohort: can no longer be done
+
+    LABELS = {
+        NOT_STARTED: "Not started",
+        DRAFT: "Draft",
+        SUBMITTED: "Submitted",
+        DEFERRED: "Deferred",
+        CLOSED: "Closed",
+    }
+
+
+@dataclass(frozen=True)
+class QueueItem:
+    assignment_id: int
+    number: int  # 1-based place in the queue
+    cohort_name: str
+    editable: bool
+    status: str
+    excerpt: str
+    last_saved_at: datetime | None
+
+    @property
+    def status_label(self) -> str:
+        return ItemStatus.LABELS[self.status]
+
+
+@dataclass(frozen=True)
+class ReviewQueue:
+    items: tuple[QueueItem, ...]
+    submitted: int
+    continue_item: QueueItem | None
+
+    @property
+    def total(self) -> int:
+        return len(self.items)
+
+    @property
+    def deferred(self) -> int:
+        return sum(item.status == ItemStatus.DEFERRED for item in self.items)
+
+    @property
+    def percent(self) -> int:
+        return round(100 * self.submitted / self.total) if self.items else 0
+
+
+def _item_status(row) -> str:
+    if row["review__status"] == Review.Status.SUBMITTED:
+        return ItemStatus.SUBMITTED
+    if row["cohort__status"] != Cohort.Status.OPEN:
+        return ItemStatus.CLOSED
+    if row["deferred_at"] is not None:
+        return ItemStatus.DEFERRED
+    if row["review__status"] == Review.Status.DRAFT:
+        return ItemStatus.DRAFT
+    return ItemStatus.NOT_STARTED
+
+
+def reviewer_queue(*, reviewer) -> ReviewQueue:
+    """The reviewer's assignments in queue order, in one query whatever their number."""
+    rows = (
+        reviewer_assignments(reviewer=reviewer)
+        .order_by(*QUEUE_ORDER)
+        .annotate(excerpt=Substr("proposal__statement", 1, EXCERPT_LENGTH))
+        .values(
+            "pk", "cohort__name", "cohort__status", "deferred_at", "review__status", "review__last_saved_at", "excerpt"
+        )
+    )
+    items = tuple(
+        QueueItem(
+            assignment_id=row["pk"],
+            number=number,
+            cohort_name=row["cohort__name"],
+            editable=row["cohort__status"] == Cohort.Status.OPEN,
+            status=_item_status(row),
+            excerpt=row["excerpt"],
+            last_saved_at=row["review__last_saved_at"],
+        )
+        for number, row in enumerate(rows, start=1)
+    )
+    drafts = [item for item in items if item.status == ItemStatus.DRAFT]
+    not_started = [item for item in items if item.status == ItemStatus.NOT_STARTED]
+    if drafts:
+        continue_item = max(drafts, key=lambda item: item.last_saved_at)
+    else:
+        continue_item = not_started[0] if not_started else None
+    return ReviewQueue(
+        items=items,
+        submitted=sum(item.status == ItemStatus.SUBMITTED for item in items),
+        continue_item=continue_item,
+    )
+
+
+def next_assignment_id(*, reviewer, after_assignment_id: int | None = None) -> int | None:
+    """The first assignment still to do (open cohort, unsubmitted, not deferred), in queue order."""
+    to_do = (
+        reviewer_assignments(reviewer=reviewer)
+        .filter(cohort__status=Cohort.Status.OPEN, deferred_at__isnull=True)
+        .exclude(review__status=Review.Status.SUBMITTED)
+    )
+    if after_assignment_id is not None:
+        to_do = to_do.exclude(pk=after_assignment_id)
+    return to_do.order_by(*QUEUE_ORDER).values_list("pk", flat=True).first()
+
+
+@dataclass(frozen=True)
+class ReviewState:
+    """The answers recorded so far, as the form shows them (every value a string, "" when unanswered)."""
+
+    exists: bool
+    status: str
+    version: int
+    answers: dict
+    flaw_checklist: tuple[str, ...]
+    main_flaw: str
+    comments: str
+    last_saved_at: datetime | None
+    submitted_at: datetime | None
+
+    @property
+    def submitted(self) -> bool:
+        return self.status == Review.Status.SUBMITTED
+
+    @property
+    def criteria_unlocked(self) -> bool:
+        """The six criteria are shown only once the overall judgement and the recommendation are recorded."""
+        return bool(self.answers["overall"] and self.answers["recommendation"])
+
+    @property
+    def checklist_shown(self) -> bool:
+        return self.answers["flaw_verdict"] not in ("", "absent")
+
+
+EMPTY_REVIEW_STATE = ReviewState(
+    exists=False,
+    status=Review.Status.DRAFT,
+    version=0,
+    answers=dict.fromkeys(FORM_FIELDS, ""),
+    flaw_checklist=(),
+    main_flaw="",
+    comments="",
+    last_saved_at=None,
+    submitted_at=None,
+)
+
+_STATE_COLUMNS = (
+    "status",
+    "version",
+    *FORM_FIELDS,
+    "flaw_checklist",
+    "main_flaw",
+    "comments",
+    "last_saved_at",
+    "submitted_at",
+)
+
+
+def _state_from_row(row: dict) -> ReviewState:
+    answers = {field: "" if row[field] is None else str(row[field]) for field in FORM_FIELDS}
+    return ReviewState(
+        exists=True,
+        status=row["status"],
+        version=row["version"],
+        answers=answers,
+        flaw_checklist=tuple(row["flaw_checklist"] or ()),
+        main_flaw=row["main_flaw"],
+        comments=row["comments"],
+        last_saved_at=row["last_saved_at"],
+        submitted_at=row["submitted_at"],
+    )
+
+
+def review_state(*, assignment_id: int) -> ReviewState:
+    row = Review.objects.filter(assignment_id=assignment_id).values(*_STATE_COLUMNS).first()
+    return EMPTY_REVIEW_STATE if row is None else _state_from_row(row)
+
+
+def review_state_from(review: Review) -> ReviewState:
+    """The state of a review a service just wrote, without reading it again."""
+    return _state_from_row({column: getattr(review, column) for column in _STATE_COLUMNS})

@@ -1,0 +1,272 @@
+"""Writes of the review form: draft autosave with optimistic concurrency, submit and lock, reopen, defer."""
+
+from datetime import datetime
+
+from django.core.exceptions import PermissionDenied
+from django.db import IntegrityError, transaction
+from django.db.models import F
+from django.utils import timezone
+
+from reviewapp import protocol, roles
+from reviewapp.models import Assignment, AuditEvent, Cohort, Review
+
+# Time on task counts the gaps between saves, but at most this much per gap, so idle time is not counted.
+MAX_COUNTED_GAP_SECONDS = 300
+MAX_TEXT_LENGTH = 20_000
+
+_OVERALL_VALUES = [value for value, *_ in protocol.OVERALL_SCALE]
+_RECOMMENDATIONS = [key for key, *_ in protocol.RECOMMENDATIONS]
+_FLAW_VERDICTS = [key for key, *_ in protocol.FLAW_VERDICTS]
+_CRITERION_LABELS = {field: label for field, label, *_ in protocol.CRITERIA}
+_TEXT_LABELS = {"main_flaw": "The main flaw", "comments": "Comments"}
+ANSWER_FIELDS = (
+    "overall",
+    "recommendation",
+    *protocol.CRITERION_FIELDS,
+    "flaw_verdict",
+    "flaw_checklist",
+    "main_flaw",
+    "comments",
+)
+
+
+class ReviewError(Exception):
+    """A review write that cannot be done; the message is written for the reviewer."""
+
+
+class StaleReview(ReviewError):
+    def __init__(self):
+        super().__init__("This review was changed in another tab or window since this page loaded.")
+
+
+class ReviewLocked(ReviewError):
+    pass
+
+
+class ReviewNotSubmitted(ReviewError):
+    pass
+
+
+class ReviewInvalid(ReviewError):
+    """Values outside the protocol's scales; nothing was saved."""
+
+    def __init__(self, errors: dict[str, str]):
+        self.errors = errors
+        super().__init__(" ".join(errors.values()))
+
+
+class ReviewIncomplete(ReviewError):
+    """Submission refused because questions are unanswered; the answers given were saved as a draft."""
+
+    def __init__(self, errors: dict[str, str], review: Review):
+        self.errors = errors
+        self.review = review
+        super().__init__(" ".join(errors.values()))
+
+
+def _check_writable(assignment: Assignment, reviewer) -> None:
+    if assignment.reviewer_id != reviewer.pk:
+        raise PermissionDenied("Only the assigned reviewer can write this review.")
+    if assignment.cohort.status != Cohort.Status.OPEN:
+        raise ReviewLocked("This cohort is closed; its reviews can no longer be changed.")
+
+
+def _clean(data: dict) -> dict:
+    """Check each given answer against the protocol; returns model field → value, or raises ReviewInvalid."""
+    cleaned, errors = {}, {}
+    for field, value in data.items():
+        if value is None:
+            value = ""
+        if field == "overall":
+            if value == "":
+                cleaned[field] = None
+            elif str(value).strip().isdigit() and int(value) in _OVERALL_VALUES:
+                cleaned[field] = int(value)
+            else:
+                errors[field] = f"Overall research value must be a whole number from 1 to 5, not {value!r}."
+        elif field == "recommendation":
+            if value in ("", *_RECOMMENDATIONS):
+                cleaned[field] = value
+            else:
+                errors[field] = f"Recommendation must be one of {', '.join(_RECOMMENDATIONS)}, not {value!r}."
+        elif field in _CRITERION_LABELS:
+            if str(value) in ("", *protocol.CRITERION_VALUES):
+                cleaned[field] = str(value)
+            else:
+                errors[field] = (
+                    f"{_CRITERION_LABELS[field]} must be 1, 2, 3, 4 or {protocol.CANT_JUDGE!r}, not {value!r}."
+                )
+        elif field == "flaw_verdict":
+            if value in ("", *_FLAW_VERDICTS):
+                cleaned[field] = value
+            else:
+                errors[field] = f"The design-flaw verdict must be one of {', '.join(_FLAW_VERDICTS)}, not {value!r}."
+        elif field == "flaw_checklist":
+            if not isinstance(value, list | tuple):
+                errors[field] = "The flaw checklist must be a list of checklist items."
+            elif unknown := [item for item in value if item not in protocol.FLAW_CHECKLIST_KEYS]:
+                errors[field] = f"The flaw checklist has unknown items: {', '.join(map(str, unknown))}."
+            else:
+                cleaned[field] = [key for key in protocol.FLAW_CHECKLIST_KEYS if key in value]
+        elif field in _TEXT_LABELS:
+            if not isinstance(value, str):
+                errors[field] = f"{_TEXT_LABELS[field]} must be text."
+            elif len(value) > MAX_TEXT_LENGTH:
+                errors[field] = f"{_TEXT_LABELS[field]} is longer than {MAX_TEXT_LENGTH} characters."
+            else:
+                cleaned[field] = value
+        else:
+            errors[field] = f"{field!r} is not a question of the review form."
+    if errors:
+        raise ReviewInvalid(errors)
+    return cleaned
+
+
+def missing_answers(answers: dict) -> dict[str, str]:
+    """Questions a submitted review must answer ("Can't judge" is an answer), field → message."""
+    errors = {}
+    if answers["overall"] in (None, ""):
+        errors["overall"] = "Choose the overall research value."
+    if not answers["recommendation"]:
+        errors["recommendation"] = "Choose a recommendation."
+    for field in protocol.CRITERION_FIELDS:
+        if not answers[field]:
+            errors[field] = "Rate this criterion, or choose “Can't judge”."
+    if not answers["flaw_verdict"]:
+        errors["flaw_verdict"] = "Choose a design-flaw verdict."
+    return errors
+
+
+def _counted_seconds(since: datetime | None, now: datetime) -> int:
+    if since is None:
+        return 0
+    return int(min(max((now - since).total_seconds(), 0), MAX_COUNTED_GAP_SECONDS))
+
+
+def _write(*, assignment, reviewer, data, version, opened_at, submit) -> tuple[Review, dict[str, str]]:
+    """Save the answers (and lock when submitting a complete review). Returns the review and what is missing."""
+    _check_writable(assignment, reviewer)
+    cleaned = _clean(data)
+    now = timezone.now()
+    review = Review.objects.filter(assignment=assignment).first()
+    if review is None:
+        if version != 0:
+            raise StaleReview()
+        review = Review(assignment=assignment)
+        gap = _counted_seconds(opened_at, now)
+    else:
+        if review.status == Review.Status.SUBMITTED:
+            raise ReviewLocked("This review has been submitted and is locked; a coordinator can reopen it.")
+        if review.version != version:
+            # Saving exactly what is already stored overwrites nothing (e.g. the same answers sent when a tab
+            # closed and again when it reopened): the reviewer gets the current version instead of an error.
+            if not submit and all(getattr(review, field) == value for field, value in cleaned.items()):
+                return review, {}
+            raise StaleReview()
+        gap = _counted_seconds(review.last_saved_at, now)
+    answers = {field: getattr(review, field) for field in ANSWER_FIELDS} | cleaned
+    # The checklist describes a declared flaw; with no flaw declared it has nothing to describe.
+    if answers["flaw_verdict"] in ("", "absent"):
+        answers["flaw_checklist"] = []
+    missing = missing_answers(answers) if submit else {}
+    lock = submit and not missing
+    changes = {
+        **answers,
+        "version": version + 1,
+        "last_saved_at": now,
+        "status": Review.Status.SUBMITTED if lock else Review.Status.DRAFT,
+        "submitted_at": now if lock else None,
+    }
+    if review.pk is None:
+        # A second tab racing on the first save hits the one-review-per-assignment constraint: see review_save.
+        review = Review.objects.create(assignment=assignment, seconds_spent=gap, **changes)
+        return review, missing
+    updated = Review.objects.filter(pk=review.pk, version=version, status=Review.Status.DRAFT).update(
+        seconds_spent=F("seconds_spent") + gap, **changes
+    )
+    if not updated:
+        raise StaleReview()
+    for field, value in changes.items():
+        setattr(review, field, value)
+    review.seconds_spent += gap
+    return review, missing
+
+
+def _write_atomically(*, assignment, reviewer, data, version, opened_at, submit) -> tuple[Review, dict[str, str]]:
+    try:
+        with transaction.atomic():
+            return _write(
+                assignment=assignment,
+                reviewer=reviewer,
+                data=data,
+                version=version,
+                opened_at=opened_at,
+                submit=submit,
+            )
+    except IntegrityError as error:
+        if Review.objects.filter(assignment=assignment).exists():
+            raise StaleReview() from error
+        raise
+
+
+def review_save(*, assignment, reviewer, data: dict, version: int, opened_at: datetime | None = None) -> Review:
+    """Save a draft. `data` holds the answers to change (absent keys are kept); `version` is the one the
+    reviewer's page started from: if the review changed since, StaleReview is raised and nothing is written.
+    `opened_at` (when the page was opened) lets the first save count the reading time."""
+    review, _ = _write_atomically(
+        assignment=assignment, reviewer=reviewer, data=data, version=version, opened_at=opened_at, submit=False
+    )
+    return review
+
+
+def review_submit(*, assignment, reviewer, data: dict, version: int, opened_at: datetime | None = None) -> Review:
+    """Save, then lock the review if it is complete; otherwise raise ReviewIncomplete.
+
+    An incomplete submission still keeps the answers given (the save commits before the error is raised).
+    """
+    review, missing = _write_atomically(
+        assignment=assignment, reviewer=reviewer, data=data, version=version, opened_at=opened_at, submit=True
+    )
+    if missing:
+        raise ReviewIncomplete(missing, review=review)
+    return review
+
+
+@transaction.atomic
+def review_reopen(*, review: Review, user) -> Review:
+    """Return a submitted review to draft so its reviewer can change it (coordinators only, audit-logged)."""
+    if not roles.can_coordinate(user):
+        raise PermissionDenied("Only a coordinator can reopen a submitted review.")
+    submitted_at = Review.objects.filter(pk=review.pk).values_list("submitted_at", flat=True).first()
+    # Bumping the version makes any page still showing the submitted review stale.
+    reopened = Review.objects.filter(pk=review.pk, status=Review.Status.SUBMITTED).update(
+        status=Review.Status.DRAFT, submitted_at=None, version=F("version") + 1
+    )
+    if not reopened:
+        raise ReviewNotSubmitted("This review is not submitted; there is nothing to reopen.")
+    AuditEvent.objects.create(
+        actor=user,
+        action="review_reopened",
+        target_type="review",
+        target_id=str(review.pk),
+        data={"assignment": review.assignment_id, "submitted_at": submitted_at.isoformat()},
+    )
+    review.refresh_from_db()
+    return review
+
+
+@transaction.atomic
+def assignment_defer(*, assignment: Assignment, reviewer, reason: str) -> Assignment:
+    """Skip an assignment for now, with a reason the coordinator reads. It stays in the queue."""
+    _check_writable(assignment, reviewer)
+    reason = (reason or "").strip()
+    if not reason:
+        raise ReviewInvalid({"deferred_reason": "Say why you are skipping this proposal; the coordinator reads it."})
+    if len(reason) > MAX_TEXT_LENGTH:
+        raise ReviewInvalid({"deferred_reason": f"The reason is longer than {MAX_TEXT_LENGTH} characters."})
+    if Review.objects.filter(assignment=assignment, status=Review.Status.SUBMITTED).exists():
+        raise ReviewLocked("This review has been submitted; there is nothing left to skip.")
+    now = timezone.now()
+    Assignment.objects.filter(pk=assignment.pk).update(deferred_reason=reason, deferred_at=now)
+    assignment.deferred_reason, assignment.deferred_at = reason, now
+    return assignment

@@ -1,0 +1,12 @@
+"""Celery tasks. Each takes primary keys and hands the work to a service."""
+
+from django.db import InterfaceError, OperationalError
+
+from reviewapp.celery import app
+from reviewapp.services import jobs
+
+
+# A lost database connection is worth retrying; the claim makes a retry or a redelivery harmless.
+@app.task(autoretry_for=(OperationalError, InterfaceError), retry_backoff=True, max_retries=5)
+def run_background_job(job_id: int) -> None:
+    jobs.job_run(job_id=job_id)

@@ -1,0 +1,1 @@
+"""The public Open Hypothesis REST API (/api/v1/open-hypothesis/)."""

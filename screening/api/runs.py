@@ -1,0 +1,267 @@
+"""The public Open Hypothesis API (SPEC §4.7): start a run, screen the client's own hypotheses, read a run.
+
+No key and no sign-in: these views authenticate nobody (so no session, and no CSRF check) and are rate-limited by the
+run limits instead. Only the recorded calls of a run need a coordinator or analyst.
+"""
+
+from django.conf import settings
+from django.core.cache import cache
+from django.http import HttpResponse
+from django.urls import reverse
+from rest_framework import serializers, status
+from rest_framework.exceptions import ParseError, UnsupportedMediaType
+from rest_framework.parsers import JSONParser
+from rest_framework.permissions import AllowAny, IsAuthenticated
+from rest_framework.renderers import JSONRenderer
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from reviewapp.api.errors import ApiError
+from reviewapp.api.permissions import CanReadAll
+from screening import selectors
+from screening.models import Run, Translation
+from screening.services.runs import ClientHypothesis, RunRefused, client_address, run_create
+
+QUESTION_MIN, QUESTION_MAX, BACKGROUND_MAX = 10, 2000, 8000
+HYPOTHESES_MAX = 100
+HYPOTHESIS_FIELD_MAX = 4000
+# How long a finished run's body is served from the cache.
+FINISHED_RUN_CACHE_SECONDS = 60
+
+
+class StrictCharField(serializers.CharField):
+    """Text only: DRF's CharField would turn a number or a boolean into text."""
+
+    def to_internal_value(self, data):
+        if not isinstance(data, str):
+            self.fail("invalid")
+        return super().to_internal_value(data)
+
+
+class ClientHypothesisSerializer(serializers.Serializer):
+    statement = StrictCharField(max_length=HYPOTHESIS_FIELD_MAX)
+    mechanism = StrictCharField(max_length=HYPOTHESIS_FIELD_MAX)
+    prediction = StrictCharField(max_length=HYPOTHESIS_FIELD_MAX)
+
+
+def _read_body(request) -> dict:
+    try:
+        data = request.data
+    except (ParseError, UnsupportedMediaType):
+        raise ApiError("invalid_body", "The body must be a JSON object.") from None
+    if not isinstance(data, dict):
+        raise ApiError("invalid_body", "The body must be a JSON object.")
+    return data
+
+
+def _validated(serializer_class, data: dict) -> dict:
+    serializer = serializer_class(data=data)
+    if not serializer.is_valid():
+        names = ", ".join(sorted(serializer.errors))
+        raise ApiError("invalid_body", f"These fields are missing or of the wrong type: {names}.")
+    return serializer.validated_data
+
+
+def _check_lengths(values: dict) -> None:
+    question, background = values["question"], values.get("background") or ""
+    if len(question) < QUESTION_MIN:
+        raise ApiError("question_too_short", f"The question needs at least {QUESTION_MIN} characters.")
+    if len(question) > QUESTION_MAX:
+        raise ApiError("question_too_long", f"The question may have at most {QUESTION_MAX} characters.")
+    if len(background) > BACKGROUND_MAX:
+        raise ApiError("background_too_long", f"The background may have at most {BACKGROUND_MAX} characters.")
+
+
+def _start(request, values: dict, hypotheses=None) -> Response:
+    try:
+        run = run_create(
+            question=values["question"],
+            background=values.get("background") or "",
+            language=values.get("language") or Run.Language.EN,
+            client_address=client_address(request.META),
+            hypotheses=hypotheses,
+        )
+    except RunRefused as refused:
+        error = ApiError(refused.code, refused.detail, refused.status)
+        # DRF turns `wait` into the Retry-After header.
+        error.wait = refused.retry_after
+        raise error from None
+    poll = request.build_absolute_uri(reverse("open-hypothesis-api-run", args=[run.public_id]))
+    body = {
+        "id": str(run.public_id),
+        "status": run.status,
+        "protocol": run.protocol,
+        "url": request.build_absolute_uri(reverse("open-hypothesis-run", args=[run.public_id])),
+        "poll": poll,
+        "poll_interval_seconds": settings.OPEN_HYPOTHESIS_POLL_SECONDS,
+    }
+    if run.simulated:
+        body["simulated"] = True
+    return Response(body, status=status.HTTP_202_ACCEPTED, headers={"Location": poll})
+
+
+class RunCreateApi(APIView):
+    """POST /api/v1/open-hypothesis/runs"""
+
+    authentication_classes = []
+    permission_classes = [AllowAny]
+    parser_classes = [JSONParser]
+
+    class InputSerializer(serializers.Serializer):
+        question = StrictCharField(allow_blank=True)
+        background = StrictCharField(required=False, allow_blank=True, allow_null=True)
+        language = serializers.ChoiceField(choices=Run.Language.values, required=False)
+
+    def post(self, request):
+        values = _validated(self.InputSerializer, _read_body(request))
+        _check_lengths(values)
+        return _start(request, values)
+
+
+class ScreeningCreateApi(APIView):
+    """POST /api/v1/open-hypothesis/screenings: the protocol applied to the client's own hypotheses."""
+
+    authentication_classes = []
+    permission_classes = [AllowAny]
+    parser_classes = [JSONParser]
+
+    class InputSerializer(serializers.Serializer):
+        question = StrictCharField(allow_blank=True)
+        background = StrictCharField(required=False, allow_blank=True, allow_null=True)
+        language = serializers.ChoiceField(choices=Run.Language.values, required=False)
+        hypotheses = serializers.ListField(child=ClientHypothesisSerializer(), min_length=1, max_length=HYPOTHESES_MAX)
+
+    def post(self, request):
+        data = _read_body(request)
+        values = _validated(self.InputSerializer, data)
+        _check_lengths(values)
+        hypotheses = [ClientHypothesis(**item) for item in values["hypotheses"]]
+        return _start(request, values, hypotheses)
+
+
+class RunOutputSerializer(serializers.Serializer):
+    """A run as SPEC §4.7 names its fields. Built from a run, its hypotheses (with prefetched forecasts) and,
+    for ?lang=ru, its translation."""
+
+    def to_representation(self, instance):
+        run, hypotheses, translation = instance["run"], instance["hypotheses"], instance.get("translation")
+        rendered = translation.hypotheses if translation is not None and translation.state == "ready" else {}
+        body = {
+            "id": str(run.public_id),
+            "status": run.status,
+            "protocol": run.protocol,
+            "question": run.question,
+            "background": run.background,
+            "language": run.language,
+            "created_at": run.created_at.isoformat(),
+            "updated_at": run.updated_at.isoformat(),
+            "steps": selectors.run_step_states(run),
+            "counts": selectors.run_counts(hypotheses),
+            "hypotheses": [_hypothesis(h, rendered.get(h.label)) for h in hypotheses],
+        }
+        if run.simulated:
+            body["simulated"] = True
+        if "translation_state" in instance:
+            body["translation"] = {"language": instance["language"], "state": instance["translation_state"]}
+        return body
+
+
+def _hypothesis(hypothesis, rendered: dict | None) -> dict:
+    text = rendered or {
+        "statement": hypothesis.statement,
+        "mechanism": hypothesis.mechanism,
+        "prediction": hypothesis.prediction,
+    }
+    body = {
+        "label": hypothesis.label or None,
+        "author_name": hypothesis.author_name,
+        "statement": text["statement"],
+        "mechanism": text["mechanism"],
+        "prediction": text["prediction"],
+        "forecasts": selectors.hypothesis_forecasts(hypothesis),
+        "stage1": hypothesis.stage1 or None,
+        "selected": hypothesis.selected,
+        "delivered": hypothesis.delivered,
+        "literature": {
+            "verdict": hypothesis.literature_verdict or None,
+            "evidence": hypothesis.literature_evidence,
+            "reference": hypothesis.literature_reference,
+        },
+    }
+    if hypothesis.author_simulated:
+        body["simulated"] = True
+    return body
+
+
+def run_representation(run: Run, language: str | None = None) -> dict:
+    """The API's body for a run; language "ru" renders the translation when it is ready."""
+    instance = {"run": run, "hypotheses": selectors.run_hypotheses(run)}
+    if language and language != Run.Language.EN:
+        instance["language"] = language
+        instance["translation"] = selectors.run_translation(run, language)
+        instance["translation_state"] = selectors.run_translation_state(run, language)
+    return RunOutputSerializer(instance).data
+
+
+def _get_run(run_id) -> Run:
+    run = selectors.run_get(run_id)
+    if run is None:
+        raise ApiError("not_found", "There is no run with this id.", status.HTTP_404_NOT_FOUND)
+    return run
+
+
+class RunDetailApi(APIView):
+    """GET /api/v1/open-hypothesis/runs/<id>[?lang=ru]
+
+    A finished run no longer changes, and clients poll it: its rendered body is cached for a while (per process)."""
+
+    authentication_classes = []
+    permission_classes = [AllowAny]
+
+    def get(self, request, run_id):
+        language = request.query_params.get("lang") or None
+        if language is not None and language not in Run.Language.values:
+            raise ApiError("invalid_body", "lang must be en or ru.")
+        cache_key = f"open-hypothesis:run:{run_id}:{language or 'en'}"
+        body = cache.get(cache_key)
+        if body is None:
+            run = _get_run(run_id)
+            representation = run_representation(run, language)
+            body = JSONRenderer().render(representation)
+            translation_state = representation.get("translation", {}).get("state")
+            if run.is_finished and translation_state != Translation.State.PENDING:
+                cache.set(cache_key, body, FINISHED_RUN_CACHE_SECONDS)
+        return HttpResponse(body, content_type="application/json")
+
+
+class RunCallsApi(APIView):
+    """GET /api/v1/open-hypothesis/runs/<id>/calls: every recorded model call (coordinators and analysts)."""
+
+    permission_classes = [IsAuthenticated, CanReadAll]
+
+    class OutputSerializer(serializers.Serializer):
+        id = serializers.IntegerField()
+        purpose = serializers.CharField()
+        endpoint = serializers.CharField(source="endpoint.display_name")
+        model_id = serializers.CharField()
+        url = serializers.CharField()
+        protocol_attempt = serializers.IntegerField()
+        transport_attempt = serializers.IntegerField()
+        request_body = serializers.JSONField()
+        request_sha256 = serializers.CharField()
+        response_body = serializers.CharField()
+        http_status = serializers.IntegerField(allow_null=True)
+        finish_reason = serializers.CharField()
+        usable = serializers.BooleanField()
+        latency_ms = serializers.IntegerField(allow_null=True)
+        input_tokens = serializers.IntegerField(allow_null=True)
+        output_tokens = serializers.IntegerField(allow_null=True)
+        tools_disabled = serializers.BooleanField()
+        error = serializers.CharField()
+        simulated = serializers.BooleanField()
+        created_at = serializers.DateTimeField()
+
+    def get(self, request, run_id):
+        run = _get_run(run_id)
+        calls = self.OutputSerializer(selectors.run_calls(run), many=True).data
+        return Response({"id": str(run.public_id), "calls": calls})

@@ -1,0 +1,12 @@
+"""/api/v1/open-hypothesis/ (SPEC §4.7: paths exactly as seed 000)."""
+
+from django.urls import path
+
+from screening.api import runs
+
+urlpatterns = [
+    path("runs", runs.RunCreateApi.as_view(), name="open-hypothesis-api-runs"),
+    path("runs/<str:run_id>", runs.RunDetailApi.as_view(), name="open-hypothesis-api-run"),
+    path("runs/<str:run_id>/calls", runs.RunCallsApi.as_view(), name="open-hypothesis-api-run-calls"),
+    path("screenings", runs.ScreeningCreateApi.as_view(), name="open-hypothesis-api-screenings"),
+]

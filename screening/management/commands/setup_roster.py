@@ -1,0 +1,127 @@
+"""Create or update the default roster of seed 000; endpoints whose key variable is unset use the simulated server."""
+
+import os
+from dataclasses import dataclass
+
+from django.conf import settings
+from django.core.management.base import BaseCommand
+from django.db import transaction
+
+from screening.models import ModelEndpoint, Roster, RosterMember
+
+DEFAULT_ROSTER_NAME = "Open Hypothesis (seed 000)"
+
+
+@dataclass(frozen=True)
+class SeedEndpoint:
+    display_name: str
+    company: str
+    protocol: str
+    base_url_setting: str
+    model_setting: str
+    api_key_env: str
+    is_grok: bool = False
+    max_tokens_field: str = ModelEndpoint.MaxTokensField.MAX_COMPLETION_TOKENS
+    system_role: str = ModelEndpoint.SystemRole.SYSTEM
+    supports_json_mode: bool = True
+
+
+ASTRA = SeedEndpoint(
+    "GPT-6 Astra", "OpenAI", "openai", "OPENAI_BASE_URL", "GPT6_ASTRA_MODEL", "OPENAI_API_KEY",
+    system_role=ModelEndpoint.SystemRole.DEVELOPER,
+)  # fmt: skip
+GROK = SeedEndpoint(
+    "Grok 4.5", "xAI", "openai", "XAI_BASE_URL", "GROK_45_MODEL", "XAI_API_KEY",
+    is_grok=True, max_tokens_field=ModelEndpoint.MaxTokensField.MAX_TOKENS,
+)  # fmt: skip
+# Anthropic's native JSON output needs a schema per request: the prompt asks for JSON and the reply is parsed.
+OPUS = SeedEndpoint(
+    "Claude Opus 5.5", "Anthropic", "anthropic", "ANTHROPIC_BASE_URL", "CLAUDE_OPUS_55_MODEL", "ANTHROPIC_API_KEY",
+    supports_json_mode=False,
+)  # fmt: skip
+SONNET = SeedEndpoint(
+    "Claude Sonnet 5.5", "Anthropic", "anthropic", "ANTHROPIC_BASE_URL", "CLAUDE_SONNET_55_MODEL", "ANTHROPIC_API_KEY",
+    supports_json_mode=False,
+)  # fmt: skip
+ARGON = SeedEndpoint("Gemini 4 Argon", "Google", "gemini", "GEMINI_BASE_URL", "GEMINI_4_ARGON_MODEL", "GEMINI_API_KEY")
+
+# Seed 000: four generators (10 hypotheses each), stage 1 GPT-6 Astra, stage 2 Sonnet, Argon and Grok.
+SEED_MEMBERS = {
+    RosterMember.Role.GENERATOR: [ASTRA, GROK, OPUS, ARGON],
+    RosterMember.Role.STAGE1: [ASTRA],
+    RosterMember.Role.STAGE2: [SONNET, ARGON, GROK],
+    RosterMember.Role.TRANSLATOR: [SONNET],
+    RosterMember.Role.NOVELTY: [SONNET],
+}
+
+
+def _simulator_base_url(protocol: str) -> str:
+    base = f"http://127.0.0.1:{settings.SIMULATOR_PORT}"
+    return f"{base}/v1" if protocol == ModelEndpoint.Protocol.OPENAI else base
+
+
+def _endpoint_setup(seed: SeedEndpoint) -> ModelEndpoint:
+    """Where the endpoint points follows the environment on every call; limits edited in the admin are kept."""
+    model_id = getattr(settings, seed.model_setting)
+    simulated = not os.environ.get(seed.api_key_env)
+    identity = {
+        "company": seed.company,
+        "protocol": seed.protocol,
+        "api_key_env": seed.api_key_env,
+        "is_grok": seed.is_grok,
+        "is_simulated": simulated,
+        "base_url": _simulator_base_url(seed.protocol) if simulated else getattr(settings, seed.base_url_setting),
+        "model_id": f"simulated-{model_id}" if simulated else model_id,
+    }
+    limits = {
+        "max_tokens": 32000,
+        "max_tokens_field": seed.max_tokens_field,
+        "system_role": seed.system_role,
+        "supports_json_mode": seed.supports_json_mode,
+        "concurrency_limit": 4,
+        "timeout_seconds": 600,
+    }
+    endpoint, created = ModelEndpoint.objects.get_or_create(
+        display_name=seed.display_name, defaults={**identity, **limits}
+    )
+    if not created:
+        for name, value in identity.items():
+            setattr(endpoint, name, value)
+        endpoint.save()
+    return endpoint
+
+
+@transaction.atomic
+def roster_setup_default() -> Roster:
+    """The seed's roster with exactly the seed's members; it becomes the default unless another roster is."""
+    endpoints = {seed: _endpoint_setup(seed) for seed in (ASTRA, GROK, OPUS, SONNET, ARGON)}
+    roster, _ = Roster.objects.get_or_create(name=DEFAULT_ROSTER_NAME)
+    if not Roster.objects.filter(is_default=True).exclude(pk=roster.pk).exists():
+        roster.is_default = True
+        roster.save(update_fields=["is_default"])
+    wanted = set()
+    for role, seeds in SEED_MEMBERS.items():
+        for order, seed in enumerate(seeds):
+            member, _ = RosterMember.objects.update_or_create(
+                roster=roster, role=role, endpoint=endpoints[seed], defaults={"order": order}
+            )
+            wanted.add(member.pk)
+    roster.members.exclude(pk__in=wanted).delete()
+    return roster
+
+
+class Command(BaseCommand):
+    help = "Create or update the default roster (seed 000); providers without a key use the simulated server."
+
+    def handle(self, *args, **options):
+        roster = roster_setup_default()
+        default = " (default)" if roster.is_default else ""
+        self.stdout.write(f"Roster {roster.name}{default}:")
+        for member in roster.members.select_related("endpoint"):
+            endpoint = member.endpoint
+            where = (
+                f"SIMULATED ({endpoint.api_key_env} not set) at {endpoint.base_url}"
+                if endpoint.is_simulated
+                else f"{endpoint.base_url} as {endpoint.model_id}"
+            )
+            self.stdout.write(f"  {member.role:<10} {endpoint.display_name:<18} {where}")

@@ -1,0 +1,247 @@
+"""Defensive reading of model replies. Native JSON mode is asked for but never relied on: a reply may wrap its JSON
+in code fences or prose, and Python's json would silently keep the last of duplicate keys, so duplicates are an error.
+"""
+
+import json
+import re
+from dataclasses import dataclass, field
+
+_FENCE = re.compile(r"```[ \t]*(?:json|JSON)?[ \t]*\r?\n?(.*?)```", re.DOTALL)
+_LABEL = re.compile(r"^\[?\s*([A-Za-z]*\d+)\s*\]?$")
+# Bounds the scan for JSON inside prose; a reply is a few kilobytes.
+_MAX_START_POSITIONS = 200
+
+
+class ReplyParseError(ValueError):
+    """The reply holds no usable JSON. `kind` is "not_json" or "duplicate_key"."""
+
+    def __init__(self, kind: str, message: str):
+        super().__init__(message)
+        self.kind = kind
+
+
+class _DuplicateKey(ValueError):
+    pass
+
+
+def _reject_duplicate_keys(pairs):
+    seen = {}
+    for key, value in pairs:
+        if key in seen:
+            raise _DuplicateKey(key)
+        seen[key] = value
+    return seen
+
+
+def _loads(text: str):
+    return json.loads(text, object_pairs_hook=_reject_duplicate_keys)
+
+
+def _raw_decode_from(text: str, start: int):
+    return json.JSONDecoder(object_pairs_hook=_reject_duplicate_keys).raw_decode(text, start)[0]
+
+
+def extract_json(text: str | None) -> object:
+    """The JSON value in a reply: the whole text, else a fenced block, else the first JSON object or array in prose.
+
+    Raises ReplyParseError when there is none, or when an object repeats a key (the answer would be ambiguous)."""
+    if not text or not text.strip():
+        raise ReplyParseError("not_json", "the reply is empty")
+    candidates = [text.strip()] + [block.strip() for block in _FENCE.findall(text)]
+    try:
+        for candidate in candidates:
+            try:
+                return _loads(candidate)
+            except json.JSONDecodeError:
+                continue
+        # Objects first: prose may hold bracketed asides such as "[1]" that happen to be JSON arrays.
+        starts = [i for i, char in enumerate(text) if char == "{"][:_MAX_START_POSITIONS]
+        starts += [i for i, char in enumerate(text) if char == "["][:_MAX_START_POSITIONS]
+        for start in starts:
+            try:
+                return _raw_decode_from(text, start)
+            except json.JSONDecodeError:
+                continue
+    except _DuplicateKey as exc:
+        raise ReplyParseError("duplicate_key", f"the reply repeats the key {exc.args[0]!r}") from None
+    raise ReplyParseError("not_json", "the reply holds no JSON object")
+
+
+def normalize_label(value) -> str | None:
+    """'H3', '[H3]', ' h3 ' → 'H3'; anything else → None."""
+    if not isinstance(value, str):
+        return None
+    match = _LABEL.match(value.strip())
+    return match.group(1).upper() if match else None
+
+
+@dataclass
+class ForecastParse:
+    """votes: every expected id → True, False or None. `parsed`: the reply held a forecasts array at all (a reply
+    without one gives no vote). `complete`: every expected id has exactly one boolean (otherwise ask once more)."""
+
+    votes: dict[str, bool | None]
+    parsed: bool
+    complete: bool
+    problems: list[str] = field(default_factory=list)
+
+
+def _forecast_items(obj) -> list | None:
+    if isinstance(obj, dict) and isinstance(obj.get("forecasts"), list):
+        return obj["forecasts"]
+    if isinstance(obj, list):
+        return obj
+    return None
+
+
+def _collect_by_id(items: list, expected: list[str], problems: list[str]) -> dict[str, list]:
+    """Items grouped by their normalized id, keeping only expected ids; problems for the rest."""
+    by_id: dict[str, list] = {label: [] for label in expected}
+    for position, item in enumerate(items, start=1):
+        label = normalize_label(item.get("id")) if isinstance(item, dict) else None
+        if label is None:
+            problems.append(f"item {position} has no id")
+        elif label not in by_id:
+            problems.append(f"unknown id {label}")
+        else:
+            by_id[label].append(item)
+    for label, found in by_id.items():
+        if not found:
+            problems.append(f"missing id {label}")
+        elif len(found) > 1:
+            problems.append(f"duplicate id {label}")
+    return by_id
+
+
+def parse_forecasts(text: str | None, expected_ids: list[str]) -> ForecastParse:
+    """Read a short-question reply ({"forecasts": [{"id": "H1", "confirmed": true}, ...]}, seed 000 §3).
+
+    A repeated id gives no vote for that id; "confirmed" must be a JSON boolean."""
+    expected = [normalize_label(label) or label for label in expected_ids]
+    no_votes = dict.fromkeys(expected)
+    try:
+        obj = extract_json(text)
+    except ReplyParseError as exc:
+        return ForecastParse(votes=no_votes, parsed=False, complete=False, problems=[f"{exc.kind}: {exc}"])
+    items = _forecast_items(obj)
+    if items is None:
+        return ForecastParse(votes=no_votes, parsed=False, complete=False, problems=["no forecasts array"])
+
+    problems: list[str] = []
+    votes: dict[str, bool | None] = dict(no_votes)
+    for label, found in _collect_by_id(items, expected, problems).items():
+        if len(found) != 1:
+            continue
+        confirmed = found[0].get("confirmed")
+        if isinstance(confirmed, bool):
+            votes[label] = confirmed
+        else:
+            problems.append(f"non-boolean answer for {label}")
+    complete = all(isinstance(vote, bool) for vote in votes.values())
+    return ForecastParse(votes=votes, parsed=True, complete=complete, problems=problems)
+
+
+@dataclass
+class DetailedForecast:
+    p_experimental_support: float | None
+    recommend_for_testing: bool | None
+    reason: str
+    test: dict
+    raw: dict
+
+
+@dataclass
+class DetailedForecastParse:
+    """The detailed instruction's reply (seed 001 Б.1), per expected id (None where the item was unusable)."""
+
+    forecasts: dict[str, DetailedForecast | None]
+    parsed: bool
+    complete: bool
+    problems: list[str] = field(default_factory=list)
+
+
+def _probability(value) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value) if 0 <= value <= 1 else None
+
+
+def parse_detailed_forecasts(text: str | None, expected_ids: list[str]) -> DetailedForecastParse:
+    expected = [normalize_label(label) or label for label in expected_ids]
+    nothing = dict.fromkeys(expected)
+    try:
+        obj = extract_json(text)
+    except ReplyParseError as exc:
+        return DetailedForecastParse(forecasts=nothing, parsed=False, complete=False, problems=[f"{exc.kind}: {exc}"])
+    items = _forecast_items(obj)
+    if items is None:
+        return DetailedForecastParse(forecasts=nothing, parsed=False, complete=False, problems=["no forecasts array"])
+
+    problems: list[str] = []
+    forecasts: dict[str, DetailedForecast | None] = dict(nothing)
+    for label, found in _collect_by_id(items, expected, problems).items():
+        if len(found) != 1:
+            continue
+        item = found[0]
+        probability = _probability(item.get("p_experimental_support"))
+        if item.get("p_experimental_support") is not None and probability is None:
+            problems.append(f"p_experimental_support of {label} is not a number between 0 and 1")
+        recommend = item.get("recommend_for_testing")
+        if not isinstance(recommend, bool):
+            problems.append(f"non-boolean recommend_for_testing for {label}")
+            recommend = None
+        forecasts[label] = DetailedForecast(
+            p_experimental_support=probability,
+            recommend_for_testing=recommend,
+            reason=item.get("reason") if isinstance(item.get("reason"), str) else "",
+            test=item.get("test") if isinstance(item.get("test"), dict) else {},
+            raw=item,
+        )
+    complete = all(f is not None and f.recommend_for_testing is not None for f in forecasts.values())
+    return DetailedForecastParse(forecasts=forecasts, parsed=True, complete=complete, problems=problems)
+
+
+HYPOTHESIS_FIELDS = ("statement", "mechanism", "prediction", "domain_category")
+
+
+class ParsedHypotheses(list):
+    """The well-formed hypotheses of a generation reply, in order; `problems` names what was skipped and why."""
+
+    def __init__(self, hypotheses=(), problems=None):
+        super().__init__(hypotheses)
+        self.problems: list[str] = problems or []
+
+
+def parse_hypotheses(text: str | None) -> ParsedHypotheses:
+    """Read a generation reply ({"hypotheses": [{statement, mechanism, prediction, domain_category}], "notes"}).
+
+    An item needs a non-empty statement, mechanism and prediction (the forecast text is built from all three);
+    domain_category may be missing. Malformed items are skipped and reported; an unreadable reply gives none."""
+    try:
+        obj = extract_json(text)
+    except ReplyParseError as exc:
+        return ParsedHypotheses(problems=[f"{exc.kind}: {exc}"])
+    if isinstance(obj, dict) and isinstance(obj.get("hypotheses"), list):
+        items = obj["hypotheses"]
+    elif isinstance(obj, list):
+        items = obj
+    else:
+        return ParsedHypotheses(problems=["no hypotheses array"])
+
+    hypotheses, problems = [], []
+    for position, item in enumerate(items, start=1):
+        if not isinstance(item, dict):
+            problems.append(f"item {position} is not an object")
+            continue
+        values = {name: item.get(name, "") for name in HYPOTHESIS_FIELDS}
+        wrong_type = [name for name, value in values.items() if not isinstance(value, str)]
+        if wrong_type:
+            problems.append(f"item {position}: {', '.join(wrong_type)} not text")
+            continue
+        values = {name: value.strip() for name, value in values.items()}
+        empty = [name for name in HYPOTHESIS_FIELDS[:3] if not values[name]]
+        if empty:
+            problems.append(f"item {position}: no {', '.join(empty)}")
+            continue
+        hypotheses.append(values)
+    return ParsedHypotheses(hypotheses, problems)

@@ -1,0 +1,88 @@
+"""Model providers: one `complete()` over three wire protocols (OpenAI-compatible, Anthropic, Gemini).
+
+`complete()` never raises for a provider problem: it returns a Completion with usable=False and the reason. Call it
+outside `transaction.atomic`: concurrency slots and call records must be visible to other workers at once.
+"""
+
+import hashlib
+import os
+
+from screening.models import ModelCall, ModelEndpoint
+from screening.providers import anthropic, gemini, openai_compat
+from screening.providers.transport import Completion, call_with_retries, encode_body
+
+__all__ = ["Completion", "complete", "request_body"]
+
+ADAPTERS = {
+    ModelEndpoint.Protocol.OPENAI: openai_compat,
+    ModelEndpoint.Protocol.ANTHROPIC: anthropic,
+    ModelEndpoint.Protocol.GEMINI: gemini,
+}
+
+# What the simulated server receives as a key when the provider's variable is unset.
+SIMULATED_KEY = "simulated-key"
+
+
+def request_body(endpoint: ModelEndpoint, *, system: str, user: str, json_mode: bool = True, json_schema=None) -> dict:
+    """The JSON body `complete()` sends for these messages (without any key)."""
+    return ADAPTERS[endpoint.protocol].build_body(
+        endpoint, system=system, user=user, json_mode=json_mode, json_schema=json_schema
+    )
+
+
+def _key(endpoint: ModelEndpoint) -> tuple[str | None, str]:
+    """(key, error). No variable named: a local server without authentication."""
+    if not endpoint.api_key_env:
+        return None, ""
+    key = os.environ.get(endpoint.api_key_env, "")
+    if key:
+        return key, ""
+    if endpoint.is_simulated:
+        return SIMULATED_KEY, ""
+    return None, f"the environment variable {endpoint.api_key_env} is not set"
+
+
+def complete(
+    *,
+    endpoint: ModelEndpoint,
+    system: str,
+    user: str,
+    purpose: str,
+    run=None,
+    protocol_attempt: int = 1,
+    json_mode: bool = True,
+    json_schema: dict | None = None,
+) -> Completion:
+    """Send one request (system + user message, tools off) and return the reply text.
+
+    Transient errors are retried (screening.providers.transport); every HTTP attempt is recorded as a ModelCall.
+    json_schema is used only where a provider's native JSON output needs a schema (Anthropic)."""
+    adapter = ADAPTERS[endpoint.protocol]
+    body = request_body(endpoint, system=system, user=user, json_mode=json_mode, json_schema=json_schema)
+    key, key_error = _key(endpoint)
+    if not endpoint.enabled:
+        key_error = f"the endpoint {endpoint.display_name} is disabled"
+    if key_error:
+        call = ModelCall.objects.create(
+            endpoint=endpoint,
+            run_id=getattr(run, "pk", run),
+            purpose=purpose,
+            protocol_attempt=protocol_attempt,
+            transport_attempt=1,
+            url=adapter.url(endpoint),
+            model_id=endpoint.model_id,
+            request_body=body,
+            request_sha256=hashlib.sha256(encode_body(body)).hexdigest(),
+            error=key_error,
+            simulated=endpoint.is_simulated,
+        )
+        return Completion(text=None, usable=False, error=key_error, http_status=None, call=call)
+    return call_with_retries(
+        endpoint=endpoint,
+        adapter=adapter,
+        key=key,
+        body=body,
+        purpose=purpose,
+        run=run,
+        protocol_attempt=protocol_attempt,
+    )

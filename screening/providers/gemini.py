@@ -1,0 +1,89 @@
+"""Gemini generateContent (SPEC Appendix B)."""
+
+import re
+from urllib.parse import quote
+
+from screening.providers.transport import Reply, error_of
+
+_CUT = {"MAX_TOKENS"}
+_FINE = {"STOP", "FINISH_REASON_UNSPECIFIED", ""}
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)s\s*$")
+_PER_DAY = re.compile(r"per ?day", re.IGNORECASE)
+
+
+def url(endpoint) -> str:
+    model = endpoint.model_id.removeprefix("models/")
+    return f"{endpoint.base_url.rstrip('/')}/v1beta/models/{quote(model, safe='-._~')}:generateContent"
+
+
+def auth_headers(key: str) -> dict:
+    return {"x-goog-api-key": key}
+
+
+def build_body(endpoint, *, system: str, user: str, json_mode: bool, json_schema: dict | None) -> dict:
+    # Tools (and Google Search grounding) are off by leaving out tools and toolConfig.
+    generation_config = {"maxOutputTokens": endpoint.max_tokens}
+    if json_mode and endpoint.supports_json_mode:
+        generation_config["responseMimeType"] = "application/json"
+    if endpoint.accepts_temperature and endpoint.temperature is not None:
+        generation_config["temperature"] = endpoint.temperature
+    return {
+        "systemInstruction": {"parts": [{"text": system}]},
+        "contents": [{"role": "user", "parts": [{"text": user}]}],
+        "generationConfig": generation_config,
+    }
+
+
+def read_reply(data: dict) -> Reply:
+    usage = data.get("usageMetadata") if isinstance(data.get("usageMetadata"), dict) else {}
+    output = usage.get("candidatesTokenCount")
+    if output is not None and usage.get("thoughtsTokenCount"):
+        output += usage["thoughtsTokenCount"]
+    tokens = {"input_tokens": usage.get("promptTokenCount"), "output_tokens": output}
+    candidates = data.get("candidates")
+    if not isinstance(candidates, list) or not candidates or not isinstance(candidates[0], dict):
+        feedback = data.get("promptFeedback") if isinstance(data.get("promptFeedback"), dict) else {}
+        reason = feedback.get("blockReason")
+        error = f"the request was refused (blockReason {reason})" if reason else "the reply has no candidates"
+        return Reply(text=None, finish_reason=reason or "", usable=False, error=error, **tokens)
+    candidate = candidates[0]
+    content = candidate.get("content") if isinstance(candidate.get("content"), dict) else {}
+    parts = content.get("parts") if isinstance(content.get("parts"), list) else []
+    # Thought summaries are not the answer.
+    text = "".join(p.get("text", "") for p in parts if isinstance(p, dict) and not p.get("thought"))
+    finish = candidate.get("finishReason") or ""
+    if finish in _CUT:
+        error = "the reply was cut by the length limit (finishReason MAX_TOKENS)"
+        return Reply(text=text, finish_reason=finish, usable=False, error=error, **tokens)
+    if finish not in _FINE:
+        return Reply(text=text, finish_reason=finish, usable=False, error=f"refused (finishReason {finish})", **tokens)
+    if not text.strip():
+        return Reply(text=text, finish_reason=finish, usable=False, error="the reply is empty", **tokens)
+    return Reply(text=text, finish_reason=finish, usable=True, error="", **tokens)
+
+
+def _details(data) -> list[dict]:
+    details = error_of(data).get("details")
+    return [d for d in details if isinstance(d, dict)] if isinstance(details, list) else []
+
+
+def is_quota_exhausted(status: int, data) -> bool:
+    """A 429 naming a per-day quota (QuotaFailure violation ids like GenerateRequestsPerDayPerProjectPerModel)."""
+    if status != 429:
+        return False
+    texts = [str(error_of(data).get("message", ""))]
+    for detail in _details(data):
+        for violation in detail.get("violations") or []:
+            if isinstance(violation, dict):
+                texts += [str(violation.get("quotaId", "")), str(violation.get("quotaMetric", ""))]
+    return any(_PER_DAY.search(text) for text in texts)
+
+
+def body_retry_delay(data) -> float | None:
+    """RetryInfo.retryDelay from the error details, e.g. "3s" or "1.5s"."""
+    for detail in _details(data):
+        if str(detail.get("@type", "")).endswith("google.rpc.RetryInfo"):
+            match = _DURATION.match(str(detail.get("retryDelay", "")))
+            if match:
+                return float(match.group(1))
+    return None

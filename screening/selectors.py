@@ -1,0 +1,92 @@
+"""Reads of the screening app: runs with their hypotheses, forecasts, counts, translations and calls."""
+
+import uuid
+
+from django.db.models import Count, Prefetch, Q
+from django.utils import timezone
+
+from screening.models import STEPS, Forecast, Hypothesis, ModelCall, Run, Translation
+
+COUNT_NAMES = ("generated", "discarded", "kept", "selected", "delivered")
+_DELIVERED = Q(hypotheses__selected=True) & ~Q(hypotheses__literature_verdict__in=Hypothesis.NOT_DELIVERED_VERDICTS)
+
+
+def run_get(run_id) -> Run | None:
+    """The run with this public id (a UUID or its text), or None."""
+    try:
+        public_id = run_id if isinstance(run_id, uuid.UUID) else uuid.UUID(str(run_id))
+    except ValueError:
+        return None
+    return Run.objects.filter(public_id=public_id).first()
+
+
+def run_hypotheses(run: Run) -> list[Hypothesis]:
+    """Every hypothesis of the run with its forecasts (stage, then the roster's order), in blind-number order."""
+    forecasts = Forecast.objects.order_by("stage", "pk").only("hypothesis_id", "stage", "model_key", "vote")
+    return list(
+        run.hypotheses.order_by("position", "source", "source_index").prefetch_related(
+            Prefetch("forecasts", queryset=forecasts)
+        )
+    )
+
+
+def hypothesis_forecasts(hypothesis: Hypothesis) -> dict:
+    """model id → true, false or null, from prefetched forecasts."""
+    return {forecast.model_key: forecast.vote for forecast in hypothesis.forecasts.all()}
+
+
+def run_counts(hypotheses: list[Hypothesis]) -> dict:
+    return {
+        "generated": len(hypotheses),
+        "discarded": sum(h.stage1 == Hypothesis.Stage1.DISCARDED for h in hypotheses),
+        "kept": sum(h.stage1 == Hypothesis.Stage1.KEPT for h in hypotheses),
+        "selected": sum(h.selected for h in hypotheses),
+        "delivered": sum(h.delivered for h in hypotheses),
+    }
+
+
+def run_step_states(run: Run) -> dict:
+    """Each of the four steps → pending, running, completed, failed or skipped."""
+    return {step: run.steps.get(step, {}).get("state", "pending") for step in STEPS}
+
+
+def run_current_step(run: Run) -> str | None:
+    return Run.STEP_OF_STATUS.get(run.status)
+
+
+def run_elapsed_seconds(run: Run) -> int:
+    end = run.finished_at or timezone.now()
+    return max(0, int((end - run.created_at).total_seconds()))
+
+
+def run_translation(run: Run, language: str) -> Translation | None:
+    return Translation.objects.filter(run=run, language=language).first()
+
+
+def run_translation_state(run: Run, language: str) -> str:
+    """pending, ready or failed; a run started in that language is pending until its translation is made."""
+    translation = run_translation(run, language)
+    if translation is not None:
+        return translation.state
+    if run.language == language and run.status in (*Run.ACTIVE_STATUSES, Run.Status.COMPLETED):
+        return Translation.State.PENDING
+    if run.language == language:
+        # A run that stopped before completing is never translated.
+        return Translation.State.FAILED
+    return "not_requested"
+
+
+def run_list():
+    """Every run, newest first, with the five counts as annotations."""
+    return Run.objects.order_by("-created_at").annotate(
+        generated=Count("hypotheses"),
+        discarded=Count("hypotheses", filter=Q(hypotheses__stage1=Hypothesis.Stage1.DISCARDED)),
+        kept=Count("hypotheses", filter=Q(hypotheses__stage1=Hypothesis.Stage1.KEPT)),
+        selected=Count("hypotheses", filter=Q(hypotheses__selected=True)),
+        delivered=Count("hypotheses", filter=_DELIVERED),
+    )
+
+
+def run_calls(run: Run):
+    """The run's recorded model calls in the order they were made."""
+    return ModelCall.objects.filter(run=run).select_related("endpoint").order_by("created_at", "pk")

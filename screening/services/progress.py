@@ -1,0 +1,247 @@
+"""The run's state machine: which step comes next, and the sweeper that restarts runs making no progress.
+
+Every transition is a conditional UPDATE on the run's status: of two workers that see the same finished step
+(e.g. the last two stage-2 models finishing together), exactly one moves the run on; the other changes nothing.
+The work of a step is a set of RunWorkItem rows created with the transition and enqueued when it commits.
+"""
+
+import logging
+import random
+from datetime import timedelta
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import Count, F, Q
+from django.utils import timezone
+
+from screening.models import Hypothesis, Run, RunWorkItem, Translation
+
+logger = logging.getLogger(__name__)
+
+S = Run.Status
+Step = RunWorkItem.Step
+UNFINISHED = (RunWorkItem.State.PENDING, RunWorkItem.State.RUNNING)
+# Roster role of each step that calls models.
+ROLE_OF_STEP = {Step.GENERATE: "generator", Step.STAGE1: "stage1", Step.STAGE2: "stage2", Step.TRANSLATE: "translator"}
+
+
+def run_advance(*, run_id: int) -> None:
+    """Make the transition that is due, if any. Safe to call any number of times, from anywhere."""
+    run = Run.objects.filter(pk=run_id).first()
+    if run is None:
+        return
+    if run.status == S.QUEUED:
+        _start(run)
+    elif run.status in Run.STEP_OF_STATUS:
+        step = Run.STEP_OF_STATUS[run.status]
+        items = list(run.work_items.filter(step=step))
+        if items and all(item.state not in UNFINISHED for item in items):
+            _FINISH[step](run, items)
+    elif run.status == S.COMPLETED:
+        _settle_translation(run)
+
+
+def _start(run: Run) -> None:
+    with transaction.atomic():
+        if run.kind == Run.Kind.GENERATE:
+            if _move(run, S.QUEUED, S.GENERATING, start="generate"):
+                _create_items(run, Step.GENERATE, len(run.roster["roles"]["generator"]))
+        elif _move(run, S.QUEUED, S.SCREENING_STAGE1, start="stage1"):
+            _pool(run)
+            _create_items(run, Step.STAGE1, 1)
+
+
+def _finish_generate(run: Run, items) -> None:
+    with transaction.atomic():
+        # A generator that failed leaves the others' hypotheses; the step fails only when there are none.
+        if not run.hypotheses.exists():
+            errors = "; ".join(f"{_member_name(run, item)}: {item.error}" for item in items)
+            _move(
+                run,
+                S.GENERATING,
+                S.FAILED_AT_GENERATE,
+                end="generate",
+                error=f"No generator produced a hypothesis ({errors}).",
+            )
+        elif _move(run, S.GENERATING, S.SCREENING_STAGE1, end="generate", start="stage1"):
+            _pool(run)
+            _create_items(run, Step.STAGE1, 1)
+
+
+def _finish_stage1(run: Run, items) -> None:
+    (item,) = items
+    with transaction.atomic():
+        if item.state == RunWorkItem.State.FAILED:
+            error = f"The stage-1 model gave no usable reply ({item.error})."
+            _move(run, S.SCREENING_STAGE1, S.FAILED_AT_STAGE1, end="stage1", error=error)
+        elif run.hypotheses.filter(stage1=Hypothesis.Stage1.KEPT).exists():
+            if _move(run, S.SCREENING_STAGE1, S.SCREENING_STAGE2, end="stage1", start="stage2"):
+                _create_items(run, Step.STAGE2, len(run.roster["roles"]["stage2"]))
+        # Nothing kept: stage 2 has nothing to ask.
+        elif _move(run, S.SCREENING_STAGE1, S.CHECKING_NOVELTY, end="stage1", skip="stage2", start="novelty"):
+            _create_items(run, Step.NOVELTY, 1)
+
+
+def _finish_stage2(run: Run, items) -> None:
+    failed = [item for item in items if item.state == RunWorkItem.State.FAILED]
+    with transaction.atomic():
+        if failed:
+            names = ", ".join(f"{_member_name(run, item)} ({item.error})" for item in failed)
+            error = f"A stage-2 model gave no usable reply: {names}."
+            _move(run, S.SCREENING_STAGE2, S.FAILED_AT_STAGE2, end="stage2", error=error)
+        elif _move(run, S.SCREENING_STAGE2, S.CHECKING_NOVELTY, end="stage2", start="novelty"):
+            _select(run)
+            _create_items(run, Step.NOVELTY, 1)
+
+
+def _finish_novelty(run: Run, items) -> None:
+    (item,) = items
+    with transaction.atomic():
+        if item.state == RunWorkItem.State.FAILED:
+            error = f"The literature check stopped ({item.error})."
+            _move(run, S.CHECKING_NOVELTY, S.FAILED_AT_NOVELTY, end="novelty", error=error)
+        elif _move(run, S.CHECKING_NOVELTY, S.COMPLETED, end="novelty") and run.language != Run.Language.EN:
+            Translation.objects.get_or_create(run=run, language=run.language)
+            _create_items(run, Step.TRANSLATE, 1)
+
+
+_FINISH = {
+    Step.GENERATE: _finish_generate,
+    Step.STAGE1: _finish_stage1,
+    Step.STAGE2: _finish_stage2,
+    Step.NOVELTY: _finish_novelty,
+}
+
+
+def _settle_translation(run: Run) -> None:
+    """A translation whose work item failed (e.g. stopped by the sweeper) is reported as failed."""
+    item = run.work_items.filter(step=Step.TRANSLATE, state=RunWorkItem.State.FAILED).first()
+    if item is not None:
+        Translation.objects.filter(run=run, state=Translation.State.PENDING).update(
+            state=Translation.State.FAILED, error=item.error, updated_at=timezone.now()
+        )
+
+
+def _move(run: Run, from_status: str, to_status: str, *, start=None, end=None, skip=None, error="") -> bool:
+    """Move the run on, only if it is still in from_status; record the steps' states and times."""
+    now = timezone.now()
+    stamp = now.isoformat()
+    steps = {name: dict(state) for name, state in run.steps.items()}
+    failing = to_status in Run.FAILED_STATUS_OF_STEP.values()
+    if end:
+        steps[end].update(state="failed" if failing else "completed", finished_at=stamp)
+    if skip:
+        steps[skip] = {"state": "skipped"}
+    if start:
+        steps[start] = {"state": "running", "started_at": stamp}
+    fields = {"status": to_status, "steps": steps, "last_progress_at": now, "updated_at": now}
+    if to_status not in Run.ACTIVE_STATUSES:
+        fields["finished_at"] = now
+    if error:
+        fields["error"] = error
+    moved = Run.objects.filter(pk=run.pk, status=from_status).update(**fields) == 1
+    if moved:
+        for name, value in fields.items():
+            setattr(run, name, value)
+    return moved
+
+
+def _pool(run: Run) -> None:
+    """Shuffle every hypothesis with the run's recorded seed and number them H1, H2, … (seed 000 §3)."""
+    hypotheses = list(run.hypotheses.order_by("source", "source_index"))
+    random.Random(run.shuffle_seed).shuffle(hypotheses)
+    for position, hypothesis in enumerate(hypotheses, start=1):
+        hypothesis.position = position
+        hypothesis.label = f"H{position}"
+    Hypothesis.objects.bulk_update(hypotheses, ["position", "label"], batch_size=500)
+
+
+def _select(run: Run) -> None:
+    """Selected: every stage-2 model answered true (a null vote or a missing answer means not selected)."""
+    stage2_models = len(run.roster["roles"]["stage2"])
+    selected = (
+        run.hypotheses.filter(stage1=Hypothesis.Stage1.KEPT)
+        .annotate(yes=Count("forecasts", filter=Q(forecasts__stage=2, forecasts__vote=True)))
+        .filter(yes=stage2_models)
+        .values_list("pk", flat=True)
+    )
+    Hypothesis.objects.filter(pk__in=list(selected)).update(selected=True)
+
+
+def _create_items(run: Run, step: str, count: int) -> None:
+    RunWorkItem.objects.bulk_create([RunWorkItem(run=run, step=step, slot=slot) for slot in range(count)])
+    _enqueue(list(RunWorkItem.objects.filter(run=run, step=step).values_list("pk", flat=True)))
+
+
+def _enqueue(item_pks) -> None:
+    # Imported here: the tasks module imports the services.
+    from screening.tasks import work_item_task
+
+    for pk in item_pks:
+        transaction.on_commit(lambda pk=pk: work_item_task.delay(pk))
+
+
+def _member_name(run: Run, item: RunWorkItem) -> str:
+    members = run.roster["roles"].get(ROLE_OF_STEP.get(item.step, ""), [])
+    return members[item.slot]["display_name"] if item.slot < len(members) else f"{item.step} {item.slot}"
+
+
+# The sweeper ---------------------------------------------------------------------------------------------------
+
+
+def runs_sweep() -> int:
+    """Restart (or, after too many restarts, stop) runs with no progress for OPEN_HYPOTHESIS_STALE_SECONDS.
+
+    Returns how many runs it touched."""
+    stale_before = timezone.now() - timedelta(seconds=settings.OPEN_HYPOTHESIS_STALE_SECONDS)
+    translating = RunWorkItem.objects.filter(step=Step.TRANSLATE, state__in=UNFINISHED).values("run_id")
+    stale = Run.objects.filter(
+        Q(status__in=Run.ACTIVE_STATUSES) | Q(status=S.COMPLETED, pk__in=translating),
+        last_progress_at__lt=stale_before,
+    ).values_list("pk", "last_progress_at")
+    touched = 0
+    for run_id, last_progress_at in stale:
+        touched += run_resume(run_id=run_id, last_progress_at=last_progress_at)
+    return touched
+
+
+def run_resume(*, run_id: int, last_progress_at) -> bool:
+    """Hand a stalled run's unfinished work to a worker again; after OPEN_HYPOTHESIS_MAX_RESUMES restarts, stop it
+    where it is (its unfinished work fails, and the run ends in failed_at_<step> unless what it has lets it go on).
+
+    last_progress_at is the value the sweeper saw: if the run moved since, it is not stalled and nothing happens."""
+    now = timezone.now()
+    with transaction.atomic():
+        claimed = Run.objects.filter(pk=run_id, last_progress_at=last_progress_at).update(
+            resume_count=F("resume_count") + 1, last_progress_at=now, updated_at=now
+        )
+        if not claimed:
+            return False
+        run = Run.objects.get(pk=run_id)
+        unfinished = run.work_items.filter(state__in=UNFINISHED)
+        if run.resume_count > settings.OPEN_HYPOTHESIS_MAX_RESUMES:
+            reason = f"no progress after {run.resume_count - 1} restarts"
+            logger.warning("Stopping run %s: %s", run.public_id, reason)
+            unfinished.update(state=RunWorkItem.State.FAILED, claim_token=None, finished_at=now, error=reason)
+            if run.status == S.QUEUED:
+                first_step = "generate" if run.kind == Run.Kind.GENERATE else "stage1"
+                _move(
+                    run,
+                    S.QUEUED,
+                    Run.FAILED_STATUS_OF_STEP[first_step],
+                    end=first_step,
+                    error=f"Never started: {reason}.",
+                )
+        else:
+            logger.info("Restarting run %s (restart %s)", run.public_id, run.resume_count)
+            # A worker that died while holding an item will never finish it; a slow one loses its claim.
+            unfinished.filter(state=RunWorkItem.State.RUNNING).update(state=RunWorkItem.State.PENDING, claim_token=None)
+            _enqueue(list(unfinished.values_list("pk", flat=True)))
+        transaction.on_commit(lambda: _advance_later(run_id))
+    return True
+
+
+def _advance_later(run_id: int) -> None:
+    from screening.tasks import run_advance_task
+
+    run_advance_task.delay(run_id)

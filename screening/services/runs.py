@@ -1,0 +1,217 @@
+"""Starting runs: validation is the API's job; here are the public limits, the roster snapshot and the records.
+
+The limits (per client address, per day, waiting runs) are checked and the run inserted while holding one lock,
+so concurrent requests cannot both take the last place: a PostgreSQL advisory lock, and on SQLite the immediate
+transaction (settings) that already serializes writers.
+"""
+
+import hashlib
+import hmac
+import math
+import secrets
+import statistics
+from dataclasses import dataclass
+from datetime import timedelta
+
+from django.conf import settings
+from django.db import connection, transaction
+from django.utils import timezone
+
+from screening.models import STEPS, Hypothesis, ModelEndpoint, Roster, RosterMember, Run
+
+WINDOW = timedelta(hours=24)
+# Any constant shared by every process; it names the lock that serializes run creation.
+_LIMITS_LOCK_KEY = 4_815_162_342
+# Used for queue_full's Retry-After before any run has finished.
+_DEFAULT_RUN_SECONDS = 600
+CLIENT_SOURCE = "client"
+
+
+class RunRefused(Exception):
+    """A run the public limits or the configuration refuse. `code` and `detail` go to the client as they are."""
+
+    def __init__(self, code: str, detail: str, *, status: int, retry_after: int | None = None):
+        super().__init__(detail)
+        self.code = code
+        self.detail = detail
+        self.status = status
+        self.retry_after = retry_after
+
+
+@dataclass(frozen=True)
+class ClientHypothesis:
+    statement: str
+    mechanism: str
+    prediction: str
+
+
+def client_address(meta) -> str:
+    """The client's address: REMOTE_ADDR, or the configured trusted proxy header when the proxy set it.
+
+    Only the last entry of the header counts: it is the one our proxy wrote; earlier entries come from the client."""
+    header = settings.OPEN_HYPOTHESIS_TRUSTED_PROXY_HEADER
+    if header:
+        value = meta.get("HTTP_" + header.upper().replace("-", "_"), "")
+        entries = [entry.strip() for entry in value.split(",") if entry.strip()]
+        if entries:
+            return entries[-1]
+    return meta.get("REMOTE_ADDR", "")
+
+
+def client_hash(address: str) -> str:
+    return hmac.new(settings.SECRET_KEY.encode(), address.encode(), hashlib.sha256).hexdigest()
+
+
+def run_create(
+    *,
+    question: str,
+    background: str = "",
+    language: str = Run.Language.EN,
+    client_address: str,
+    hypotheses: list[ClientHypothesis] | None = None,
+) -> Run:
+    """Start a run: generation by the roster's models, or (`hypotheses` given) a screening of the client's own.
+
+    Raises RunRefused when a limit is reached or no roster is configured. The first step is enqueued on commit."""
+    kind = Run.Kind.GENERATE if hypotheses is None else Run.Kind.SCREENING
+    roster = _roster_snapshot(kind)
+    address_hash = client_hash(client_address)
+    with transaction.atomic():
+        _lock_limits()
+        now = timezone.now()
+        _check_limits(address_hash, now)
+        run = Run.objects.create(
+            kind=kind,
+            question=question,
+            background=background,
+            language=language,
+            client_hash=address_hash,
+            shuffle_seed=secrets.randbits(63),
+            roster=roster,
+            simulated=any(member["simulated"] for members in roster["roles"].values() for member in members),
+            steps=_initial_steps(kind),
+        )
+        if hypotheses is not None:
+            Hypothesis.objects.bulk_create(
+                Hypothesis(
+                    run=run,
+                    source=CLIENT_SOURCE,
+                    source_index=index,
+                    author_name=CLIENT_SOURCE,
+                    statement=hypothesis.statement,
+                    mechanism=hypothesis.mechanism,
+                    prediction=hypothesis.prediction,
+                )
+                for index, hypothesis in enumerate(hypotheses)
+            )
+        # Imported here: the tasks module imports the services.
+        from screening.tasks import run_advance_task
+
+        transaction.on_commit(lambda: run_advance_task.delay(run.pk))
+    return run
+
+
+def _initial_steps(kind: str) -> dict:
+    steps = {step: {"state": "pending"} for step in STEPS}
+    if kind == Run.Kind.SCREENING:
+        steps["generate"] = {"state": "skipped"}
+    return steps
+
+
+def _roster_snapshot(kind: str) -> dict:
+    """The default roster's endpoints by role, as recorded on the run."""
+    roster = Roster.objects.filter(is_default=True).first()
+    if roster is None:
+        raise RunRefused("not_configured", "No model roster is configured yet; try again later.", status=503)
+    members = (
+        RosterMember.objects.filter(roster=roster, endpoint__enabled=True)
+        .select_related("endpoint")
+        .order_by("role", "order", "pk")
+    )
+    roles = {role: [] for role in RosterMember.Role.values}
+    for member in members:
+        roles[member.role].append(endpoint_snapshot(member.endpoint))
+    needed = [RosterMember.Role.STAGE1, RosterMember.Role.STAGE2]
+    if kind == Run.Kind.GENERATE:
+        needed.append(RosterMember.Role.GENERATOR)
+    if any(not roles[role] for role in needed):
+        raise RunRefused("not_configured", "The model roster is incomplete; try again later.", status=503)
+    # The protocol has one stage-1 model.
+    roles[RosterMember.Role.STAGE1] = roles[RosterMember.Role.STAGE1][:1]
+    return {"name": roster.name, "roles": roles}
+
+
+def endpoint_snapshot(endpoint: ModelEndpoint) -> dict:
+    return {
+        "endpoint_id": endpoint.pk,
+        "display_name": endpoint.display_name,
+        "company": endpoint.company,
+        "model_id": endpoint.model_id,
+        "protocol": endpoint.protocol,
+        "grok": endpoint.is_grok,
+        "simulated": endpoint.is_simulated,
+    }
+
+
+def _lock_limits() -> None:
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_xact_lock(%s)", [_LIMITS_LOCK_KEY])
+    # SQLite: the atomic block began with BEGIN IMMEDIATE (settings), which already excludes other writers.
+
+
+def _check_limits(address_hash: str, now) -> None:
+    since = now - WINDOW
+    client_limit = settings.OPEN_HYPOTHESIS_CLIENT_LIMIT
+    client_times = list(
+        Run.objects.filter(client_hash=address_hash, created_at__gte=since)
+        .order_by("created_at")
+        .values_list("created_at", flat=True)
+    )
+    if len(client_times) >= client_limit:
+        frees_at = client_times[len(client_times) - client_limit] + WINDOW
+        raise RunRefused(
+            "client_limit",
+            f"This address has started {client_limit} runs in the last 24 hours, the most allowed.",
+            status=429,
+            retry_after=_seconds_until(frees_at, now),
+        )
+    daily_cap = settings.OPEN_HYPOTHESIS_DAILY_CAP
+    day_times = list(
+        Run.objects.filter(created_at__gte=since).order_by("created_at").values_list("created_at", flat=True)
+    )
+    if len(day_times) >= daily_cap:
+        frees_at = day_times[len(day_times) - daily_cap] + WINDOW
+        raise RunRefused(
+            "daily_cap",
+            f"The service has started {daily_cap} runs in the last 24 hours, the most it takes.",
+            status=429,
+            retry_after=_seconds_until(frees_at, now),
+        )
+    queue_limit = settings.OPEN_HYPOTHESIS_QUEUE_LIMIT
+    waiting = list(
+        Run.objects.filter(status__in=Run.ACTIVE_STATUSES).order_by("created_at").values_list("created_at", flat=True)
+    )
+    if len(waiting) >= queue_limit:
+        # A place frees when the oldest waiting run ends: estimated from how long recent runs took.
+        frees_at = waiting[len(waiting) - queue_limit] + timedelta(seconds=_typical_run_seconds())
+        raise RunRefused(
+            "queue_full",
+            f"{len(waiting)} runs are waiting, the most the service queues; try again later.",
+            status=503,
+            retry_after=max(settings.OPEN_HYPOTHESIS_POLL_SECONDS, _seconds_until(frees_at, now)),
+        )
+
+
+def _typical_run_seconds() -> float:
+    recent = (
+        Run.objects.filter(finished_at__isnull=False)
+        .order_by("-finished_at")
+        .values_list("created_at", "finished_at")[:20]
+    )
+    durations = [(finished - created).total_seconds() for created, finished in recent]
+    return statistics.median(durations) if durations else _DEFAULT_RUN_SECONDS
+
+
+def _seconds_until(moment, now) -> int:
+    return max(1, math.ceil((moment - now).total_seconds()))

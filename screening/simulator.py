@@ -1,0 +1,385 @@
+"""A simulated model server for the demo and the tests: not a model, and it says so in every reply.
+
+It speaks the three wire protocols on the providers' own paths (OpenAI-compatible /v1/chat/completions, Anthropic
+/v1/messages, Gemini /v1beta/models/{model}:generateContent) and answers by recognising the request: ten
+hypotheses for a generation prompt (each statement starting "[Simulated] "), a verdict for every [Hn] of a forecast
+prompt, a marked rendering for a translation into Russian, and a quoted candidate sentence for a novelty check.
+Content is deterministic (a hash of the request); the injected faults (429, 529, malformed replies, missing ids)
+are random. Every reply carries the header `x-simulated: true` and a model name starting "simulated".
+
+Configuration: environment variables SIMULATOR_<FIELD> (e.g. SIMULATOR_FALSE_SHARE=0.3) or a JSON object given to
+`manage.py run_simulator --config`.
+"""
+
+import hashlib
+import json
+import logging
+import os
+import random
+import re
+import threading
+import time
+import uuid
+from dataclasses import dataclass, fields
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from screening.parsing import ReplyParseError, extract_json
+
+logger = logging.getLogger(__name__)
+
+SIMULATED_MARK = "[Simulated] "
+RUSSIAN_MARK = "[Симуляция] "
+_TOOL_FIELDS = ("tools", "tool_choice", "web_search_options", "toolConfig")
+_GEMINI_PATH = re.compile(r"^/v1beta/models/([^/:]+):generateContent$")
+_HYPOTHESIS_LINE = re.compile(r"^\[(H\d+)\] (.*)$", re.MULTILINE)
+_LABELLED_LINE = re.compile(r"^\[([A-Za-z]*\d+)\] (.*)$", re.MULTILINE)
+
+
+@dataclass
+class SimulatorConfig:
+    false_share: float = 0.3  # share of forecast votes that are false
+    malformed_share: float = 0.0  # share of replies that are prose instead of JSON
+    missing_id_share: float = 0.0  # share of forecast replies that leave one id out
+    rate_limit_share: float = 0.0  # share of requests answered 429 with retry-after
+    overloaded_share: float = 0.0  # share answered 529 (Anthropic) or 503 (the others)
+    latency_seconds: float = 0.0  # added to every request
+    retry_after_seconds: float = 1.0  # named in 429 replies
+    seed: int | None = None  # seeds the fault draws (content is always deterministic)
+
+    @classmethod
+    def from_env(cls, overrides: dict | None = None) -> "SimulatorConfig":
+        values = {}
+        for field in fields(cls):
+            raw = os.environ.get(f"SIMULATOR_{field.name.upper()}")
+            if raw not in (None, ""):
+                values[field.name] = int(raw) if field.name == "seed" else float(raw)
+        unknown = set(overrides or {}) - {field.name for field in fields(cls)}
+        if unknown:
+            raise ValueError(f"unknown simulator settings: {', '.join(sorted(unknown))}")
+        return cls(**{**values, **(overrides or {})})
+
+
+# Generation: plausible ageing-biology hypotheses assembled from parts.
+_INTERVENTIONS = [
+    ("senolytic clearance of p16-positive cells", "senescence"),
+    ("partial reprogramming with cyclic OSK expression", "epigenetic reprogramming"),
+    ("raising NAD+ with nicotinamide riboside", "metabolism"),
+    ("intermittent mTORC1 inhibition with rapamycin", "nutrient sensing"),
+    ("blocking IL-6 trans-signalling", "inflammation"),
+    ("activating PINK1-dependent mitophagy", "mitochondria"),
+    ("IL-1β blockade", "inflammation"),
+    ("spermidine-induced autophagy", "proteostasis"),
+    ("restoring SIRT6 deacetylase activity", "genome maintenance"),
+    ("neutralising circulating GDF15", "stress signalling"),
+    ("telomerase reactivation", "telomeres"),
+    ("restoring CXCL12 expression by niche stromal cells", "stem-cell niche"),
+]
+_SYSTEMS = [
+    "haematopoietic stem cells",
+    "the bone-marrow niche",
+    "skeletal muscle satellite cells",
+    "hepatocytes",
+    "intestinal crypt stem cells",
+    "microglia",
+    "vascular endothelium",
+    "adipose progenitor cells",
+]
+_OUTCOMES = [
+    "slows the expansion of mutant clones",
+    "restores regenerative capacity after injury",
+    "lowers the senescence-associated secretory phenotype",
+    "extends healthy lifespan",
+    "reduces myeloid-biased differentiation",
+    "preserves mitochondrial respiration",
+]
+_READOUTS = [
+    "clone size by barcode tracing",
+    "colony-forming capacity in transplantation",
+    "SASP cytokines in plasma",
+    "frailty index scores",
+    "the myeloid-to-lymphoid ratio",
+    "oxygen consumption rate",
+]
+
+
+def _rng_for(*parts: str) -> random.Random:
+    digest = hashlib.sha256("\x1f".join(parts).encode()).hexdigest()
+    return random.Random(int(digest[:16], 16))
+
+
+def _fraction(*parts: str) -> float:
+    return int(hashlib.sha256("\x1f".join(parts).encode()).hexdigest()[:8], 16) / 0xFFFFFFFF
+
+
+def generation_reply(user: str, model: str) -> dict:
+    rng = _rng_for(model, user)
+    interventions = rng.sample(_INTERVENTIONS, 10)
+    hypotheses = []
+    for intervention, category in interventions:
+        system, outcome, readout = rng.choice(_SYSTEMS), rng.choice(_OUTCOMES), rng.choice(_READOUTS)
+        hypotheses.append(
+            {
+                "statement": f"{SIMULATED_MARK}In aged mice, {intervention} in {system} {outcome}.",
+                "mechanism": f"{intervention[0].upper()}{intervention[1:]} relieves a {category} defect that "
+                f"accumulates in {system} with age.",
+                "prediction": f"Treated aged mice differ from vehicle controls in {readout}, and the effect "
+                "disappears when the pathway is genetically blocked.",
+                "domain_category": category,
+            }
+        )
+    return {"hypotheses": hypotheses, "notes": "Simulated reply from the project's simulated server, not a model."}
+
+
+def forecast_reply(user: str, model: str, false_share: float, detailed: bool) -> dict:
+    forecasts = []
+    for label, text in _HYPOTHESIS_LINE.findall(user):
+        support = _fraction(model, text)
+        confirmed = support >= false_share
+        if not detailed:
+            forecasts.append({"id": label, "confirmed": confirmed})
+            continue
+        forecasts.append(
+            {
+                "id": label,
+                "p_experimental_support": round(0.1 + 0.8 * support, 2),
+                "recommend_for_testing": confirmed,
+                "support_from_background": [],
+                "assumptions": [],
+                "contradictions": [],
+                "reason": "Simulated forecast: no model read this hypothesis.",
+                "test": {key: "simulated" for key in ("intervention", "measurement", "controls")}
+                | {"supports_if": "simulated", "refutes_if": "simulated"},
+            }
+        )
+    reply = {"forecasts": forecasts, "simulated": True}
+    return {"protocol": "experimental-support-v1", **reply} if detailed else reply
+
+
+def _mark_russian(value, key: str = ""):
+    if isinstance(value, dict):
+        return {k: _mark_russian(v, k) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_mark_russian(v, key) for v in value]
+    if isinstance(value, str) and key != "id":
+        return f"{RUSSIAN_MARK}{value}"
+    return value
+
+
+def translation_reply(user: str) -> dict:
+    try:
+        request = extract_json(user)
+    except ReplyParseError:
+        return {"translation": f"{RUSSIAN_MARK}(симулированный перевод)", "simulated": True}
+    if isinstance(request, dict) and isinstance(request.get("hypotheses"), list):
+        return {"translations": _mark_russian(request["hypotheses"]), "simulated": True}
+    return {"translations": _mark_russian(request), "simulated": True}
+
+
+def novelty_reply(user: str, model: str) -> dict:
+    candidates = [(label, text) for label, text in _LABELLED_LINE.findall(user) if not label.startswith("H")]
+    if not candidates:
+        return {"verdict": "not_reported", "evidence": "", "reference": "", "simulated": True}
+    label, text = candidates[0]
+    quote = re.split(r"(?<=[.!?])\s", text.strip(), maxsplit=1)[0]
+    verdict = ["not_reported", "components_reported", "reported"][int(_fraction(model, user) * 2.999)]
+    return {"verdict": verdict, "evidence": quote, "reference": label, "simulated": True}
+
+
+def answer_text(system: str, user: str, *, model: str, config: SimulatorConfig, draw) -> str:
+    """The reply text for a request, recognised by its wording."""
+    if draw() < config.malformed_share:
+        return f"{SIMULATED_MARK}I will think about these hypotheses and answer later."
+    if "Propose ten hypotheses" in user:
+        reply = generation_reply(user, model)
+    elif "will it be confirmed experimentally" in user or "Will this hypothesis be confirmed" in user:
+        reply = forecast_reply(user, model, config.false_share, detailed=False)
+    elif "p_experimental_support" in user:
+        reply = forecast_reply(user, model, config.false_share, detailed=True)
+    elif "Russian" in user or "Russian" in system:
+        reply = translation_reply(user)
+    else:
+        reply = novelty_reply(user, model)
+    forecasts = reply.get("forecasts")
+    if forecasts and draw() < config.missing_id_share:
+        forecasts.pop(int(draw() * len(forecasts)))
+    return json.dumps(reply, ensure_ascii=False)
+
+
+def _text(content) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(part.get("text", "") for part in content if isinstance(part, dict))
+    return ""
+
+
+def messages_of(protocol: str, body: dict) -> tuple[str, str]:
+    """(system, user) text of a request in any of the three protocols."""
+    if protocol == "openai":
+        messages = [m for m in body.get("messages", []) if isinstance(m, dict)]
+        system = "".join(_text(m.get("content")) for m in messages if m.get("role") in ("system", "developer"))
+        return system, "".join(_text(m.get("content")) for m in messages if m.get("role") == "user")
+    if protocol == "anthropic":
+        return _text(body.get("system", "")), "".join(_text(m.get("content")) for m in body.get("messages", []))
+    system = "".join(p.get("text", "") for p in body.get("systemInstruction", {}).get("parts", []))
+    user = "".join(p.get("text", "") for c in body.get("contents", []) for p in c.get("parts", []))
+    return system, user
+
+
+def _tokens(text: str) -> int:
+    return max(1, len(text) // 4)
+
+
+def protocol_reply(protocol: str, *, model: str, system: str, user: str, text: str) -> dict:
+    input_tokens, output_tokens = _tokens(system + user), _tokens(text)
+    if protocol == "openai":
+        return {
+            "id": f"chatcmpl-simulated-{uuid.uuid4().hex[:12]}",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": model,
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+            "usage": {
+                "prompt_tokens": input_tokens,
+                "completion_tokens": output_tokens,
+                "total_tokens": input_tokens + output_tokens,
+            },
+        }
+    if protocol == "anthropic":
+        return {
+            "id": f"msg_simulated_{uuid.uuid4().hex[:12]}",
+            "type": "message",
+            "role": "assistant",
+            "model": model,
+            "content": [{"type": "text", "text": text}],
+            "stop_reason": "end_turn",
+            "stop_sequence": None,
+            "usage": {"input_tokens": input_tokens, "output_tokens": output_tokens},
+        }
+    return {
+        "candidates": [{"content": {"role": "model", "parts": [{"text": text}]}, "finishReason": "STOP", "index": 0}],
+        "usageMetadata": {
+            "promptTokenCount": input_tokens,
+            "candidatesTokenCount": output_tokens,
+            "totalTokenCount": input_tokens + output_tokens,
+        },
+        "modelVersion": model,
+    }
+
+
+def throttled_reply(protocol: str, retry_after: float) -> tuple[int, dict, dict]:
+    """(status, headers, body) of a simulated 429 in the protocol's own shape."""
+    message = "Simulated rate limit: the simulated server asks you to wait."
+    if protocol == "gemini":
+        details = [{"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": f"{retry_after:g}s"}]
+        return 429, {}, {"error": {"code": 429, "message": message, "status": "RESOURCE_EXHAUSTED", "details": details}}
+    headers = {"retry-after": f"{retry_after:g}"}
+    if protocol == "anthropic":
+        return 429, headers, {"type": "error", "error": {"type": "rate_limit_error", "message": message}}
+    headers["retry-after-ms"] = f"{retry_after * 1000:g}"
+    return 429, headers, {"error": {"message": message, "type": "requests", "code": "rate_limit_exceeded"}}
+
+
+def overloaded_reply(protocol: str) -> tuple[int, dict]:
+    message = "Simulated overload: the simulated server is busy."
+    if protocol == "anthropic":
+        return 529, {"type": "error", "error": {"type": "overloaded_error", "message": message}}
+    return 503, {"error": {"code": 503, "message": message, "status": "UNAVAILABLE"}}
+
+
+class SimulatorHandler(BaseHTTPRequestHandler):
+    server: "SimulatedModelServer"
+    protocol_version = "HTTP/1.1"
+
+    def do_GET(self):
+        if self.path == "/health":
+            self._send(200, {"status": "ok", "simulated": True})
+        else:
+            self._send(404, {"error": {"message": "not found"}})
+
+    def do_POST(self):
+        raw = self.rfile.read(int(self.headers.get("content-length") or 0))
+        protocol, model = self._route()
+        if protocol is None:
+            return self._send(404, {"error": {"message": f"the simulated server has no {self.path}"}})
+        try:
+            body = json.loads(raw)
+        except ValueError:
+            return self._send(400, {"error": {"message": "the request body is not JSON"}})
+        if not self._authorised(protocol):
+            return self._send(401, {"error": {"message": "no key in the protocol's authentication header"}})
+        if any(field in body for field in _TOOL_FIELDS):
+            return self._send(400, {"error": {"message": "the simulated server accepts no tools"}})
+
+        config, draw = self.server.config, self.server.draw
+        if config.latency_seconds:
+            time.sleep(config.latency_seconds)
+        if draw() < config.rate_limit_share:
+            status, headers, error = throttled_reply(protocol, config.retry_after_seconds)
+            return self._send(status, error, headers)
+        if draw() < config.overloaded_share:
+            return self._send(*overloaded_reply(protocol))
+
+        model = model or str(body.get("model", ""))
+        model = model if model.startswith("simulated") else f"simulated-{model}"
+        system, user = messages_of(protocol, body)
+        text = answer_text(system, user, model=model, config=config, draw=draw)
+        self._send(200, protocol_reply(protocol, model=model, system=system, user=user, text=text))
+
+    def _route(self) -> tuple[str | None, str]:
+        path = self.path.split("?", 1)[0]
+        if path in ("/v1/chat/completions", "/chat/completions"):
+            return "openai", ""
+        if path == "/v1/messages":
+            return "anthropic", ""
+        match = _GEMINI_PATH.match(path)
+        return ("gemini", match.group(1)) if match else (None, "")
+
+    def _authorised(self, protocol: str) -> bool:
+        if protocol == "openai":
+            return self.headers.get("authorization", "").startswith("Bearer ")
+        if protocol == "anthropic":
+            return bool(self.headers.get("x-api-key")) and bool(self.headers.get("anthropic-version"))
+        return bool(self.headers.get("x-goog-api-key"))
+
+    def _send(self, status: int, payload: dict, headers: dict | None = None):
+        data = json.dumps(payload, ensure_ascii=False).encode()
+        self.send_response(status)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(data)))
+        self.send_header("x-simulated", "true")
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, format, *args):
+        logger.debug("simulator: " + format, *args)
+
+
+class SimulatedModelServer(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def __init__(self, address: tuple[str, int], config: SimulatorConfig):
+        super().__init__(address, SimulatorHandler)
+        self.config = config
+        self._random = random.Random(config.seed)
+        self._lock = threading.Lock()
+
+    def draw(self) -> float:
+        with self._lock:
+            return self._random.random()
+
+    @property
+    def url(self) -> str:
+        host, port = self.server_address[:2]
+        return f"http://{host}:{port}"
+
+
+def start_simulator(config: SimulatorConfig | None = None, *, host: str = "127.0.0.1", port: int = 0):
+    """Serve in a background thread (port 0: any free port); stop with server.shutdown()."""
+    server = SimulatedModelServer((host, port), config or SimulatorConfig())
+    threading.Thread(
+        target=server.serve_forever, kwargs={"poll_interval": 0.05}, name="simulated-model-server", daemon=True
+    ).start()
+    return server

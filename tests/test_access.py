@@ -1,0 +1,150 @@
+"""Who may open what: every URL of the project, as anonymous, reviewer, analyst and coordinator.
+
+Each URL name is classified below; a new URL that is not classified fails this test until someone decides who may
+reach it.
+"""
+
+import pytest
+from django.urls import URLPattern, URLResolver, get_resolver
+
+from reviewapp.models import BackgroundJob
+from screening.models import Run
+from tests import factories
+
+PUBLIC = {
+    "login",
+    "api-token",
+    "open-hypothesis",
+    "open-hypothesis-run",
+    "open-hypothesis-run-json",
+    "open-hypothesis-api-runs",
+    "open-hypothesis-api-run",
+    "open-hypothesis-api-screenings",
+}
+# Any signed-in user (each view still shows only the user's own records).
+SIGNED_IN = {"home", "logout", "password_change", "password_change_done", "job-detail", "job-download"}
+REVIEWER = {"review-queue", "review-page"}
+# Coordinators and analysts read; only coordinators change anything.
+READ_ALL = {
+    "cohort-list",
+    "cohort-detail",
+    "cohort-reviews-xlsx-prepare",
+    "api-cohorts",
+    "api-cohort-detail",
+    "api-cohort-assignments",
+    "api-cohort-progress",
+    "api-cohort-reviews-csv",
+    "api-cohort-reviews-xlsx",
+    "open-hypothesis-api-run-calls",
+    "screening-run-list",
+}
+COORDINATOR = {
+    "cohort-status",
+    "cohort-assign",
+    "assignment-add",
+    "assignment-remove",
+    "assignment-reassign",
+    "review-reopen",
+    "user-list",
+    "user-create",
+    "users-bulk-create",
+    "conflict-declare",
+    "cohort-import",
+    "api-users",
+    "api-cohort-status",
+    "api-cohort-import",
+    "api-assignment",
+    "api-assignment-reassign",
+    "api-conflicts",
+    "screening-run-cohort",
+}
+CLASSIFIED = PUBLIC | SIGNED_IN | REVIEWER | READ_ALL | COORDINATOR
+DENIED = {401, 403, 404, 405}
+
+
+def _project_urls(patterns=None, prefix=""):
+    for entry in get_resolver().url_patterns if patterns is None else patterns:
+        route = prefix + str(entry.pattern)
+        if isinstance(entry, URLResolver):
+            if not route.startswith("admin/"):
+                yield from _project_urls(entry.url_patterns, route)
+        elif isinstance(entry, URLPattern):
+            yield entry.name, route
+
+
+def _fill(route: str, ids: dict) -> str:
+    """Replace each <converter:name> with the id of an existing record of that kind."""
+    path = route
+    while "<" in path:
+        start, end = path.index("<"), path.index(">")
+        name = path[start + 1 : end].split(":")[-1]
+        path = path[:start] + str(ids[name]) + path[end + 1 :]
+    return "/" + path
+
+
+@pytest.fixture
+def urls(db, coordinator, other_reviewer):
+    proposal = factories.make_proposal()
+    cohort = factories.make_cohort([proposal], status="open")
+    assignment = factories.make_assignment(cohort, other_reviewer, proposal)
+    job = BackgroundJob.objects.create(kind="reviews_xlsx", params={"cohort_id": cohort.pk}, created_by=coordinator)
+    run = Run.objects.create(question="Does the niche shape clonal fitness?", shuffle_seed=1)
+    ids = {"cohort_id": cohort.pk, "assignment_id": assignment.pk, "job_id": job.pk, "run_id": run.public_id}
+    return [(name, _fill(route, ids)) for name, route in _project_urls()]
+
+
+def test_every_url_is_classified(urls):
+    unclassified = {name for name, _ in urls} - CLASSIFIED
+    assert not unclassified, f"decide who may reach these URLs and add them to tests/test_access.py: {unclassified}"
+
+
+@pytest.mark.parametrize("method", ["get", "post"])
+def test_anonymous_users_reach_only_public_urls(client, urls, method):
+    for name, path in urls:
+        if name in PUBLIC:
+            continue
+        response = getattr(client, method)(path)
+        if response.status_code == 302:
+            assert response["Location"].startswith("/accounts/login/"), (name, path)
+        else:
+            assert response.status_code in DENIED, (name, path, response.status_code)
+
+
+@pytest.mark.parametrize("method", ["get", "post"])
+def test_reviewers_reach_no_coordinator_or_analyst_url(client, reviewer, urls, method):
+    client.force_login(reviewer)
+    for name, path in urls:
+        if name in READ_ALL | COORDINATOR:
+            response = getattr(client, method)(path)
+            assert response.status_code in DENIED, (name, path, response.status_code)
+
+
+def test_reviewers_cannot_open_another_reviewers_assignment(client, reviewer, urls):
+    client.force_login(reviewer)
+    for name, path in urls:
+        if name == "review-page":
+            assert client.get(path).status_code == 404
+            assert client.post(path, {"action": "save", "version": 0}).status_code == 404
+
+
+@pytest.mark.parametrize("method", ["get", "post"])
+def test_analysts_change_nothing(client, analyst, urls, method):
+    client.force_login(analyst)
+    for name, path in urls:
+        if name in COORDINATOR | REVIEWER:
+            response = getattr(client, method)(path)
+            assert response.status_code in DENIED, (name, path, response.status_code)
+
+
+def test_analysts_read_every_cohort_page(client, analyst, urls):
+    client.force_login(analyst)
+    for name, path in urls:
+        if name in READ_ALL and name != "cohort-reviews-xlsx-prepare":
+            assert client.get(path).status_code == 200, (name, path)
+
+
+def test_coordinators_reach_every_staff_page(client, coordinator, urls):
+    client.force_login(coordinator)
+    for name, path in urls:
+        if name in {"cohort-list", "cohort-detail", "user-list", "cohort-import", "api-cohorts", "api-cohort-progress"}:
+            assert client.get(path).status_code == 200, (name, path)

@@ -1,0 +1,232 @@
+"""The pages of Open Hypothesis: the public form and run page, and the coordinators' runs page with its action that
+turns a run's results into a draft review cohort."""
+
+import json
+import re
+
+import pytest
+from django.urls import reverse
+
+from reviewapp.models import Cohort, Proposal
+from screening.models import Run
+from screening.services.runs import run_create
+from tests.screening_support import GENERATORS, STAGE2, Script, ScriptedModelServer, drive, factor, make_roster
+
+QUESTION = "How does remodelling of the bone-marrow niche affect mutant clones?"
+
+
+@pytest.fixture(autouse=True)
+def fast_retries(settings):
+    settings.PROVIDER_BACKOFF_BASE_SECONDS = 0.01
+    settings.PROVIDER_MAX_ATTEMPTS = 2
+
+
+@pytest.fixture
+def script():
+    return Script()
+
+
+@pytest.fixture
+def server(script):
+    server = ScriptedModelServer(script)
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def roster(db, server):
+    return make_roster(server.base_url)
+
+
+def start(address="192.0.2.10", **fields) -> Run:
+    return run_create(question=QUESTION, client_address=address, **fields)
+
+
+def page(run: Run) -> str:
+    return reverse("open-hypothesis-run", args=[run.public_id])
+
+
+# The public pages ------------------------------------------------------------------------------------------------
+
+
+def test_the_form_starts_a_run_and_shows_its_page(client, roster):
+    response = client.get("/open-hypothesis/")
+    assert response.status_code == 200
+    assert b'name="question"' in response.content and b'name="background"' in response.content
+    response = client.post("/open-hypothesis/", {"question": QUESTION, "background": "", "language": "en"})
+    run = Run.objects.get()
+    assert response.status_code == 302 and response["Location"] == page(run)
+    assert client.get(page(run)).status_code == 200
+
+
+def test_the_form_explains_what_is_wrong_and_counts_nothing(client, roster):
+    response = client.post("/open-hypothesis/", {"question": "Short", "language": "en"})
+    assert response.status_code == 200
+    assert b"at least 10 characters" in response.content
+    assert not Run.objects.exists()
+
+
+def test_the_form_reports_the_client_limit(client, roster):
+    for _ in range(3):
+        start(address="127.0.0.1")
+    response = client.post("/open-hypothesis/", {"question": QUESTION, "language": "en"})
+    assert response.status_code == 200
+    assert b"3 runs in the last 24 hours" in response.content
+    assert Run.objects.count() == 3
+
+
+def test_a_running_run_polls_its_live_part_and_a_finished_one_stops(client, roster):
+    run = start()
+    html = client.get(page(run)).content.decode()
+    assert 'id="run-live"' in html and 'hx-trigger="every 3s"' in html
+    assert "Queued" in html and "elapsed" in html
+    partial = client.get(page(run), headers={"HX-Request": "true"}).content.decode()
+    assert partial.lstrip().startswith('<div id="run-live"') and "<html" not in partial
+
+    drive(run)
+    partial = client.get(page(run), headers={"HX-Request": "true"}).content.decode()
+    assert "hx-trigger" not in partial
+    assert "Completed" in partial
+    assert re.search(r"Generated <strong>12</strong>", partial)
+
+
+def test_delivered_hypotheses_come_first_then_the_rest_with_forecasts_and_stage(client, roster, script):
+    model = GENERATORS[0]
+    rejected = factor(model, 1)
+    script.forecast[STAGE2[0]] = lambda items, attempt: json.dumps(
+        {"forecasts": [{"id": label, "confirmed": rejected not in text} for label, text in items]}
+    )
+    run = drive(start())
+    html = client.get(page(run)).content.decode()
+    delivered_at, others_at = html.index('id="delivered"'), html.index('id="other-hypotheses"')
+    assert delivered_at < others_at
+    rejected_at = html.index(rejected)
+    assert rejected_at > others_at
+    # The rest show their stage and each model's answer.
+    other_part = html[others_at:]
+    assert "stage 1: kept" in other_part
+    assert "Model fc-sonnet: no" in other_part and "Model fc-argon: yes" in other_part
+    assert "Delivered hypotheses (11)" in html
+
+
+def test_simulated_runs_say_so(client, db, server):
+    make_roster(server.base_url, simulated=True)
+    run = drive(start())
+    html = client.get(page(run)).content.decode()
+    assert 'id="simulated-notice"' in html and "Simulated models" in html
+
+
+def test_real_runs_show_no_simulation_notice(client, roster):
+    run = drive(start())
+    assert b"simulated-notice" not in client.get(page(run)).content
+
+
+def test_the_json_download_is_the_api_view_of_the_run(client, roster):
+    run = drive(start())
+    response = client.get(reverse("open-hypothesis-run-json", args=[run.public_id]))
+    assert response["Content-Disposition"] == f'attachment; filename="open-hypothesis-{run.public_id}.json"'
+    api = client.get(f"/api/v1/open-hypothesis/runs/{run.public_id}").json()
+    assert json.loads(response.content) == api
+
+
+def test_a_russian_run_offers_its_rendering_once_ready(client, roster):
+    run = drive(start(language="ru"))
+    html = client.get(page(run)).content.decode()
+    assert 'id="translation-state">ready' in html
+    russian = client.get(page(run) + "?lang=ru").content.decode()
+    statement = run.hypotheses.get(label="H1").statement
+    assert f"RU {statement}" in russian
+
+
+def test_unknown_runs_are_404(client, db):
+    assert client.get("/open-hypothesis/00000000-0000-0000-0000-000000000000").status_code == 404
+
+
+# The coordinators' runs page -------------------------------------------------------------------------------------
+
+
+def test_runs_page_lists_every_run_with_status_and_counts_for_coordinators(client, roster, coordinator):
+    finished = drive(start())
+    waiting = start(address="192.0.2.11")
+    client.force_login(coordinator)
+    html = client.get(reverse("screening-run-list")).content.decode()
+    for run in (finished, waiting):
+        assert f'id="run-{run.public_id}"' in html
+    row = html[html.index(f'id="run-{finished.public_id}"') :]
+    assert "Completed" in row and "<td>12</td>" in row
+    assert "Create a review cohort from this run" in row
+    assert f'<a href="{reverse("screening-run-list")}">Screening runs</a>' in html
+
+
+def test_only_coordinators_see_the_runs_link(client, roster, reviewer):
+    client.force_login(reviewer)
+    assert b"Screening runs" not in client.get(reverse("review-queue")).content
+
+
+def test_runs_page_is_for_coordinators_only(client, db, reviewer, analyst):
+    url = reverse("screening-run-list")
+    assert client.get(url).status_code == 302  # to the login page
+    for user in (reviewer, analyst):
+        client.force_login(user)
+        assert client.get(url).status_code == 403
+
+
+def test_coordinator_creates_a_draft_cohort_from_the_delivered_hypotheses(client, roster, coordinator):
+    run = drive(start())
+    run.hypotheses.filter(label="H1").update(literature_verdict="reported")
+    client.force_login(coordinator)
+    url = reverse("screening-run-cohort", args=[run.public_id])
+    response = client.post(url, {"hypotheses": "delivered", "name": "Niche cohort"})
+    cohort = Cohort.objects.get(name="Niche cohort")
+    assert response.status_code == 302 and response["Location"] == reverse("cohort-detail", args=[cohort.pk])
+    assert cohort.status == Cohort.Status.DRAFT and cohort.created_by == coordinator
+    proposals = list(cohort.proposals.all())
+    assert len(proposals) == 11
+    h2 = run.hypotheses.get(label="H2")
+    proposal = next(p for p in proposals if p.statement == h2.statement)
+    assert (proposal.author, proposal.author_company) == (h2.author_name, h2.author_company)
+    assert (proposal.method, proposal.source_run) == ("open-hypothesis-v2", str(run.public_id))
+    assert (proposal.mechanism, proposal.prediction, proposal.domain_category) == (
+        h2.mechanism,
+        h2.prediction,
+        h2.domain_category,
+    )
+    assert proposal.task.question == QUESTION
+    assert str(run.public_id) not in proposal.external_id and str(run.public_id) not in proposal.task.key
+
+    # The selected ones again: the same proposals are reused, and the reported one joins them.
+    client.post(url, {"hypotheses": "selected", "name": "Niche cohort, selected"})
+    selected = Cohort.objects.get(name="Niche cohort, selected")
+    assert selected.proposals.count() == 12
+    assert Proposal.objects.count() == 12
+
+
+def test_cohort_creation_refuses_a_run_without_such_hypotheses(client, roster, coordinator, script):
+    script.forecast["fc-astra"] = lambda items, attempt: json.dumps(
+        {"forecasts": [{"id": label, "confirmed": False} for label, _ in items]}
+    )
+    run = drive(start())
+    client.force_login(coordinator)
+    url = reverse("screening-run-cohort", args=[run.public_id])
+    response = client.post(url, {"hypotheses": "selected", "name": "Empty"}, follow=True)
+    assert "This run has no selected hypotheses." in response.content.decode()
+    assert not Cohort.objects.exists()
+
+
+def test_cohort_creation_refuses_a_taken_name_and_creates_nothing(client, roster, coordinator):
+    run = drive(start())
+    Cohort.objects.create(name="Taken")
+    client.force_login(coordinator)
+    url = reverse("screening-run-cohort", args=[run.public_id])
+    response = client.post(url, {"hypotheses": "selected", "name": "Taken"}, follow=True)
+    assert "already exists" in response.content.decode()
+    assert Cohort.objects.count() == 1 and not Proposal.objects.exists()
+
+
+def test_only_coordinators_create_cohorts_from_runs(client, roster, reviewer, analyst):
+    run = drive(start())
+    url = reverse("screening-run-cohort", args=[run.public_id])
+    for user in (reviewer, analyst):
+        client.force_login(user)
+        assert client.post(url, {"hypotheses": "selected", "name": "Sneaky"}).status_code == 403
+    assert not Cohort.objects.exists()
