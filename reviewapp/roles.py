@@ -1,4 +1,4 @@
-"""The three roles are Django groups (created by migration 0002); each holds one permission.
+"""The three roles are Django groups (made after every migrate, see reviewapp.apps); each holds one permission.
 
 A superuser holds them all.
 """

@@ -195,3 +195,25 @@ CELERY_BEAT_SCHEDULE = {
         "schedule": OPEN_HYPOTHESIS_SWEEP_SECONDS,
     },
 }
+
+# Literature sources (SPEC §5, Appendix C). Base addresses are settings so tests and mirrors can point elsewhere.
+LITERATURE_EUROPEPMC_BASE_URL = env_str(
+    "LITERATURE_EUROPEPMC_BASE_URL", "https://www.ebi.ac.uk/europepmc/webservices/rest"
+)
+LITERATURE_EUTILS_BASE_URL = env_str("LITERATURE_EUTILS_BASE_URL", "https://eutils.ncbi.nlm.nih.gov/entrez/eutils")
+# NCBI asks every client to name itself (tool) and give a contact address (email); NCBI_API_KEY is read from the
+# environment at request time and never stored.
+LITERATURE_NCBI_TOOL = env_str("LITERATURE_NCBI_TOOL", "open-hypothesis")
+LITERATURE_NCBI_EMAIL = env_str("LITERATURE_NCBI_EMAIL", "")
+# Requests per second across all workers: NCBI publishes 3 without a key and 10 with one; Europe PMC asks politeness.
+LITERATURE_NCBI_RATE = float(env_str("LITERATURE_NCBI_RATE", "3"))
+LITERATURE_NCBI_RATE_WITH_KEY = float(env_str("LITERATURE_NCBI_RATE_WITH_KEY", "10"))
+LITERATURE_EUROPEPMC_RATE = float(env_str("LITERATURE_EUROPEPMC_RATE", "5"))
+# Cached search answers expire after this many seconds; by-id fetches never expire.
+LITERATURE_SEARCH_CACHE_SECONDS = env_int("LITERATURE_SEARCH_CACHE_SECONDS", 7 * 24 * 3600)
+# Serve online sources only from the cache and fail on a miss (reproducible checks, no network).
+LITERATURE_REPLAY_ONLY = env_bool("LITERATURE_REPLAY_ONLY", False)
+LITERATURE_HTTP_TIMEOUT_SECONDS = float(env_str("LITERATURE_HTTP_TIMEOUT_SECONDS", "60"))
+LITERATURE_MAX_ATTEMPTS = env_int("LITERATURE_MAX_ATTEMPTS", 6)
+LITERATURE_BACKOFF_BASE_SECONDS = float(env_str("LITERATURE_BACKOFF_BASE_SECONDS", "1"))
+LITERATURE_BACKOFF_MAX_SECONDS = float(env_str("LITERATURE_BACKOFF_MAX_SECONDS", "120"))

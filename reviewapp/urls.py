@@ -20,4 +20,5 @@ urlpatterns = [
     *imports.urlpatterns,
     *exports.urlpatterns,
     path("", include("screening.urls")),
+    path("", include("literature.urls")),
 ]

@@ -7,7 +7,6 @@ from django.utils import timezone
 
 from screening.models import STEPS, Forecast, Hypothesis, ModelCall, Run, Translation
 
-COUNT_NAMES = ("generated", "discarded", "kept", "selected", "delivered")
 _DELIVERED = Q(hypotheses__selected=True) & ~Q(hypotheses__literature_verdict__in=Hypothesis.NOT_DELIVERED_VERDICTS)
 
 

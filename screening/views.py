@@ -118,13 +118,14 @@ def run_download(request, run_id):
 
 def _require_coordinator(request) -> None:
     if not roles.can_coordinate(request.user):
-        raise PermissionDenied("Only coordinators may see every run.")
+        raise PermissionDenied("Only coordinators may create cohorts from runs.")
 
 
 @login_required
 def run_list(request):
-    """/screening/runs/: every run with its status and counts (coordinators)."""
-    _require_coordinator(request)
+    """/screening/runs/: every run with its status and counts (coordinators and analysts; analysts only read)."""
+    if not roles.can_read_all(request.user):
+        raise PermissionDenied("Only coordinators and analysts may see every run.")
     default_name = f"Cohort {timezone.localtime():%Y-%m-%d %H:%M}"
     return render(
         request,

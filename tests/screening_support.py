@@ -225,10 +225,12 @@ def use_broker(settings, monkeypatch, url: str, transport_options: dict | None =
 
 
 def drop_broker_connections() -> None:
-    """Connections pooled for one broker URL must not be reused for another."""
+    """Connections pooled for one broker URL must not be reused for another. kombu keeps its pools in a registry
+    keyed by the broker's address: reset() closes and forgets them, so the next use builds fresh ones."""
+    from kombu import pools
+
     from reviewapp.celery import app
 
-    if app._pool is not None:
-        app._pool.force_close_all()
+    pools.reset()
     app._pool = None
     app.__dict__.pop("amqp", None)

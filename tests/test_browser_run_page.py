@@ -12,8 +12,8 @@ from tests.screening_support import Script, ScriptedModelServer, drive, drop_bro
 # Playwright's sync API runs an event loop in this thread; the ORM calls here are still synchronous.
 os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
 
-# The live server needs committed data; serialized rollback puts back the role groups the flush removes.
-pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True, serialized_rollback=True)]
+# The live server needs committed data. No user or role takes part: the public pages need no account.
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 CHROMIUM_ARGS = [
     "--headless=new",

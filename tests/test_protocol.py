@@ -430,7 +430,7 @@ def test_optional_modes_are_off_by_default_and_stored_beside_the_vote_when_on(ro
 
 @pytest.mark.postgres
 def test_stage2_models_finishing_together_move_the_run_on_once(
-    needs_postgres, transactional_db, django_db_serialized_rollback, server, settings, monkeypatch
+    needs_postgres, transactional_db, server, settings, monkeypatch
 ):
     use_broker(settings, monkeypatch, "memory://")
     try:

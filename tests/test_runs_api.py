@@ -225,9 +225,7 @@ def memory_broker(settings, monkeypatch):
 
 
 @pytest.mark.postgres
-def test_limits_hold_under_concurrent_requests(
-    needs_postgres, transactional_db, django_db_serialized_rollback, memory_broker, server, settings
-):
+def test_limits_hold_under_concurrent_requests(needs_postgres, transactional_db, memory_broker, server, settings):
     make_roster(server.base_url)
     settings.OPEN_HYPOTHESIS_DAILY_CAP = 5
     statuses = _concurrent_posts(8, ["198.51.100.20"] * 8)

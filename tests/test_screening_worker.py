@@ -71,9 +71,7 @@ def _ran_concurrently(calls) -> bool:
     return max(start for start, _ in spans) < min(end for _, end in spans)
 
 
-def test_worker_takes_a_run_from_the_api_to_completion(
-    needs_postgres, django_db_serialized_rollback, celery_on_redis, simulated_roster
-):
+def test_worker_takes_a_run_from_the_api_to_completion(needs_postgres, celery_on_redis, simulated_roster):
     task_postrun.connect(_close_worker_connection)
     try:
         with start_worker(app, pool="threads", concurrency=8, perform_ping_check=False, shutdown_timeout=30):

@@ -1,0 +1,102 @@
+"""MEDLINE text (PubMed's "Save → PubMed format", `.nbib`): "TAG - value" lines, continuation lines indented by
+six spaces, records separated by blank lines. Records are numbered from 1 in file order."""
+
+import re
+from collections.abc import Iterator
+
+from literature.importers.records import (
+    PRECISION_UNKNOWN,
+    FileUnreadable,
+    Parsed,
+    ParsedReference,
+    Problem,
+    clean,
+    medline_date,
+    normalise_doi,
+    partial_date,
+    problems_of,
+    text_lines,
+)
+from literature.models import Reference
+
+# The tag is left-justified in four columns, then "- ": "PMID- 123", "TI  - Title", "FAU - Doe, Jane".
+_TAG_LINE = re.compile(r"^([A-Z][A-Z0-9]{1,3}) {0,2}- ?(.*)$")
+_CONTINUATION = "      "
+
+
+def read(stream) -> Iterator[Parsed]:
+    """Parsed records of a binary stream of MEDLINE text."""
+    number = 0
+    lines: list[str] = []
+    fields: dict[str, list[str]] = {}
+    problems: list[Problem] = []
+    last_tag = None
+    for line_number, line in text_lines(stream):
+        if not line.strip():
+            if lines:
+                yield _record(number, fields, lines, problems)
+                lines, fields, problems, last_tag = [], {}, [], None
+            continue
+        if not lines:
+            number += 1
+        lines.append(line)
+        match = _TAG_LINE.match(line)
+        if match:
+            last_tag = match.group(1)
+            fields.setdefault(last_tag, []).append(match.group(2).strip())
+        elif line.startswith(_CONTINUATION) and last_tag:
+            fields[last_tag][-1] = f"{fields[last_tag][-1]} {line.strip()}".strip()
+        else:
+            problems.append(
+                Problem(number, "line", f"Line {line_number} is neither a “TAG - value” line nor a continuation.")
+            )
+    if lines:
+        yield _record(number, fields, lines, problems)
+    if number == 0:
+        raise FileUnreadable("The file holds no MEDLINE records (“PMID- …” lines).")
+
+
+def _record(number: int, fields: dict[str, list[str]], lines: list[str], problems: list[Problem]) -> Parsed:
+    def first(*tags: str) -> str:
+        return next((clean(fields[tag][0]) for tag in tags if fields.get(tag)), "")
+
+    pmid = first("PMID")
+    for problem in problems:
+        problem.id = pmid
+    try:
+        published, precision = _published(first("DP"), first("DEP"))
+    except ValueError as exc:
+        problems.append(Problem(number, "published", f"The publication date (DP) is not valid: {exc}.", pmid))
+        published, precision = None, PRECISION_UNKNOWN
+    reference = ParsedReference(
+        source=Reference.Source.PUBMED,
+        source_id=pmid,
+        pmid=pmid,
+        doi=_doi(fields.get("AID", []) + fields.get("LID", [])),
+        title=first("TI", "BTI"),
+        abstract=" ".join(clean(text) for text in fields.get("AB", []) if clean(text)),
+        journal=first("JT", "TA"),
+        authors=[clean(name) for name in fields.get("FAU") or fields.get("AU") or [] if clean(name)],
+        published=published,
+        published_precision=precision,
+        raw="\n".join(lines),
+    )
+    problems += problems_of(reference, number, id_field="PMID", id_label="PMID")
+    return Parsed(number, None if problems else reference, problems)
+
+
+def _doi(article_ids: list[str]) -> str:
+    """From "10.1000/xyz [doi]" among AID and LID values."""
+    for value in article_ids:
+        if value.rstrip().endswith("[doi]"):
+            return normalise_doi(value.rstrip()[: -len("[doi]")])
+    return ""
+
+
+def _published(dp: str, dep: str):
+    """DP ("2024 Nov-Dec", "2024 Mar 15", "2024"), else the electronic date DEP (YYYYMMDD), else unknown."""
+    if dp:
+        return medline_date(dp)
+    if re.fullmatch(r"\d{8}", dep):
+        return partial_date(dep[:4], dep[4:6], dep[6:])
+    return None, PRECISION_UNKNOWN

@@ -1,0 +1,192 @@
+"""PubMed XML: an efetch `PubmedArticleSet` (also what PubMed's "Save → XML" writes).
+
+Streamed with iterparse: each article is read when its closing tag arrives and then cleared, so memory stays
+bounded whatever the file's size (an emptied element per article stays in the tree: about 100 bytes each). The raw
+record is the article's own bytes from the file, cut from what the parser has read so far. Records are numbered
+from 1 in file order.
+"""
+
+import re
+import xml.etree.ElementTree as ET
+from collections.abc import Iterator
+
+from literature.importers.records import (
+    PRECISION_UNKNOWN,
+    FileUnreadable,
+    Parsed,
+    ParsedReference,
+    Problem,
+    clean,
+    medline_date,
+    normalise_doi,
+    partial_date,
+    problems_of,
+)
+from literature.models import Reference
+
+ROOT = "PubmedArticleSet"
+ARTICLES = ("PubmedArticle", "PubmedBookArticle")
+_OPENING = {tag: re.compile(rb"<%s[\s>]" % tag.encode()) for tag in ARTICLES}
+_CLOSING = {tag: re.compile(rb"</%s\s*>" % tag.encode()) for tag in ARTICLES}
+_DECLARED_ENCODING = re.compile(rb"""^\s*<\?xml[^>]*encoding=["']([A-Za-z0-9._-]+)["']""")
+
+
+class _RecordingStream:
+    """Passes reads through and keeps the bytes read since the last article was cut out."""
+
+    def __init__(self, stream):
+        self.stream = stream
+        self.pending = bytearray()
+        self.encoding = None
+
+    def read(self, size: int = -1) -> bytes:
+        data = self.stream.read(size)
+        if self.encoding is None:
+            declared = _DECLARED_ENCODING.match(data)
+            self.encoding = declared.group(1).decode() if declared else "utf-8"
+        self.pending += data
+        return data
+
+    def cut(self, tag: str) -> str | None:
+        """The next article's text, or None when its tags cannot be found (the caller then serialises)."""
+        opening = _OPENING[tag].search(self.pending)
+        closing = _CLOSING[tag].search(self.pending, opening.end()) if opening else None
+        if closing is None:
+            return None
+        raw = bytes(self.pending[opening.start() : closing.end()])
+        del self.pending[: closing.end()]
+        return raw.decode(self.encoding, errors="replace")
+
+
+def read(stream) -> Iterator[Parsed]:
+    """Parsed records of a binary stream holding a PubmedArticleSet."""
+    recording = _RecordingStream(stream)
+    number = 0
+    element = None
+    try:
+        for _, element in ET.iterparse(recording, events=("end",)):
+            if element.tag in ARTICLES:
+                number += 1
+                yield parse_article(element, number, raw=recording.cut(element.tag))
+                element.clear()
+    except ET.ParseError as exc:
+        if number == 0 and "no element found" in str(exc):
+            raise FileUnreadable("The file is empty.") from None
+        raise FileUnreadable(f"The XML is not well-formed after record {number}: {exc}.") from None
+    # The last element to end is the outermost one.
+    if element is not None and element.tag != ROOT:
+        raise FileUnreadable(f"This is not a PubMed XML file: its outer element is <{element.tag}>, not <{ROOT}>.")
+
+
+def parse_article(element: ET.Element, number: int, raw: str | None = None) -> Parsed:
+    """One PubmedArticle or PubmedBookArticle; raw is its text in the file, if known."""
+    citation = element.find("MedlineCitation")
+    book = element.find("BookDocument")
+    problems: list[Problem] = []
+    if citation is not None:
+        holder = citation.find("Article")
+        pmid = clean(citation.findtext("PMID"))
+        if holder is None:
+            return Parsed(number, None, [Problem(number, "article", "The record has no <Article>.", pmid)])
+        title = _text(holder.find("ArticleTitle")) or _text(holder.find("VernacularTitle"))
+        journal = clean(
+            holder.findtext("Journal/Title")
+            or holder.findtext("Journal/ISOAbbreviation")
+            or citation.findtext("MedlineJournalInfo/MedlineTA")
+        )
+        pub_date = holder.find("Journal/JournalIssue/PubDate")
+        ids = element.find("PubmedData/ArticleIdList")
+    elif book is not None:
+        holder = book
+        pmid = clean(book.findtext("PMID"))
+        title = _text(book.find("ArticleTitle")) or _text(book.find("Book/BookTitle"))
+        journal = _text(book.find("Book/BookTitle"))
+        pub_date = book.find("Book/PubDate")
+        ids = element.find("PubmedBookData/ArticleIdList")
+    else:
+        return Parsed(number, None, [Problem(number, "article", "The record has no <MedlineCitation>.")])
+
+    try:
+        published, precision = _published(pub_date, holder.find("ArticleDate"))
+    except ValueError as exc:
+        problems.append(Problem(number, "published", f"The publication date is not valid: {exc}.", pmid))
+        published, precision = None, PRECISION_UNKNOWN
+
+    reference = ParsedReference(
+        source=Reference.Source.PUBMED,
+        source_id=pmid,
+        pmid=pmid,
+        doi=_doi(ids, holder),
+        title=title,
+        abstract=_abstract(holder.find("Abstract")),
+        journal=journal,
+        authors=_authors(holder.find("AuthorList")),
+        published=published,
+        published_precision=precision,
+        raw=raw if raw and f">{pmid}</PMID>" in raw else ET.tostring(element, encoding="unicode").strip(),
+    )
+    problems += problems_of(reference, number, id_field="pmid", id_label="PMID")
+    return Parsed(number, None if problems else reference, problems)
+
+
+def _text(element: ET.Element | None) -> str:
+    """All text inside an element, inline markup (<i>, <sup>, MathML) included."""
+    return clean("".join(element.itertext())) if element is not None else ""
+
+
+def _abstract(abstract: ET.Element | None) -> str:
+    """The sections in order, each labelled ones as "LABEL: text", as PubMed itself shows them."""
+    if abstract is None:
+        return ""
+    sections = []
+    for section in abstract.findall("AbstractText"):
+        text = _text(section)
+        if text:
+            label = clean(section.get("Label"))
+            sections.append(f"{label}: {text}" if label else text)
+    return " ".join(sections)
+
+
+def _authors(author_list: ET.Element | None) -> list[str]:
+    """ "Last, Fore" per person (as MEDLINE's FAU), a group by its collective name."""
+    if author_list is None:
+        return []
+    names = []
+    for author in author_list.findall("Author"):
+        if author.get("ValidYN") == "N":
+            continue
+        last = clean(author.findtext("LastName"))
+        fore = clean(author.findtext("ForeName") or author.findtext("Initials"))
+        name = f"{last}, {fore}" if last and fore else last or _text(author.find("CollectiveName"))
+        if name:
+            names.append(name)
+    return names
+
+
+def _doi(ids: ET.Element | None, holder: ET.Element) -> str:
+    if ids is not None:
+        for article_id in ids.findall("ArticleId"):
+            if article_id.get("IdType") == "doi" and clean(article_id.text):
+                return normalise_doi(article_id.text)
+    for location in holder.findall("ELocationID"):
+        if location.get("EIdType") == "doi" and clean(location.text):
+            return normalise_doi(location.text)
+    return ""
+
+
+def _published(pub_date: ET.Element | None, article_date: ET.Element | None):
+    """The issue's date (PubDate: Year/Month/Day or MedlineDate), else the electronic ArticleDate, else unknown."""
+    if pub_date is not None:
+        medline = clean(pub_date.findtext("MedlineDate"))
+        if medline:
+            return medline_date(medline)
+        year = clean(pub_date.findtext("Year"))
+        if year:
+            return partial_date(year, clean(pub_date.findtext("Month")), clean(pub_date.findtext("Day")))
+    if article_date is not None and clean(article_date.findtext("Year")):
+        return partial_date(
+            clean(article_date.findtext("Year")),
+            clean(article_date.findtext("Month")),
+            clean(article_date.findtext("Day")),
+        )
+    return None, PRECISION_UNKNOWN

@@ -1,0 +1,201 @@
+"""What every importer and online source produces: one parsed reference, or the problems that stop it.
+
+Readers yield `Parsed` items in file order; a reader that cannot go on (broken XML, bytes that are not UTF-8)
+raises `FileUnreadable` after yielding what it could read.
+"""
+
+import calendar
+import hashlib
+import html
+import json
+import re
+from dataclasses import dataclass, field
+from datetime import date
+from functools import cached_property
+
+from literature.models import Reference
+
+PRECISION_YEAR = Reference.DatePrecision.YEAR.value
+PRECISION_MONTH = Reference.DatePrecision.MONTH.value
+PRECISION_DAY = Reference.DatePrecision.DAY.value
+PRECISION_UNKNOWN = Reference.DatePrecision.UNKNOWN.value
+
+_MONTHS = {name.lower(): number for number, name in enumerate(calendar.month_abbr) if name}
+_MONTHS.update({name.lower(): number for number, name in enumerate(calendar.month_name) if name})
+_DOI = re.compile(r"^10\.\d{4,9}/\S+$")
+_DOI_PREFIX = re.compile(r"^(?:https?://(?:dx\.)?doi\.org/|doi:\s*)", re.IGNORECASE)
+# MEDLINE-style dates: "2024 Nov-Dec", "2024 Mar 15", "2023 Dec-2024 Jan", "1998 Spring", "2000-2001".
+_MEDLINE_DATE = re.compile(r"^\s*(\d{4})(?:\s+([A-Za-z]+)\.?(?:\s+(\d{1,2}))?)?(?![\d])")
+_MAX_LENGTHS = {"source_id": 200, "pmid": 20, "doi": 200, "journal": 500}
+
+
+@dataclass
+class Problem:
+    """Why a record (or the file) cannot be imported. record is None for the file as a whole."""
+
+    record: int | None
+    field: str
+    message: str
+    id: str = ""
+
+    def as_dict(self) -> dict:
+        return {"record": self.record, "id": self.id, "field": self.field, "message": self.message}
+
+
+class FileUnreadable(Exception):
+    """The file cannot be read on from this point (or at all)."""
+
+
+@dataclass
+class ParsedReference:
+    source: str
+    source_id: str
+    title: str
+    pmid: str = ""
+    doi: str = ""
+    abstract: str = ""
+    journal: str = ""
+    authors: list[str] = field(default_factory=list)
+    published: date | None = None
+    published_precision: str = PRECISION_UNKNOWN
+    raw: str = ""
+    is_demo: bool = False
+
+    @cached_property
+    def content_sha256(self) -> str:
+        """sha256 of what the record says (not of how the file spelled it): a changed hash means an update."""
+        content = [
+            self.pmid,
+            self.doi,
+            self.title,
+            self.abstract,
+            self.journal,
+            self.authors,
+            self.published.isoformat() if self.published else None,
+            self.published_precision,
+        ]
+        return hashlib.sha256(json.dumps(content, ensure_ascii=False).encode()).hexdigest()
+
+
+@dataclass
+class Parsed:
+    """One record of a file, by its number: the reference, or every problem found in it."""
+
+    number: int
+    reference: ParsedReference | None
+    problems: list[Problem]
+
+
+def clean(text: str | None) -> str:
+    """Whitespace collapsed, ends trimmed."""
+    return " ".join(text.split()) if text else ""
+
+
+def normalise_doi(text: str | None) -> str:
+    """A DOI without its resolver prefix, lower-cased (DOIs are case-insensitive)."""
+    return _DOI_PREFIX.sub("", clean(text)).lower()
+
+
+def month_number(text: str) -> int | None:
+    """1–12 from "Nov", "November", "11" or "011"; None for anything else (seasons included)."""
+    value = text.strip().rstrip(".").lower()
+    if value.isdigit():
+        number = int(value)
+        return number if 1 <= number <= 12 else None
+    return _MONTHS.get(value)
+
+
+def partial_date(year: str, month: str = "", day: str = "") -> tuple[date, str]:
+    """A date and its precision from year, month and day texts (month and day optional). ValueError says why not."""
+    year, month, day = year.strip(), month.strip(), day.strip()
+    if not re.fullmatch(r"\d{4}", year):
+        raise ValueError(f"the year “{year}” is not a four-digit year")
+    if not month:
+        if day:
+            raise ValueError("a day is given without a month")
+        return date(int(year), 1, 1), PRECISION_YEAR
+    number = month_number(month)
+    if number is None:
+        raise ValueError(f"“{month}” is not a month")
+    if not day:
+        return date(int(year), number, 1), PRECISION_MONTH
+    if not day.isdigit():
+        raise ValueError(f"the day “{day}” is not a number")
+    try:
+        return date(int(year), number, int(day)), PRECISION_DAY
+    except ValueError:
+        raise ValueError(f"{year} {month} {day} is not a date") from None
+
+
+def medline_date(text: str) -> tuple[date, str]:
+    """A MEDLINE-style free-text date: ranges and seasons keep their first year and, when named, first month."""
+    match = _MEDLINE_DATE.match(text)
+    if match is None:
+        raise ValueError(f"“{text.strip()}” does not start with a four-digit year")
+    year, month, day = match.groups()
+    if month and month_number(month) is None:
+        return partial_date(year)  # a season ("Spring") or a word: the year is all we know
+    return partial_date(year, month or "", day or "")
+
+
+def strip_markup(text: str) -> str:
+    """Text of an HTML fragment (Europe PMC titles and abstracts): tags dropped, entities decoded."""
+    return clean(html.unescape(re.sub(r"<[^>]+>", " ", text or "")))
+
+
+def problems_of(
+    reference: ParsedReference,
+    number: int,
+    *,
+    id_field: str = "id",
+    id_label: str = "identifier",
+    id_from_title: bool = False,
+) -> list[Problem]:
+    """The checks every reference passes before it is written, whatever its format. id_from_title: the id falls
+    back on the title (RIS, CSV), so a missing title is the one problem to report."""
+    problems = []
+    ident = reference.source_id
+
+    def problem(field_name: str, message: str) -> None:
+        problems.append(Problem(number, field_name, message, ident))
+
+    if not reference.title:
+        problem("title", "The record has no title.")
+    if not reference.source_id and not (id_from_title and not reference.title):
+        problem(id_field, f"The record has no {id_label}.")
+    if reference.pmid and not reference.pmid.isdigit():
+        problem("pmid", f"The PMID “{reference.pmid}” is not a number.")
+    if reference.doi and not _DOI.match(reference.doi):
+        problem("doi", f"“{reference.doi}” is not a DOI (10.<registrant>/<suffix>).")
+    for name, limit in _MAX_LENGTHS.items():
+        value = getattr(reference, name)
+        if len(value) > limit:
+            problem(name, f"The {name} has {len(value)} characters; at most {limit} fit.")
+    return problems
+
+
+def text_lines(stream):
+    """(line number, text without its line end) of a binary stream read as UTF-8, a leading BOM dropped."""
+    for number, raw in enumerate(stream, start=1):
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            raise FileUnreadable(f"Line {number} is not UTF-8 text: save the file as UTF-8.") from None
+        if number == 1:
+            text = text.removeprefix("\ufeff")
+        yield number, text.rstrip("\r\n")
+
+
+def file_source_id(*, pmid: str, doi: str, own_id: str, title: str, published: date | None) -> str:
+    """The id of a RIS or CSV record: its PMID, else its DOI, else the file's own id, else a hash of its title and
+    year. Global ids come first so the same article exported by two tools is one reference."""
+    if pmid:
+        return f"pmid:{pmid}"
+    if doi:
+        return f"doi:{doi}"
+    if own_id:
+        return f"id:{own_id}"[:200]
+    if title:
+        year = published.year if published else ""
+        return "title:" + hashlib.sha256(f"{clean(title).lower()}|{year}".encode()).hexdigest()[:32]
+    return ""

@@ -1,0 +1,126 @@
+"""RIS (reference managers' export): "TY  - JOUR" opens a record, "ER  -" closes it, one "XX  - value" tag per
+line; a line without a tag continues the previous value (some exporters wrap long abstracts). Records are
+numbered from 1 in file order.
+
+A record's id is its PMID, else its DOI, else the file's own ID tag, else a hash of its title and year, so the
+same article imported from two reference managers is one reference."""
+
+import re
+from collections.abc import Iterator
+
+from literature.importers.records import (
+    PRECISION_UNKNOWN,
+    FileUnreadable,
+    Parsed,
+    ParsedReference,
+    Problem,
+    clean,
+    file_source_id,
+    normalise_doi,
+    partial_date,
+    problems_of,
+    text_lines,
+)
+from literature.models import Reference
+
+_TAG_LINE = re.compile(r"^([A-Z][A-Z0-9]) {1,2}-(?: (.*))?$")
+# "2019", "2019/05/12", "2019/05//", "2019///Spring", "2019-05-12".
+_RIS_DATE = re.compile(r"^(\d{4})(?:[/-](\d{0,2})(?:[/-](\d{0,2}))?)?(?:/.*)?$")
+_PUBMED_DATABASES = ("pubmed", "medline", "nlm")
+
+
+def read(stream) -> Iterator[Parsed]:
+    """Parsed records of a binary stream of RIS text."""
+    number = 0
+    fields: dict[str, list[str]] | None = None
+    lines: list[str] = []
+    problems: list[Problem] = []
+    last_tag = None
+    for line_number, line in text_lines(stream):
+        if not line.strip():
+            continue
+        match = _TAG_LINE.match(line)
+        tag, value = (match.group(1), (match.group(2) or "").strip()) if match else (None, line.strip())
+        if fields is None:
+            if tag == "TY":
+                number += 1
+                fields, lines, problems, last_tag = {"TY": [value]}, [line], [], "TY"
+            else:
+                yield Parsed(
+                    number + 1,
+                    None,
+                    [Problem(number + 1, "line", f"Line {line_number} comes before the record's “TY  -” line.")],
+                )
+            continue
+        lines.append(line)
+        if tag == "ER":
+            yield _record(number, fields, lines, problems)
+            fields = None
+        elif tag == "TY":
+            problems.append(Problem(number, "ER", f"The record has no “ER  -” line before line {line_number}."))
+            yield _record(number, fields, lines[:-1], problems)
+            number += 1
+            fields, lines, problems, last_tag = {"TY": [value]}, [line], [], "TY"
+        elif tag:
+            fields.setdefault(tag, []).append(value)
+            last_tag = tag
+        else:
+            fields[last_tag][-1] = f"{fields[last_tag][-1]} {value}".strip()
+    if fields is not None:
+        problems.append(Problem(number, "ER", "The file ends inside this record: its “ER  -” line is missing."))
+        yield _record(number, fields, lines, problems)
+    if number == 0:
+        raise FileUnreadable("The file holds no RIS records (“TY  - …” lines).")
+
+
+def _record(number: int, fields: dict[str, list[str]], lines: list[str], problems: list[Problem]) -> Parsed:
+    def first(*tags: str) -> str:
+        return next((clean(fields[tag][0]) for tag in tags if fields.get(tag) and clean(fields[tag][0])), "")
+
+    title = first("TI", "T1", "BT", "CT")
+    doi = normalise_doi(first("DO"))
+    pmid = _pmid(first("AN"), first("DB", "DP"))
+    try:
+        published, precision = _published(first("DA"), first("PY", "Y1"))
+    except ValueError as exc:
+        problems.append(Problem(number, "published", f"The date (DA/PY) is not valid: {exc}.", pmid or doi))
+        published, precision = None, PRECISION_UNKNOWN
+    reference = ParsedReference(
+        source=Reference.Source.RIS,
+        source_id=file_source_id(pmid=pmid, doi=doi, own_id=first("ID"), title=title, published=published),
+        pmid=pmid,
+        doi=doi,
+        title=title,
+        abstract=" ".join(clean(text) for text in fields.get("AB", []) + fields.get("N2", []) if clean(text)),
+        journal=first("JF", "T2", "JO", "JA", "J2"),
+        authors=[clean(name) for name in fields.get("AU", []) + fields.get("A1", []) if clean(name)],
+        published=published,
+        published_precision=precision,
+        raw="\n".join(lines),
+    )
+    for problem in problems:
+        problem.id = reference.source_id
+    problems += problems_of(reference, number, id_from_title=True)
+    return Parsed(number, None if problems else reference, problems)
+
+
+def _pmid(accession: str, database: str) -> str:
+    """AN is a PMID only when the record says it comes from PubMed (other databases number their own way)."""
+    if accession.isdigit() and any(name in database.lower() for name in _PUBMED_DATABASES):
+        return accession
+    return ""
+
+
+def _published(da: str, py: str):
+    """The more precise of DA and PY."""
+    candidates = []
+    for text in (da, py):
+        if text:
+            match = _RIS_DATE.match(text)
+            if match is None:
+                raise ValueError(f"“{text}” is not a date like 2019, 2019/05 or 2019/05/12")
+            candidates.append(partial_date(match.group(1), match.group(2) or "", match.group(3) or ""))
+    if not candidates:
+        return None, PRECISION_UNKNOWN
+    order = ("year", "month", "day")
+    return max(candidates, key=lambda candidate: order.index(candidate[1]))

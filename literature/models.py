@@ -1,0 +1,97 @@
+"""The reference corpus: published articles the novelty check compares hypotheses with."""
+
+from django.db import models
+
+
+class Reference(models.Model):
+    """One article from one source; re-importing the same source id updates it, never duplicates it."""
+
+    class Source(models.TextChoices):
+        PUBMED = "pubmed", "PubMed"
+        EUROPE_PMC = "europepmc", "Europe PMC"
+        RIS = "ris", "RIS file"
+        CSV = "csv", "CSV file"
+        DEMO = "demo", "Demo data"
+
+    class DatePrecision(models.TextChoices):
+        UNKNOWN = "", "Unknown"
+        YEAR = "year", "Year"
+        MONTH = "month", "Month"
+        DAY = "day", "Day"
+
+    source = models.CharField(max_length=20, choices=Source.choices)
+    source_id = models.CharField(max_length=200, help_text="the id within its source: PMID, DOI or the file's own id")
+    pmid = models.CharField(max_length=20, blank=True, db_index=True)
+    doi = models.CharField(max_length=200, blank=True, db_index=True)
+    title = models.TextField()
+    abstract = models.TextField(blank=True)
+    journal = models.CharField(max_length=500, blank=True)
+    authors = models.JSONField(default=list, blank=True)
+    # The first day of the period when the source gives only a year or a month (see published_precision).
+    published = models.DateField(null=True, blank=True, db_index=True)
+    published_precision = models.CharField(max_length=5, choices=DatePrecision.choices, blank=True)
+    raw = models.TextField(blank=True, help_text="the record as the source gave it")
+    content_sha256 = models.CharField(max_length=64)
+    is_demo = models.BooleanField(default=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["source", "source_id"], name="one_reference_per_source_id")]
+
+    def __str__(self):
+        return f"{self.source}:{self.source_id} {self.title[:60]}"
+
+
+class ReferenceImport(models.Model):
+    """One file imported, or one online search fetched, into the corpus (written only when it succeeded)."""
+
+    class Origin(models.TextChoices):
+        FILE = "file", "File"
+        EUROPE_PMC = "europepmc", "Europe PMC search"
+        PUBMED = "pubmed", "PubMed search"
+
+    origin = models.CharField(max_length=20, choices=Origin.choices)
+    file_format = models.CharField(max_length=20, blank=True, help_text="pubmed_xml, medline, ris or csv")
+    name = models.CharField(max_length=500, help_text="the file's name, or the search query")
+    records = models.PositiveIntegerField(default=0)
+    created = models.PositiveIntegerField(default=0)
+    updated = models.PositiveIntegerField(default=0)
+    unchanged = models.PositiveIntegerField(default=0)
+    skipped = models.PositiveIntegerField(default=0, help_text="repeated records in a file; unusable online records")
+    seconds = models.FloatField(default=0)
+    created_by = models.ForeignKey("auth.User", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self):
+        return f"{self.get_origin_display()} {self.name[:60]}"
+
+
+class SourceResponse(models.Model):
+    """A cached answer of an online literature source. The key covers the source, the endpoint and the request's
+    parameters without credentials; searches expire, by-id fetches do not (expires_at empty)."""
+
+    source = models.CharField(max_length=20)
+    endpoint = models.CharField(max_length=50)
+    key = models.CharField(max_length=64, unique=True, help_text="sha256 of source, endpoint and parameters")
+    parameters = models.JSONField(default=dict, help_text="the request's parameters, credentials left out")
+    status_code = models.PositiveSmallIntegerField()
+    content_type = models.CharField(max_length=200, blank=True)
+    body = models.TextField()
+    fetched_at = models.DateTimeField()
+    expires_at = models.DateTimeField(null=True, blank=True)
+
+    def __str__(self):
+        return f"{self.source} {self.endpoint} {self.key[:12]}"
+
+
+class SourceRateLimit(models.Model):
+    """When the next request to one online source may start. Every worker on every machine books its turn here
+    (one row per limit, locked while booking), so a source's published rate holds across all of them."""
+
+    name = models.CharField(max_length=50, unique=True)
+    # Seconds since the epoch on the database server's clock, the one clock every worker shares.
+    next_request_at = models.FloatField(default=0)
+
+    def __str__(self):
+        return f"{self.name} next at {self.next_request_at:.3f}"

@@ -1,0 +1,142 @@
+"""Forecasts as rankings and as yes/no answers: AUC, precision of the top k, balanced accuracy (seed 001 Л.1, З)."""
+
+from collections.abc import Hashable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from sklearn.metrics import accuracy_score, balanced_accuracy_score, roc_auc_score
+
+from reviewapp.analysis._resampling import (
+    DEFAULT_RESAMPLES,
+    DEFAULT_SEED,
+    Estimate,
+    estimate,
+    per_task_sums,
+    ratio,
+    resample_counts,
+    task_codes,
+)
+
+
+def _scored(scores: Sequence[float], labels: Sequence[bool]) -> tuple[np.ndarray, np.ndarray]:
+    if len(scores) != len(labels):
+        raise ValueError("scores and labels differ in length")
+    if any(score is None for score in scores) or any(label is None for label in labels):
+        raise ValueError("leave out hypotheses without a numerical score or without a judged outcome (Л.1)")
+    return np.asarray(scores, dtype=np.float64), np.asarray([bool(label) for label in labels])
+
+
+def auc(scores: Sequence[float], labels: Sequence[bool]) -> float | None:
+    """Area under the ROC curve of a numerical score against the match outcome (sklearn ``roc_auc_score``).
+
+    Seed 001 Л.1: the probability that a matching hypothesis gets a higher score than a non-matching one, tied
+    scores counting 0.5. Hypotheses without a score are not ranked: leave them out (None raises ValueError).
+    None when only one outcome occurs.
+    """
+    scores, labels = _scored(scores, labels)
+    if labels.all() or not labels.any():
+        return None
+    return float(roc_auc_score(labels, scores))
+
+
+@dataclass(frozen=True)
+class PrecisionAtK:
+    """Expected matches among the k highest-scored hypotheses, ties at the cut taken in expectation."""
+
+    k: int
+    expected_matches: float
+    precision: float  # expected_matches / k
+    above_cut: int  # hypotheses scored strictly above the score at rank k, all in the list
+    tied_at_cut: int  # hypotheses sharing the score at rank k, of which k − above_cut enter the list
+    tied_matches: int
+
+
+def expected_precision_at_k(scores: Sequence[float], labels: Sequence[bool], k: int) -> PrecisionAtK:
+    """Precision of the k highest-scored hypotheses, with ties at the cut handled in expectation (seed 001 Л.1, М.6).
+
+    All hypotheses scored above the score at rank k enter the list; the remaining places go to hypotheses tied at
+    that score, chosen at random, so they contribute (places × matches in the tied group / size of the tied
+    group). precision = expected matches / k.
+    """
+    scores, labels = _scored(scores, labels)
+    if not 0 < k <= scores.size:
+        raise ValueError(f"k must be between 1 and the number of ranked hypotheses ({scores.size})")
+    cut = np.sort(scores)[::-1][k - 1]
+    above, tied = scores > cut, scores == cut
+    places = k - int(above.sum())
+    expected = labels[above].sum() + places * labels[tied].sum() / tied.sum()
+    return PrecisionAtK(
+        k=k,
+        expected_matches=float(expected),
+        precision=float(expected / k),
+        above_cut=int(above.sum()),
+        tied_at_cut=int(tied.sum()),
+        tied_matches=int(labels[tied].sum()),
+    )
+
+
+@dataclass(frozen=True)
+class BalancedAccuracy:
+    """Yes/no forecasts against confirmed/refuted statements (seed 001 З)."""
+
+    statements: int
+    confirmed: int
+    refuted: int
+    balanced_set: bool  # as many confirmed as refuted: balanced accuracy equals accuracy
+    balanced_accuracy: Estimate
+    accuracy: Estimate
+    sensitivity: Estimate
+    specificity: Estimate
+    resamples: int
+    seed: int | None
+
+
+def balanced_accuracy(
+    truth: Sequence[bool],
+    predicted: Sequence[bool],
+    groups: Sequence[Hashable] | None = None,
+    *,
+    resamples: int = DEFAULT_RESAMPLES,
+    seed: int = DEFAULT_SEED,
+) -> BalancedAccuracy:
+    """Balanced accuracy of yes/no forecasts (sklearn ``balanced_accuracy_score``; seed 001 З).
+
+    Balanced accuracy is half the sum of sensitivity (confirmed statements answered yes) and specificity (refuted
+    statements answered no); on a 50/50 set it equals the share of all correct answers. With ``groups`` (the
+    article each statement comes from, each article giving a confirmed and a reversed statement) the intervals
+    come from ``resamples`` resamples of whole articles, percentile method; without groups only point values.
+    """
+    if len(truth) != len(predicted) or (groups is not None and len(groups) != len(truth)):
+        raise ValueError("truth, predicted and groups must have one entry per statement")
+    truth_array = np.asarray([bool(v) for v in truth])
+    predicted_array = np.asarray([bool(v) for v in predicted])
+    point = {
+        "balanced_accuracy": balanced_accuracy_score(truth_array, predicted_array),
+        "accuracy": accuracy_score(truth_array, predicted_array),
+        "sensitivity": ratio((truth_array & predicted_array).sum(), truth_array.sum()),
+        "specificity": ratio((~truth_array & ~predicted_array).sum(), (~truth_array).sum()),
+    }
+    resampled = {}
+    if groups is not None and resamples:
+        codes, order = task_codes(groups)
+        columns = np.column_stack(
+            [truth_array & predicted_array, truth_array, ~truth_array & ~predicted_array, ~truth_array]
+        ).astype(np.float64)
+        totals = resample_counts(len(order), resamples, seed) @ per_task_sums(codes, len(order), columns)
+        sensitivity, specificity = ratio(totals[:, 0], totals[:, 1]), ratio(totals[:, 2], totals[:, 3])
+        resampled = {
+            "balanced_accuracy": (sensitivity + specificity) / 2,
+            "accuracy": (totals[:, 0] + totals[:, 2]) / (totals[:, 1] + totals[:, 3]),
+            "sensitivity": sensitivity,
+            "specificity": specificity,
+        }
+    confirmed = int(truth_array.sum())
+    return BalancedAccuracy(
+        statements=int(truth_array.size),
+        confirmed=confirmed,
+        refuted=int(truth_array.size - confirmed),
+        balanced_set=2 * confirmed == truth_array.size,
+        **{name: estimate(value, resampled.get(name)) for name, value in point.items()},
+        resamples=resamples if resampled else 0,
+        seed=seed if resampled else None,
+    )

@@ -1,0 +1,489 @@
+"""Reference importers on real-format files (PubMed XML, MEDLINE, RIS, CSV): fields, dates and their precision,
+labelled abstracts, non-ASCII text, all-or-nothing validation with every problem reported, re-import updating
+rather than duplicating; the import API, the coordinators' page and the management command."""
+
+import io
+from datetime import date
+from pathlib import Path
+
+import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.core.management import CommandError, call_command
+from django.urls import reverse
+from rest_framework.test import APIClient
+
+from literature.models import Reference, ReferenceImport
+from literature.services import WRITE_BATCH, ImportInvalid, references_import
+
+FIXTURES = Path(__file__).parent / "fixtures" / "literature"
+CSV_MAPPING = {
+    "title": "Article Title",
+    "authors": "Authors",
+    "journal": "Source Title",
+    "published": "Publication Year",
+    "doi": "DOI",
+    "pmid": "PubMed ID",
+    "abstract": "Abstract",
+}
+
+
+def fixture(name: str) -> Path:
+    return FIXTURES / name
+
+
+def problems_of_import(content: bytes, format: str, **options) -> list[tuple]:
+    with pytest.raises(ImportInvalid) as raised:
+        references_import(file=io.BytesIO(content), format=format, **options)
+    return [(problem["record"], problem["field"]) for problem in raised.value.problems]
+
+
+def pubmed_article(pmid: str, title: str, year: str = "2020", month: str = "") -> str:
+    month_tag = f"<Month>{month}</Month>" if month else ""
+    return (
+        f"<PubmedArticle><MedlineCitation><PMID>{pmid}</PMID><Article><Journal><JournalIssue><PubDate>"
+        f"<Year>{year}</Year>{month_tag}</PubDate></JournalIssue><Title>Test journal</Title></Journal>"
+        f"<ArticleTitle>{title}</ArticleTitle></Article></MedlineCitation></PubmedArticle>"
+    )
+
+
+def pubmed_set(*articles: str) -> bytes:
+    return ("<?xml version='1.0'?>\n<PubmedArticleSet>" + "".join(articles) + "</PubmedArticleSet>").encode()
+
+
+# ------------------------------------------------------------------------------------------------ PubMed XML
+
+
+@pytest.mark.django_db
+def test_pubmed_xml_import_keeps_labelled_abstract_sections_and_non_ascii_authors():
+    summary = references_import(file=fixture("pubmed_efetch.xml"), format="pubmed_xml")
+
+    assert (summary.records, summary.created, summary.updated, summary.unchanged) == (5, 5, 0, 0)
+    reference = Reference.objects.get(source="pubmed", source_id="38012345")
+    assert reference.pmid == "38012345"
+    assert reference.doi == "10.1111/acel.14102"
+    assert reference.title == "Clonal haematopoiesis driven by TET2 loss accelerates frailty in ageing mice."
+    assert reference.abstract.startswith(
+        "BACKGROUND: Clonal haematopoiesis of indeterminate potential is common in older adults. "
+        "METHODS: We transplanted Tet2-deficient marrow"
+    )
+    assert "RESULTS: Recipients lost grip strength 1.8-fold faster (P<0.01)" in reference.abstract
+    assert reference.abstract.endswith("CONCLUSIONS: Mutant clones accelerate frailty through inflammatory signalling.")
+    assert "©" not in reference.abstract  # the copyright line is not part of the abstract
+    assert reference.journal == "Aging cell"
+    assert reference.authors == ["Müller, Jörg", "Łukasiewicz, Zoë", "Kim, SH", "Ageing Biology Consortium"]
+    assert (reference.published, reference.published_precision) == (date(2024, 3, 15), "day")
+    assert reference.raw.startswith("<PubmedArticle>") and '<PMID Version="1">38012345</PMID>' in reference.raw
+    assert len(reference.content_sha256) == 64
+
+
+@pytest.mark.django_db
+def test_pubmed_xml_dates_keep_their_precision():
+    references_import(file=fixture("pubmed_efetch.xml"), format="pubmed_xml")
+    dates = dict(Reference.objects.values_list("source_id", "published"))
+    precisions = dict(Reference.objects.values_list("source_id", "published_precision"))
+
+    assert (dates["39100002"], precisions["39100002"]) == (date(2024, 11, 1), "month")  # MedlineDate "2024 Nov-Dec"
+    assert (dates["7654321"], precisions["7654321"]) == (date(1995, 1, 1), "year")  # year only
+    assert (dates["40300004"], precisions["40300004"]) == (date(2023, 1, 1), "year")  # year and season
+    assert (dates["40200003"], precisions["40200003"]) == (None, "")  # no date at all
+
+
+@pytest.mark.django_db
+def test_pubmed_xml_non_ascii_titles_are_kept_exactly():
+    references_import(file=fixture("pubmed_efetch.xml"), format="pubmed_xml")
+    titles = dict(Reference.objects.values_list("source_id", "title"))
+
+    assert titles["39100002"] == "[Rôle de la β-caténine dans la sarcopénie : une revue]."
+    assert titles["40300004"] == "小鼠衰老的表观遗传时钟"
+    assert Reference.objects.get(source_id="39100002").journal == "Revue de gériatrie"
+
+
+@pytest.mark.django_db
+def test_malformed_pubmed_records_import_nothing_and_every_problem_is_reported():
+    with pytest.raises(ImportInvalid) as raised:
+        references_import(file=fixture("pubmed_malformed.xml"), format="pubmed_xml")
+
+    problems = raised.value.problems
+    assert [(p["record"], p["field"]) for p in problems] == [
+        (2, "pmid"),
+        (3, "published"),
+        (4, "published"),
+        (4, "title"),
+    ]
+    assert "“Foo” is not a month" in problems[1]["message"]
+    assert "2019 Feb 30 is not a date" in problems[2]["message"]
+    assert problems[1]["id"] == "31000003"
+    assert Reference.objects.count() == 0
+    assert ReferenceImport.objects.count() == 0
+
+
+@pytest.mark.django_db
+def test_problem_after_a_written_batch_rolls_back_the_whole_file():
+    articles = [pubmed_article(str(100000 + n), f"Valid record {n}") for n in range(WRITE_BATCH + 5)]
+    articles.append(pubmed_article("x12", "A PMID that is not a number"))
+
+    assert problems_of_import(pubmed_set(*articles), "pubmed_xml") == [(WRITE_BATCH + 6, "pmid")]
+    assert Reference.objects.count() == 0
+
+
+@pytest.mark.django_db
+def test_truncated_xml_is_reported_with_the_records_problems_and_imports_nothing():
+    content = fixture("pubmed_malformed.xml").read_bytes()
+    truncated = content[: content.index(b"A record whose month")]
+
+    problems = problems_of_import(truncated, "pubmed_xml")
+
+    assert problems == [(2, "pmid"), (None, "file")]
+    assert Reference.objects.count() == 0
+
+
+@pytest.mark.django_db
+def test_xml_that_is_not_a_pubmed_export_is_refused():
+    with pytest.raises(ImportInvalid) as raised:
+        references_import(file=io.BytesIO(b"<eSummaryResult><DocSum/></eSummaryResult>"), format="pubmed_xml")
+    assert "not <PubmedArticleSet>" in raised.value.problems[0]["message"]
+    assert problems_of_import(b"", "pubmed_xml") == [(None, "file")]
+
+
+@pytest.mark.django_db
+def test_reimport_updates_changed_references_and_never_duplicates():
+    first = references_import(file=fixture("pubmed_efetch.xml"), format="pubmed_xml")
+    original = Reference.objects.get(source_id="7654321")
+
+    again = references_import(file=fixture("pubmed_efetch.xml"), format="pubmed_xml")
+    assert (again.created, again.updated, again.unchanged) == (0, 0, 5)
+
+    changed = (
+        fixture("pubmed_efetch.xml")
+        .read_bytes()
+        .replace(b"Caloric restriction and lifespan in rodents.", b"Caloric restriction extends lifespan in rodents.")
+    )
+    third = references_import(file=io.BytesIO(changed), format="pubmed_xml")
+
+    assert (first.created, third.created, third.updated, third.unchanged) == (5, 0, 1, 4)
+    assert Reference.objects.count() == 5
+    updated = Reference.objects.get(source_id="7654321")
+    assert updated.pk == original.pk and updated.created_at == original.created_at
+    assert updated.title == "Caloric restriction extends lifespan in rodents."
+    assert updated.content_sha256 != original.content_sha256
+
+
+@pytest.mark.django_db
+def test_identical_repeat_in_a_file_is_skipped_and_a_conflicting_repeat_is_refused():
+    same = pubmed_article("555", "Same record")
+    summary = references_import(file=io.BytesIO(pubmed_set(same, same)), format="pubmed_xml")
+    assert (summary.records, summary.repeated) == (1, 1)
+
+    conflicting = pubmed_set(pubmed_article("777", "First version"), pubmed_article("777", "Second version"))
+    with pytest.raises(ImportInvalid) as raised:
+        references_import(file=io.BytesIO(conflicting), format="pubmed_xml")
+    assert raised.value.problems == [
+        {"record": 2, "id": "777", "field": "id", "message": "Record 1 has the same id with different content."}
+    ]
+
+
+# -------------------------------------------------------------------------------------------------- MEDLINE
+
+
+@pytest.mark.django_db
+def test_medline_import_joins_continuation_lines_and_reads_dp_dates():
+    summary = references_import(file=fixture("pubmed.nbib"), format="medline")
+
+    assert summary.records == 4
+    first = Reference.objects.get(source="pubmed", source_id="38012345")
+    assert first.title == "Clonal haematopoiesis driven by TET2 loss accelerates frailty in ageing mice."
+    assert first.abstract.startswith("BACKGROUND: Clonal haematopoiesis of indeterminate potential is common in older")
+    assert " METHODS: We transplanted Tet2-deficient marrow into 40 aged recipients" in first.abstract
+    assert first.authors == ["Müller, Jörg", "Łukasiewicz, Zoë"]
+    assert first.doi == "10.1111/acel.14102"
+    assert (first.published, first.published_precision) == (date(2024, 3, 15), "day")
+    assert first.journal == "Aging cell"
+    assert first.raw.startswith("PMID- 38012345\nOWN - NLM")
+    ranged = Reference.objects.get(source_id="39100002")
+    assert (ranged.published, ranged.published_precision) == (date(2024, 11, 1), "month")
+    assert ranged.authors == ["Lefèvre, Anaïs"]
+    assert Reference.objects.get(source_id="7654321").published_precision == "year"
+    assert Reference.objects.get(source_id="40200003").published is None
+
+
+@pytest.mark.django_db
+def test_medline_and_pubmed_xml_of_one_article_are_one_reference():
+    references_import(file=fixture("pubmed_efetch.xml"), format="pubmed_xml")
+    summary = references_import(file=fixture("pubmed.nbib"), format="medline")
+
+    assert summary.created == 0
+    assert Reference.objects.filter(source_id="38012345").count() == 1
+    assert Reference.objects.count() == 5
+
+
+@pytest.mark.django_db
+def test_medline_problems_name_the_record_and_line():
+    content = (
+        b"PMID- 1\nTI  - Fine record\nDP  - 2020\n\n"
+        b"PMID- 2\nTI  - Broken line below\nthis line has no tag\nDP  - 2020 Feb 30\n\n"
+        b"TI  - No PMID at all\n"
+    )
+
+    with pytest.raises(ImportInvalid) as raised:
+        references_import(file=io.BytesIO(content), format="medline")
+
+    problems = raised.value.problems
+    assert [(p["record"], p["field"]) for p in problems] == [(2, "line"), (2, "published"), (3, "PMID")]
+    assert problems[0]["message"] == "Line 7 is neither a “TAG - value” line nor a continuation."
+    assert Reference.objects.count() == 0
+
+
+# ------------------------------------------------------------------------------------------------------ RIS
+
+
+@pytest.mark.django_db
+def test_ris_import_reads_ids_dates_and_wrapped_abstracts():
+    summary = references_import(file=fixture("references.ris"), format="ris")
+
+    assert summary.records == 4
+    senolytics = Reference.objects.get(source="ris", source_id="pmid:29988130")
+    assert senolytics.doi == "10.1038/s41591-018-0092-9"
+    assert senolytics.journal == "Nature Medicine"
+    assert senolytics.authors == ["Xu, Ming", "Pirtskhalava, Tamar"]
+    assert (senolytics.published, senolytics.published_precision) == (date(2018, 8, 9), "day")
+    assert senolytics.abstract.endswith(
+        "Transplanting senescent cells into young mice caused persistent physical dysfunction."
+    )
+    french = Reference.objects.get(source_id="id:dupre2021")
+    assert french.title == "Métabolisme mitochondrial et vieillissement musculaire"
+    assert (french.published, french.published_precision) == (date(2021, 1, 1), "year")
+    book = Reference.objects.get(title="Biology of Aging")
+    assert book.source_id.startswith("title:")
+    assert (book.published, book.published_precision) == (date(2019, 5, 1), "month")
+    undated = Reference.objects.get(source_id="id:oster-nd")
+    assert (undated.published, undated.authors) == (None, ["Østergaard, Søren"])
+
+
+@pytest.mark.django_db
+def test_ris_reimport_is_stable_for_records_without_ids():
+    references_import(file=fixture("references.ris"), format="ris")
+    summary = references_import(file=fixture("references.ris"), format="ris")
+    assert (summary.created, summary.unchanged) == (0, 4)
+
+
+@pytest.mark.django_db
+def test_ris_problems_are_all_reported():
+    content = (
+        b"stray text\n"
+        b"TY  - JOUR\nTI  - Fine\nPY  - 2020\nER  - \n"
+        b"TY  - JOUR\nPY  - 20x0\nER  - \n"
+        b"TY  - JOUR\nTI  - Never closed\nDO  - not-a-doi\n"
+    )
+
+    assert problems_of_import(content, "ris") == [(1, "line"), (2, "published"), (2, "title"), (3, "ER"), (3, "doi")]
+    assert Reference.objects.count() == 0
+
+
+# ------------------------------------------------------------------------------------------------------ CSV
+
+
+@pytest.mark.django_db
+def test_csv_import_with_a_column_mapping():
+    summary = references_import(file=fixture("references.csv"), format="csv", column_mapping=CSV_MAPPING)
+
+    assert summary.records == 3
+    metformin = Reference.objects.get(source="csv", source_id="pmid:27304507")
+    assert metformin.authors == ["Barzilai, Nir", "Crandall, Jill"]
+    assert metformin.abstract == "Metformin users had lower mortality. BACKGROUND-like text, with a comma."
+    assert (metformin.published, metformin.published_precision) == (date(2016, 1, 1), "year")
+    assert metformin.raw.startswith('{"Article Title": "Metformin and healthspan')
+    german = Reference.objects.get(title="Ästhetik des Alterns: Hautalterung und Sirtuine")
+    assert german.authors == ["Schäfer, Jürgen"]
+    nad = Reference.objects.get(source_id="doi:10.1126/science.aaf2693")
+    assert nad.title == "NAD+ repletion rescues mitochondrial function in aged muscle"
+    assert (nad.published, nad.published_precision) == (date(2016, 4, 1), "month")
+
+
+@pytest.mark.django_db
+def test_csv_columns_named_like_the_fields_need_no_mapping():
+    content = b"Title,Year,Extra\nA plain title,2012,ignored\n"
+    references_import(file=io.BytesIO(content), format="csv")
+    reference = Reference.objects.get()
+    assert (reference.title, reference.published, reference.published_precision) == (
+        "A plain title",
+        date(2012, 1, 1),
+        "year",
+    )
+
+
+@pytest.mark.django_db
+def test_csv_problems_use_spreadsheet_row_numbers():
+    content = (
+        "title,published,doi\nFine,2020-01-02,\n,2020,\nBad date,2020/13,\nToo many,2020,,extra\nBad DOI,,doi:11.x\n"
+    )
+
+    assert problems_of_import(content.encode(), "csv") == [
+        (3, "title"),
+        (4, "published"),
+        (5, "row"),
+        (6, "doi"),
+    ]
+    assert Reference.objects.count() == 0
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    "content, mapping, message",
+    [
+        (b"name,year\nx,2020\n", None, "no title column"),
+        (b"title\nx\n", {"title": "Article Title"}, "does not have: title"),
+        (b"title\nx\n", {"titel": "title"}, "unknown fields: titel"),
+        (b"title\nx\n", "{not json", "not valid JSON"),
+        ("title\nÄrger\n".encode("latin-1"), None, "not UTF-8"),
+    ],
+)
+def test_csv_file_level_problems_are_refused(content, mapping, message):
+    with pytest.raises(ImportInvalid) as raised:
+        references_import(file=io.BytesIO(content), format="csv", column_mapping=mapping)
+    assert message in raised.value.problems[0]["message"]
+    assert raised.value.problems[0]["record"] is None
+
+
+@pytest.mark.django_db
+def test_unknown_format_and_a_mapping_for_another_format_are_refused():
+    assert problems_of_import(b"x", "endnote") == [(None, "format")]
+    assert problems_of_import(b"x", "ris", column_mapping={"title": "T"}) == [(None, "mapping")]
+
+
+# ------------------------------------------------------------------------------------------ API and the page
+
+
+def api_for(user) -> APIClient:
+    client = APIClient()
+    client.force_authenticate(user)
+    return client
+
+
+def upload(name: str) -> SimpleUploadedFile:
+    return SimpleUploadedFile(name, fixture(name).read_bytes())
+
+
+def test_api_import_by_a_coordinator_answers_the_counts(coordinator):
+    response = api_for(coordinator).post(
+        "/api/v1/literature/import", {"file": upload("pubmed_efetch.xml"), "format": "pubmed_xml"}, format="multipart"
+    )
+
+    assert response.status_code == 200, response.content
+    body = response.json()
+    assert {key: body[key] for key in ("format", "records", "created", "updated", "unchanged")} == {
+        "format": "pubmed_xml",
+        "records": 5,
+        "created": 5,
+        "updated": 0,
+        "unchanged": 0,
+    }
+    batch = ReferenceImport.objects.get(pk=body["import_id"])
+    assert (batch.name, batch.created_by, batch.file_format) == ("pubmed_efetch.xml", coordinator, "pubmed_xml")
+
+
+def test_api_csv_import_takes_a_json_mapping(coordinator):
+    import json
+
+    response = api_for(coordinator).post(
+        "/api/v1/literature/import",
+        {"file": upload("references.csv"), "format": "csv", "mapping": json.dumps(CSV_MAPPING)},
+        format="multipart",
+    )
+    assert response.status_code == 200, response.content
+    assert response.json()["created"] == 3
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("role", ["reviewer", "analyst"])
+def test_api_import_is_refused_to_reviewers_and_analysts(role, request):
+    user = request.getfixturevalue(role)
+    response = api_for(user).post(
+        "/api/v1/literature/import", {"file": upload("pubmed_efetch.xml"), "format": "pubmed_xml"}, format="multipart"
+    )
+    assert response.status_code == 403
+    assert response.json()["error"] == "forbidden"
+    assert Reference.objects.count() == 0
+
+
+def test_api_bad_file_answers_400_with_every_record_problem(coordinator):
+    response = api_for(coordinator).post(
+        "/api/v1/literature/import",
+        {"file": upload("pubmed_malformed.xml"), "format": "pubmed_xml"},
+        format="multipart",
+    )
+
+    assert response.status_code == 400
+    body = response.json()
+    assert body["error"] == "invalid_import"
+    assert body["detail"] == "The file has 4 problem(s); nothing was imported."
+    assert body["records"][0] == {"record": 2, "id": "", "field": "pmid", "message": "The record has no PMID."}
+    assert len(body["records"]) == 4
+
+
+def test_api_without_file_or_with_an_unknown_format_answers_invalid_import(coordinator):
+    client = api_for(coordinator)
+    missing = client.post("/api/v1/literature/import", {"format": "ris"}, format="multipart")
+    unknown = client.post(
+        "/api/v1/literature/import", {"file": upload("references.ris"), "format": "endnote"}, format="multipart"
+    )
+
+    assert missing.status_code == unknown.status_code == 400
+    assert missing.json()["records"][0]["field"] == "file"
+    assert unknown.json()["error"] == "invalid_import"
+    assert unknown.json()["records"][0]["field"] == "format"
+
+
+def test_literature_page_imports_and_shows_the_corpus(client, coordinator):
+    client.force_login(coordinator)
+    url = reverse("literature-home")
+
+    page = client.get(url)
+    assert page.status_code == 200
+    assert b"The corpus is empty." in page.content
+
+    posted = client.post(url, {"format": "ris", "file": upload("references.ris")}, HTTP_HX_REQUEST="true")
+    assert posted.status_code == 200
+    text = posted.content.decode()
+    assert "Imported 4 references" in text
+    assert "<td>RIS file</td><td>4</td>" in text
+    assert "references.ris" in text
+    assert "<h1>" not in text  # the htmx answer is the outcome partial only
+
+
+def test_literature_page_lists_problems(client, coordinator):
+    client.force_login(coordinator)
+    posted = client.post(reverse("literature-home"), {"format": "pubmed_xml", "file": upload("pubmed_malformed.xml")})
+    text = posted.content.decode()
+    assert "Nothing was imported." in text
+    assert "“Foo” is not a month" in text
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("role", ["reviewer", "analyst"])
+def test_literature_page_is_for_coordinators_only(client, role, request):
+    client.force_login(request.getfixturevalue(role))
+    assert client.get(reverse("literature-home")).status_code == 403
+
+
+# -------------------------------------------------------------------------------------------------- command
+
+
+@pytest.mark.django_db
+def test_import_command_shows_progress_and_the_counts():
+    out, err = io.StringIO(), io.StringIO()
+    call_command("import_references", str(fixture("pubmed_efetch.xml")), stdout=out, stderr=err)
+
+    assert "Imported 5 references from pubmed_efetch.xml" in out.getvalue()
+    assert "100%" in err.getvalue() and "records/s" in err.getvalue()
+    assert Reference.objects.count() == 5
+
+
+@pytest.mark.django_db
+def test_import_command_lists_problems_and_imports_nothing():
+    err = io.StringIO()
+    with pytest.raises(CommandError, match="Nothing was imported: 4 problem"):
+        call_command(
+            "import_references", str(fixture("pubmed_malformed.xml")), "--no-progress", stdout=io.StringIO(), stderr=err
+        )
+    assert "record 3 (31000003) published:" in err.getvalue()
+    assert Reference.objects.count() == 0
