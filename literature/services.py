@@ -20,6 +20,7 @@ from literature.importers import csv_table, medline, pubmed_xml, ris
 from literature.importers.csv_table import MappingInvalid, parse_mapping
 from literature.importers.records import FileUnreadable, Parsed, ParsedReference, Problem
 from literature.models import Reference, ReferenceImport
+from literature.sources import europepmc, eutils
 
 logger = logging.getLogger(__name__)
 
@@ -150,7 +151,7 @@ def references_import(
     read = _reader(format, column_mapping)
     started = time.monotonic()
     with _binary(file) as stream:
-        name = name or PurePath(str(getattr(file, "name", "") or file)).name
+        name = name or _file_name(file)
         with transaction.atomic():
             writer = ReferenceWriter()
             records, repeated = _write_file(read(stream), writer, progress)
@@ -198,8 +199,6 @@ def references_fetch(
     so a fetch that fails half-way keeps the pages it got (the response cache makes the next try cheap).
     Raises literature.sources.transport.SourceError (ReplayMiss, SourceUnavailable) when the source fails.
     """
-    from literature.sources import europepmc, eutils
-
     searches = {"europepmc": europepmc.search, "pubmed": eutils.search}
     if source not in searches:
         raise ValueError(f"unknown literature source {source!r}: use one of {', '.join(searches)}")
@@ -276,7 +275,7 @@ def _write_file(parsed_records: Iterator[Parsed], writer: ReferenceWriter, progr
                 if earlier[1] == reference.content_sha256:
                     repeated += 1
                 else:
-                    message = f"Record {earlier[0]} has the same id with different content."
+                    message = _repeat_message(earlier[0], reference.source_id)
                     problems.append(Problem(parsed.number, "id", message, reference.source_id).as_dict())
                 continue
             seen[reference.source_id] = (parsed.number, reference.content_sha256)
@@ -290,6 +289,11 @@ def _write_file(parsed_records: Iterator[Parsed], writer: ReferenceWriter, progr
     if problems:
         raise ImportInvalid(problems)
     return records, repeated
+
+
+def _file_name(file) -> str:
+    path = file if isinstance(file, str | Path) else getattr(file, "name", None)
+    return PurePath(path).name if path else "(unnamed file)"
 
 
 @contextmanager
@@ -332,6 +336,15 @@ def _model(reference: ParsedReference) -> Reference:
         content_sha256=reference.content_sha256,
         is_demo=reference.is_demo,
     )
+
+
+def _repeat_message(earlier: int, source_id: str) -> str:
+    if source_id.startswith("title:"):
+        return (
+            f"Record {earlier} has the same title and year but different content; "
+            "give them a PMID, DOI or ID to tell them apart."
+        )
+    return f"Record {earlier} has the same id with different content."
 
 
 def _reasons(parsed: Parsed) -> str:

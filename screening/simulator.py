@@ -155,6 +155,15 @@ def forecast_reply(user: str, model: str, false_share: float, detailed: bool) ->
     return {"protocol": "experimental-support-v1", **reply} if detailed else reply
 
 
+def judge_reply(user: str, model: str) -> dict:
+    """Simulated judge scores 0–5, mostly low as real judges' are (seed 001 М.2): no model read anything."""
+    scores = []
+    for label, text in _HYPOTHESIS_LINE.findall(user):
+        score = min(5, int(_fraction("judge", model, text) ** 2 * 6))
+        scores.append({"id": label, "score": score, "reason": "Simulated score: no model compared these texts."})
+    return {"scores": scores, "simulated": True}
+
+
 def _mark_russian(value, key: str = ""):
     if isinstance(value, dict):
         return {k: _mark_russian(v, k) for k, v in value.items()}
@@ -195,6 +204,8 @@ def answer_text(system: str, user: str, *, model: str, config: SimulatorConfig, 
         reply = forecast_reply(user, model, config.false_share, detailed=False)
     elif "p_experimental_support" in user:
         reply = forecast_reply(user, model, config.false_share, detailed=True)
+    elif "matches the reference statement" in user:
+        reply = judge_reply(user, model)
     elif "Russian" in user or "Russian" in system:
         reply = translation_reply(user)
     else:

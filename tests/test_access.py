@@ -57,6 +57,8 @@ COORDINATOR = {
     "api-assignment-reassign",
     "api-conflicts",
     "screening-run-cohort",
+    "literature-home",
+    "api-literature-import",
 }
 CLASSIFIED = PUBLIC | SIGNED_IN | REVIEWER | READ_ALL | COORDINATOR
 DENIED = {401, 403, 404, 405}

@@ -146,6 +146,17 @@ def test_xml_that_is_not_a_pubmed_export_is_refused():
 
 
 @pytest.mark.django_db
+def test_a_malformed_doi_from_pubmed_is_left_out_rather_than_refusing_the_export():
+    article = pubmed_article("888", "Record with a damaged DOI").replace(
+        "</Article>", '<ELocationID EIdType="doi">10.1016/ S0140-6736</ELocationID></Article>'
+    )
+    summary = references_import(file=io.BytesIO(pubmed_set(article)), format="pubmed_xml")
+    reference = Reference.objects.get()
+    assert (summary.created, reference.doi) == (1, "")
+    assert "10.1016/ S0140-6736" in reference.raw
+
+
+@pytest.mark.django_db
 def test_reimport_updates_changed_references_and_never_duplicates():
     first = references_import(file=fixture("pubmed_efetch.xml"), format="pubmed_xml")
     original = Reference.objects.get(source_id="7654321")
@@ -309,6 +320,25 @@ def test_csv_columns_named_like_the_fields_need_no_mapping():
         date(2012, 1, 1),
         "year",
     )
+
+
+@pytest.mark.django_db
+def test_csv_separated_by_semicolons_is_read():
+    content = b'Title;Authors;Published\n"Sirtuins; a review";"Guarente, Leonard; Imai, Shin";2013-11\n'
+    references_import(file=io.BytesIO(content), format="csv")
+    reference = Reference.objects.get()
+    assert reference.title == "Sirtuins; a review"
+    assert reference.authors == ["Guarente, Leonard", "Imai, Shin"]
+    assert reference.published == date(2013, 11, 1)
+
+
+@pytest.mark.django_db
+def test_records_told_apart_only_by_title_are_explained():
+    content = b"title,year,abstract\nEditorial,2020,First\nEditorial,2020,Second\n"
+    with pytest.raises(ImportInvalid) as raised:
+        references_import(file=io.BytesIO(content), format="csv")
+    assert raised.value.problems[0]["record"] == 3
+    assert "same title and year" in raised.value.problems[0]["message"]
 
 
 @pytest.mark.django_db

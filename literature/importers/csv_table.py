@@ -1,4 +1,5 @@
-"""CSV (UTF-8, comma-separated, a header row): one reference per row, columns chosen by a mapping.
+"""CSV (UTF-8, a header row; comma-, semicolon- or tab-separated): one reference per row, columns chosen by a
+mapping.
 
 Without a mapping, columns named like the fields are used (case-insensitive); a mapping {field: column header}
 names other columns, e.g. {"title": "Article Title", "published": "Publication Year"} for a database's export.
@@ -6,6 +7,7 @@ Other columns are ignored. Rows are numbered as in a spreadsheet: the header is 
 """
 
 import csv
+import itertools
 import json
 import re
 from collections.abc import Iterator
@@ -25,6 +27,7 @@ from literature.importers.records import (
 )
 from literature.models import Reference
 
+DELIMITERS = (",", ";", "\t")
 FIELDS = ("id", "pmid", "doi", "title", "abstract", "journal", "authors", "published", "year")
 FIELD_HELP = {
     "id": "the file's own id of the record",
@@ -66,12 +69,16 @@ def parse_mapping(text: str | dict | None) -> dict[str, str]:
 
 
 def read(stream, mapping: dict[str, str] | None = None) -> Iterator[Parsed]:
-    """Parsed rows of a binary stream of CSV text."""
-    rows = csv.reader(line + "\n" for _, line in text_lines(stream))
+    """Parsed rows of a binary stream of CSV text; the separator (comma, semicolon or tab) is the header's."""
+    lines = (line + "\n" for _, line in text_lines(stream))
+    first = next(lines, "")
+    if not first.strip():
+        raise FileUnreadable("The file is empty: the first row must name the columns.")
+    # Spreadsheets in many locales write semicolons; exports from databases often tabs.
+    delimiter = max(DELIMITERS, key=first.count)
+    rows = csv.reader(itertools.chain([first], lines), delimiter=delimiter)
     try:
-        header = next(rows, None)
-        if header is None or not any(clean(name) for name in header):
-            raise FileUnreadable("The file is empty: the first row must name the columns.")
+        header = next(rows)
         header = [clean(name) for name in header]
         columns = _columns(header, mapping or {})
         for index, row in enumerate(rows, start=2):

@@ -11,6 +11,7 @@ from literature.importers.records import (
     ParsedReference,
     Problem,
     clean,
+    is_doi,
     medline_date,
     normalise_doi,
     partial_date,
@@ -86,11 +87,12 @@ def _record(number: int, fields: dict[str, list[str]], lines: list[str], problem
 
 
 def _doi(article_ids: list[str]) -> str:
-    """From "10.1000/xyz [doi]" among AID and LID values."""
-    for value in article_ids:
-        if value.rstrip().endswith("[doi]"):
-            return normalise_doi(value.rstrip()[: -len("[doi]")])
-    return ""
+    """The first well-formed "10.1000/xyz [doi]" among AID and LID values (as for PubMed XML, a malformed one from
+    PubMed stays in the raw record)."""
+    candidates = [
+        normalise_doi(value.rstrip()[: -len("[doi]")]) for value in article_ids if value.rstrip().endswith("[doi]")
+    ]
+    return next((doi for doi in candidates if is_doi(doi)), "")
 
 
 def _published(dp: str, dep: str):

@@ -17,6 +17,7 @@ from literature.importers.records import (
     ParsedReference,
     Problem,
     clean,
+    is_doi,
     medline_date,
     normalise_doi,
     partial_date,
@@ -164,14 +165,11 @@ def _authors(author_list: ET.Element | None) -> list[str]:
 
 
 def _doi(ids: ET.Element | None, holder: ET.Element) -> str:
-    if ids is not None:
-        for article_id in ids.findall("ArticleId"):
-            if article_id.get("IdType") == "doi" and clean(article_id.text):
-                return normalise_doi(article_id.text)
-    for location in holder.findall("ELocationID"):
-        if location.get("EIdType") == "doi" and clean(location.text):
-            return normalise_doi(location.text)
-    return ""
+    """The first well-formed DOI. PubMed's data holds the odd malformed one, which stays in the raw record rather
+    than stopping a whole export that the coordinator cannot correct."""
+    candidates = [] if ids is None else [i.text for i in ids.findall("ArticleId") if i.get("IdType") == "doi"]
+    candidates += [i.text for i in holder.findall("ELocationID") if i.get("EIdType") == "doi"]
+    return next((doi for doi in map(normalise_doi, candidates) if is_doi(doi)), "")
 
 
 def _published(pub_date: ET.Element | None, article_date: ET.Element | None):

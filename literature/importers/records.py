@@ -22,7 +22,7 @@ PRECISION_UNKNOWN = Reference.DatePrecision.UNKNOWN.value
 
 _MONTHS = {name.lower(): number for number, name in enumerate(calendar.month_abbr) if name}
 _MONTHS.update({name.lower(): number for number, name in enumerate(calendar.month_name) if name})
-_DOI = re.compile(r"^10\.\d{4,9}/\S+$")
+_DOI = re.compile(r"^10\.\d{4,9}(?:\.\d+)*/\S+$")
 _DOI_PREFIX = re.compile(r"^(?:https?://(?:dx\.)?doi\.org/|doi:\s*)", re.IGNORECASE)
 # MEDLINE-style dates: "2024 Nov-Dec", "2024 Mar 15", "2023 Dec-2024 Jan", "1998 Spring", "2000-2001".
 _MEDLINE_DATE = re.compile(r"^\s*(\d{4})(?:\s+([A-Za-z]+)\.?(?:\s+(\d{1,2}))?)?(?![\d])")
@@ -96,6 +96,10 @@ def normalise_doi(text: str | None) -> str:
     return _DOI_PREFIX.sub("", clean(text)).lower()
 
 
+def is_doi(text: str) -> bool:
+    return bool(_DOI.match(text))
+
+
 def month_number(text: str) -> int | None:
     """1–12 from "Nov", "November", "11" or "011"; None for anything else (seasons included)."""
     value = text.strip().rstrip(".").lower()
@@ -165,7 +169,7 @@ def problems_of(
         problem(id_field, f"The record has no {id_label}.")
     if reference.pmid and not reference.pmid.isdigit():
         problem("pmid", f"The PMID “{reference.pmid}” is not a number.")
-    if reference.doi and not _DOI.match(reference.doi):
+    if reference.doi and not is_doi(reference.doi):
         problem("doi", f"“{reference.doi}” is not a DOI (10.<registrant>/<suffix>).")
     for name, limit in _MAX_LENGTHS.items():
         value = getattr(reference, name)

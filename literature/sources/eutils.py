@@ -100,9 +100,10 @@ def _esearch(parameters: dict) -> dict:
         data = json.loads(body)
     except ValueError:
         raise SourceUnavailable("E-utilities esearch answered something other than JSON") from None
-    result = data.get("esearchresult") if isinstance(data, dict) else None
-    if not isinstance(result, dict):
-        raise SourceUnavailable(f"E-utilities esearch answered without a result: {str(data.get('error', data))[:200]}")
+    if not isinstance(data, dict) or not isinstance(data.get("esearchresult"), dict):
+        error = data.get("error", data) if isinstance(data, dict) else data
+        raise SourceUnavailable(f"E-utilities esearch answered without a result: {str(error)[:200]}")
+    result = data["esearchresult"]
     if result.get("ERROR"):
         raise SourceUnavailable(f"E-utilities esearch: {result['ERROR']}")
     return result

@@ -65,8 +65,15 @@ def _run_reviews_xlsx(job: BackgroundJob, report_progress: ProgressCallback) -> 
     return JobResult(path=final, name=f"{slugify(cohort.name) or 'cohort'}-{cohort.pk}-reviews.xlsx")
 
 
+def _run_benchmark_judging(job: BackgroundJob, report_progress: ProgressCallback) -> JobResult:
+    from reviewapp.services.judging import judging_job_run  # it imports this module
+
+    return judging_job_run(job, report_progress)
+
+
 JOB_KINDS: dict[str, JobKind] = {
     "reviews_xlsx": JobKind(label="Reviews spreadsheet (XLSX)", run=_run_reviews_xlsx),
+    "benchmark_judging": JobKind(label="Judge scores of a benchmark set", run=_run_benchmark_judging),
 }
 
 

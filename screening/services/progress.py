@@ -154,6 +154,10 @@ def _pool(run: Run) -> None:
         hypothesis.position = position
         hypothesis.label = f"H{position}"
     Hypothesis.objects.bulk_update(hypotheses, ["position", "label"], batch_size=500)
+    # A benchmark set's run draws its random control now: the pool is frozen and no forecast has been asked yet.
+    from reviewapp.services.benchmarks import benchmark_run_pooled  # reviewapp imports screening
+
+    benchmark_run_pooled(run=run)
 
 
 def _select(run: Run) -> None:

@@ -1,0 +1,632 @@
+"""Import into a benchmark set: research tasks, hypotheses produced elsewhere with their forecasts, and judge scores.
+
+One file (JSON, CSV or XLSX) holds any of three tables:
+
+- ``tasks``: the cohort import's task table (key, question, background, reference_statement, published, dataset);
+  a benchmark task needs its reference statement.
+- ``hypotheses``: task, id, generator, generator_company, statement, mechanism, prediction, first_stage, selected
+  and the forecasts per model (JSON: ``"forecasts": {"model": true}``; CSV and XLSX: one ``forecast:<model>``
+  column per model, empty for no vote).
+- ``scores``: task, hypothesis, judge, score (0–5), and optionally judge_company (names the company of a judge
+  the set does not have yet, which the import then adds) and reason.
+
+As for cohorts (reviewapp.services.imports, whose task validation this reuses): the whole file is validated before
+anything is written, a file with any problem imports nothing and every problem comes back with its table, row and
+field; the same bytes imported into the same set again change nothing; records that already exist are reused when
+identical and refused when different, never overwritten.
+"""
+
+import csv
+import hashlib
+import io
+import json
+from dataclasses import dataclass
+from pathlib import PurePath
+
+from django.db import IntegrityError, transaction
+from django.db.models import Max
+from openpyxl import load_workbook
+from openpyxl.utils import get_column_letter
+
+from reviewapp.analysis.judges import company_key, judge_score
+from reviewapp.models import (
+    BenchmarkHypothesis,
+    BenchmarkImport,
+    BenchmarkSet,
+    BenchmarkTask,
+    Judge,
+    JudgeScore,
+    ResearchTask,
+)
+
+# The cohort import's readers and task validation, shared so that tasks are imported the same way everywhere.
+from reviewapp.services.imports import (
+    FILE,
+    TASK_FIELDS,
+    TASKS,
+    ImportInvalid,
+    _check_against_database,
+    _clean_table,
+    _decode,
+    _fetch_in,
+    _file_invalid,
+    _header_name,
+    _is_blank,
+    _json_object,
+    _problem,
+    _sha256_json,
+    _text,
+    task_content_sha256,
+)
+
+HYPOTHESES, SCORES = "hypotheses", "scores"
+TABLES = (TASKS, HYPOTHESES, SCORES)
+HYPOTHESIS_FIELDS = (
+    "task",
+    "id",
+    "generator",
+    "generator_company",
+    "statement",
+    "mechanism",
+    "prediction",
+    "first_stage",
+    "selected",
+    "forecasts",
+)
+SCORE_FIELDS = ("task", "hypothesis", "judge", "judge_company", "score", "reason")
+FIELDS = {TASKS: TASK_FIELDS, HYPOTHESES: HYPOTHESIS_FIELDS, SCORES: SCORE_FIELDS}
+REQUIRED = {
+    TASKS: ("key", "question", "reference_statement"),
+    HYPOTHESES: ("task", "id", "generator", "generator_company", "statement", "selected"),
+    SCORES: ("task", "hypothesis", "judge", "score"),
+}
+# In CSV and XLSX the forecasts are one column per model.
+FORECAST_COLUMN_PREFIX = "forecast:"
+_TEXT_LIMIT = 200  # ids, names and companies
+_WRITE_BATCH = 1000
+_TRUE = {"true", "yes", "y", "1"}
+_FALSE = {"false", "no", "n", "0"}
+
+
+@dataclass(frozen=True)
+class BenchmarkImportResult:
+    tasks: int  # records in the file
+    hypotheses: int
+    scores: int
+    new_tasks: int  # research tasks created by this import
+    new_hypotheses: int
+    new_scores: int
+    new_judges: int
+    already_imported: bool
+
+
+def hypothesis_content_sha256(record: dict) -> str:
+    """sha256 of an imported hypothesis: the canonical JSON of its HYPOTHESIS_FIELDS (task a key)."""
+    return _sha256_json({name: record[name] for name in HYPOTHESIS_FIELDS})
+
+
+def benchmark_import_file(*, benchmark: BenchmarkSet, filename: str, content: bytes, user) -> BenchmarkImportResult:
+    sha256 = hashlib.sha256(content).hexdigest()
+    previous = BenchmarkImport.objects.filter(benchmark=benchmark, sha256=sha256).first()
+    if previous:
+        return _repeated(previous)
+    file_format, records, problems = _read_and_check_file(filename, content)
+    try:
+        with transaction.atomic():
+            # The set's row is the lock: two imports into one set are checked and written one after the other.
+            benchmark = BenchmarkSet.objects.select_for_update().get(pk=benchmark.pk)
+            previous = BenchmarkImport.objects.filter(benchmark=benchmark, sha256=sha256).first()
+            if previous:
+                return _repeated(previous)
+            plan = _Plan(benchmark, records)
+            problems += plan.check()
+            if problems:
+                raise ImportInvalid(_in_file_order(problems))
+            batch = BenchmarkImport.objects.create(
+                benchmark=benchmark,
+                filename=PurePath(filename).name[:255],
+                file_format=file_format,
+                sha256=sha256,
+                task_count=len(records[TASKS]),
+                hypothesis_count=len(records[HYPOTHESES]),
+                score_count=len(records[SCORES]),
+                created_by=user if user is not None and user.is_authenticated else None,
+            )
+            counts = plan.write(batch)
+    except IntegrityError as exc:
+        # Only a concurrent import of the same records can get past the checks above.
+        message = "Another import added some of these records at the same moment; import the file again."
+        raise ImportInvalid([_problem(FILE, None, None, message)]) from exc
+    return BenchmarkImportResult(
+        tasks=len(records[TASKS]),
+        hypotheses=len(records[HYPOTHESES]),
+        scores=len(records[SCORES]),
+        already_imported=False,
+        **counts,
+    )
+
+
+def _repeated(batch: BenchmarkImport) -> BenchmarkImportResult:
+    return BenchmarkImportResult(
+        tasks=batch.task_count,
+        hypotheses=batch.hypothesis_count,
+        scores=batch.score_count,
+        new_tasks=0,
+        new_hypotheses=0,
+        new_scores=0,
+        new_judges=0,
+        already_imported=True,
+    )
+
+
+def _in_file_order(problems: list[dict]) -> list[dict]:
+    tables = (FILE, *TABLES)
+    return sorted(problems, key=lambda p: (tables.index(p["table"]), p["row"] or 0))
+
+
+# Reading the file ------------------------------------------------------------------------------------
+
+
+def _read_and_check_file(filename: str, content: bytes):
+    """(format, {table: clean records}, problems): every problem the file shows by itself.
+
+    Raises ImportInvalid at once when the file cannot be read at all."""
+    if not content.removeprefix(b"\xef\xbb\xbf").strip():
+        raise _file_invalid("The file is empty.")
+    file_format = _file_format(filename, content)
+    read = {"json": _read_json, "csv": _read_csv, "xlsx": _read_xlsx}[file_format]
+    rows, problems = read(content)
+    records = {
+        TASKS: _clean_tasks(rows.get(TASKS, []), problems),
+        HYPOTHESES: _clean_rows(HYPOTHESES, rows.get(HYPOTHESES, []), problems),
+        SCORES: _clean_rows(SCORES, rows.get(SCORES, []), problems),
+    }
+    if not any(records.values()) and not problems:
+        problems.append(_problem(FILE, None, None, "The file holds no tasks, no hypotheses and no scores."))
+    _check_within_file(records, problems)
+    return file_format, records, problems
+
+
+def _file_format(filename: str, content: bytes) -> str:
+    extension = PurePath(filename).suffix.lower().lstrip(".")
+    if extension in ("json", "csv", "xlsx"):
+        return extension
+    if content.startswith(b"PK\x03\x04"):
+        return "xlsx"
+    if content.lstrip(b"\xef\xbb\xbf \t\r\n").startswith(b"{"):
+        return "json"
+    first_line = content.split(b"\n", 1)[0].decode("utf-8-sig", errors="replace")
+    if _csv_table({_header_name(cell) for cell in next(csv.reader([first_line]), [])}):
+        return "csv"
+    raise _file_invalid(f"“{filename}” is not a JSON, CSV or XLSX file of tasks, hypotheses or scores.")
+
+
+def _csv_table(column_names: set[str]) -> str | None:
+    if {"hypothesis", "judge", "score"} <= column_names:
+        return SCORES
+    if {"task", "id", "statement"} <= column_names:
+        return HYPOTHESES
+    if {"key", "question"} <= column_names:
+        return TASKS
+    return None
+
+
+def _read_json(content: bytes):
+    try:
+        data = json.loads(_decode(content), object_pairs_hook=_json_object)
+    except json.JSONDecodeError as exc:
+        raise _file_invalid(f"The file is not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno}).") from exc
+    if not isinstance(data, dict):
+        raise _file_invalid("The JSON file must be an object with “tasks”, “hypotheses” and/or “scores” lists.")
+    problems = [_problem(FILE, None, key, f"“{key}” is given twice.") for key in data.duplicate_keys]
+    problems += [
+        _problem(FILE, None, key, f"Unknown key “{key}”; the file holds “tasks”, “hypotheses” and/or “scores”.")
+        for key in data
+        if key not in FIELDS
+    ]
+    rows = {}
+    for table, fields in FIELDS.items():
+        entries = data.get(table)
+        if entries is None:
+            entries = []
+        elif not isinstance(entries, list):
+            problems.append(_problem(FILE, None, table, f"“{table}” must be a list."))
+            entries = []
+        rows[table] = []
+        for number, entry in enumerate(entries, start=1):
+            if not isinstance(entry, dict):
+                problems.append(_problem(table, number, None, "Each entry must be an object."))
+                continue
+            problems += [_problem(table, number, key, f"“{key}” is given twice.") for key in entry.duplicate_keys]
+            problems += [
+                _problem(table, number, key, f"Unknown field “{key}”; the {table} fields are: {', '.join(fields)}.")
+                for key in entry
+                if key not in fields
+            ]
+            rows[table].append((number, {key: value for key, value in entry.items() if key in fields}))
+    return rows, problems
+
+
+def _read_csv(content: bytes):
+    try:
+        grid = list(csv.reader(io.StringIO(_decode(content), newline="")))
+    except csv.Error as exc:
+        raise _file_invalid(f"The CSV file cannot be read: {exc}.") from exc
+    table = _csv_table({_header_name(cell) for cell in grid[0]})
+    if table is None:
+        raise _file_invalid(
+            "The CSV header is not recognised: a tasks table needs the columns key and question, a hypotheses "
+            "table the columns task, id and statement, a scores table the columns hypothesis, judge and score "
+            "(comma-separated, header on the first line)."
+        )
+    records, problems = _read_grid(table, grid[0], enumerate(grid[1:], start=2))
+    return {table: records}, problems
+
+
+def _read_xlsx(content: bytes):
+    try:
+        workbook = load_workbook(io.BytesIO(content), read_only=True, data_only=True)
+    except Exception as exc:  # openpyxl raises many kinds of error on a damaged workbook
+        raise _file_invalid("The file is not a readable XLSX workbook.") from exc
+    names = workbook.sheetnames
+    if not names or any(name not in FIELDS for name in names):
+        workbook.close()
+        found = ", ".join(f"“{name}”" for name in names)
+        raise _file_invalid(
+            f"The workbook has the sheets {found}; its sheets must be named “tasks”, “hypotheses” or “scores”."
+        )
+    try:
+        grids = {name: list(workbook[name].iter_rows(values_only=True)) for name in names}
+    except Exception as exc:  # as above: damaged sheet data
+        raise _file_invalid("The file is not a readable XLSX workbook.") from exc
+    finally:
+        workbook.close()
+    rows, problems = {}, []
+    for table, grid in grids.items():
+        if grid:
+            rows[table], sheet_problems = _read_grid(table, grid[0], enumerate(grid[1:], start=2))
+            problems += sheet_problems
+    return rows, problems
+
+
+def _forecast_model(column: str) -> str | None:
+    """The model named by a ``forecast:<model>`` column (the header as written, not lower-cased), else None."""
+    if column.strip().lower().startswith(FORECAST_COLUMN_PREFIX):
+        return column.strip()[len(FORECAST_COLUMN_PREFIX) :].strip()
+    return None
+
+
+def _read_grid(table: str, header: list, numbered_rows):
+    """Rows of a CSV table or a sheet as (row number, {column: value}); problems with the header or cells."""
+    fields = FIELDS[table]
+    columns = [_header_name(cell) for cell in header]
+    models = [_forecast_model(str(cell)) if table == HYPOTHESES and cell is not None else None for cell in header]
+    problems, seen = [], set()
+    for index, name in enumerate(columns):
+        letter = get_column_letter(index + 1)
+        if not name:
+            continue
+        if models[index] is not None:
+            if not models[index]:
+                problems.append(_problem(table, 1, name, f"The forecast column {letter} names no model."))
+            elif name in seen:
+                problems.append(_problem(table, 1, name, f"The column “{header[index]}” appears twice."))
+        elif name == "forecasts" or name not in fields:
+            hint = f" and one “{FORECAST_COLUMN_PREFIX}<model>” column per model" if table == HYPOTHESES else ""
+            names = ", ".join(field for field in fields if field != "forecasts")
+            message = f"Unknown column “{name}” (column {letter}); the {table} columns are: {names}{hint}."
+            problems.append(_problem(table, 1, name, message))
+        elif name in seen:
+            problems.append(_problem(table, 1, name, f"The column “{name}” appears twice."))
+        seen.add(name)
+    missing = [name for name in REQUIRED[table] if name not in seen]
+    problems += [_problem(table, 1, name, f"The {table} table has no “{name}” column.") for name in missing]
+    if missing:
+        return [], problems
+    records = []
+    for number, cells in numbered_rows:
+        if all(_is_blank(cell) for cell in cells):
+            continue
+        values, forecasts = {}, {}
+        for index, cell in enumerate(cells):
+            name = columns[index] if index < len(columns) else ""
+            model = models[index] if index < len(models) else None
+            if model:
+                forecasts.setdefault(model, None if _is_blank(cell) else cell)
+            elif name in fields and name not in values:
+                values[name] = cell
+            elif not name and not _is_blank(cell):
+                letter = get_column_letter(index + 1)
+                problems.append(_problem(table, number, None, f"Column {letter} has a value but no header."))
+        if table == HYPOTHESES:
+            values["forecasts"] = forecasts
+        records.append((number, values))
+    return records, problems
+
+
+# Cleaning values ---------------------------------------------------------------------------------------
+
+
+def _clean_tasks(rows, problems: list) -> list[dict]:
+    """The cohort import's task cleaning, and a reference statement, which every benchmark task needs."""
+    records = _clean_table(TASKS, rows, problems)
+    flagged = {(p["row"], p["field"]) for p in problems if p["table"] == TASKS}
+    for record in records:
+        if not record["reference_statement"] and (record["row"], "reference_statement") not in flagged:
+            message = "reference_statement is required: the judges compare every hypothesis with it."
+            problems.append(_problem(TASKS, record["row"], "reference_statement", message))
+    return records
+
+
+def _clean_text(value):
+    text = _text(value)
+    return ("", "Must be text.") if text is None else (text, None)
+
+
+def _clean_bool(value):
+    """True/False, yes/no or 1/0 (JSON booleans, cells or text); blank is None."""
+    if isinstance(value, bool):
+        return value, None
+    if value is None:
+        return None, None
+    if isinstance(value, int | float) and value in (0, 1):
+        return bool(value), None
+    text = _text(value)
+    if text == "":
+        return None, None
+    if text is not None and text.lower() in _TRUE | _FALSE:
+        return text.lower() in _TRUE, None
+    return None, f"“{value}” is not a yes/no value; write true or false."
+
+
+def _clean_forecasts(value):
+    """{model: True, False or None}. A JSON object in JSON files; the forecast:<model> columns elsewhere."""
+    if value is None:
+        return {}, None
+    if not isinstance(value, dict):
+        return {}, "Must be an object of model → true, false or null."
+    forecasts, problems = {}, []
+    for model, vote in value.items():
+        name = model.strip() if isinstance(model, str) else ""
+        if not name or len(name) > _TEXT_LIMIT:
+            problems.append(f"the model name “{model}” must be 1–{_TEXT_LIMIT} characters")
+            continue
+        cleaned, message = _clean_bool(vote)
+        if message:
+            problems.append(f"{name}: {message}")
+        forecasts[name] = cleaned
+    return forecasts, ("; ".join(problems) + ".") if problems else None
+
+
+def _clean_score(value):
+    text = _text(value) if isinstance(value, str) else None
+    if text is not None:
+        try:
+            value = int(text) if text.lstrip("-").isdigit() else float(text)
+        except ValueError:
+            return None, f"“{text}” is not a score; write a whole number from 0 to 5."
+    try:
+        return judge_score(value), None
+    except ValueError:
+        return None, f"“{value}” is not a score; write a whole number from 0 to 5."
+
+
+_CLEANERS = {
+    "first_stage": _clean_bool,
+    "selected": _clean_bool,
+    "forecasts": _clean_forecasts,
+    "score": _clean_score,
+}
+# Long texts; every other text field is an id, a name or a company.
+_FREE_TEXT = {"statement", "mechanism", "prediction", "reason"}
+
+
+def _clean_rows(table: str, rows, problems: list) -> list[dict]:
+    """Records with clean values (and their row number); a value with a problem is left empty."""
+    records = []
+    for number, values in rows:
+        record = {"row": number}
+        for name in FIELDS[table]:
+            value, message = _CLEANERS.get(name, _clean_text)(values.get(name))
+            record[name] = value
+            if message:
+                problems.append(_problem(table, number, name, message))
+            elif name in REQUIRED[table] and (value is None or value == ""):
+                claim = " (the claim)" if name == "statement" else ""
+                problems.append(_problem(table, number, name, f"{name}{claim} is required."))
+            elif isinstance(value, str) and name not in _FREE_TEXT and len(value) > _TEXT_LIMIT:
+                message = f"{name} has {len(value)} characters; at most {_TEXT_LIMIT} are allowed."
+                problems.append(_problem(table, number, name, message))
+        records.append(record)
+    return records
+
+
+def _check_within_file(records: dict, problems: list) -> None:
+    keyed = (
+        (TASKS, lambda r: r["key"], "key", "The task key “{}”"),
+        (HYPOTHESES, lambda r: (r["task"], r["id"]), "id", "The hypothesis “{0[1]}” of task “{0[0]}”"),
+        (
+            SCORES,
+            lambda r: (r["task"], r["hypothesis"], r["judge"]),
+            "judge",
+            "The score of judge “{0[2]}” for hypothesis “{0[1]}” of task “{0[0]}”",
+        ),
+    )
+    for table, key_of, field, subject in keyed:
+        first_row = {}
+        for record in records[table]:
+            key = key_of(record)
+            if all(key if isinstance(key, tuple) else (key,)) and key in first_row:
+                message = f"{subject.format(key)} is given twice in this file (first on row {first_row[key]})."
+                problems.append(_problem(table, record["row"], field, message))
+            first_row.setdefault(key, record["row"])
+    companies = {}
+    for record in records[SCORES]:
+        if record["judge"] and record["judge_company"]:
+            first = companies.setdefault(record["judge"], record["judge_company"])
+            if company_key(first) != company_key(record["judge_company"]):
+                message = (
+                    f"The judge “{record['judge']}” is given the companies “{first}” and “{record['judge_company']}”."
+                )
+                problems.append(_problem(SCORES, record["row"], "judge_company", message))
+
+
+# Checking against the database and writing ------------------------------------------------------------
+
+
+class _Plan:
+    """What the file adds to the set, checked against what the set and the database already hold."""
+
+    def __init__(self, benchmark: BenchmarkSet, records: dict):
+        self.benchmark = benchmark
+        self.records = records
+        self.set_tasks = {
+            bt.task.key: bt for bt in BenchmarkTask.objects.filter(benchmark=benchmark).select_related("task")
+        }
+        self.judges = {judge.name: judge for judge in Judge.objects.filter(benchmark=benchmark)}
+        self.task_pks: dict[str, int] = {}
+        self.new_hypotheses: list[dict] = []
+        self.new_scores: list[dict] = []
+        self.new_judges: dict[str, str] = {}  # name → company, in order of first appearance
+
+    def check(self) -> list[dict]:
+        tasks, hypotheses, scores = (self.records[table] for table in TABLES)
+        problems, self.task_pks, _ = _check_against_database(tasks, [])
+        file_tasks = {record["key"] for record in tasks}
+        existing = {
+            (h.benchmark_task.task.key, h.key): h
+            for h in BenchmarkHypothesis.objects.filter(benchmark=self.benchmark).select_related("benchmark_task__task")
+        }
+        for record in hypotheses:
+            if record["task"] and record["task"] not in file_tasks and record["task"] not in self.set_tasks:
+                message = f"Unknown task “{record['task']}”: it is neither in this file nor in the set."
+                problems.append(_problem(HYPOTHESES, record["row"], "task", message))
+                continue
+            present = existing.get((record["task"], record["id"]))
+            if present is None:
+                self.new_hypotheses.append(record)
+            elif present.content_sha256 != hypothesis_content_sha256(record):
+                source = "a screening run of the set" if present.hypothesis_id else "an earlier import"
+                message = (
+                    f"The set already has a hypothesis “{record['id']}” of this task, "
+                    f"from {source}, with different content."
+                )
+                problems.append(_problem(HYPOTHESES, record["row"], "id", message))
+
+        known_hypotheses = {(record["task"], record["id"]) for record in hypotheses} | set(existing)
+        known_scores = {
+            (s.judge.name, s.hypothesis.benchmark_task.task.key, s.hypothesis.key): s.score
+            for s in JudgeScore.objects.filter(judge__benchmark=self.benchmark).select_related(
+                "judge", "hypothesis__benchmark_task__task"
+            )
+        }
+        for record in scores:
+            row, name, company = record["row"], record["judge"], record["judge_company"]
+            if record["task"] and (record["task"], record["hypothesis"]) not in known_hypotheses:
+                message = (
+                    f"Unknown hypothesis “{record['hypothesis']}” of task “{record['task']}”: "
+                    "it is neither in this file nor in the set."
+                )
+                problems.append(_problem(SCORES, row, "hypothesis", message))
+                continue
+            judge = self.judges.get(name)
+            if judge is not None and company and company_key(company) != company_key(judge.company):
+                message = f"The judge “{name}” of this set is from “{judge.company}”, not “{company}”."
+                problems.append(_problem(SCORES, row, "judge_company", message))
+            elif judge is None and name not in self.new_judges:
+                if not company:
+                    message = f"The set has no judge “{name}”: add the judge first, or give its judge_company here."
+                    problems.append(_problem(SCORES, row, "judge", message))
+                    continue
+                self.new_judges[name] = company
+            known = known_scores.get((name, record["task"], record["hypothesis"]))
+            if known is None:
+                self.new_scores.append(record)
+            elif record["score"] is not None and known != record["score"]:
+                message = f"The judge “{name}” already gave this hypothesis {known}; scores are never overwritten."
+                problems.append(_problem(SCORES, row, "score", message))
+        return problems
+
+    def write(self, batch: BenchmarkImport) -> dict:
+        tasks = self.records[TASKS]
+        new_tasks = [
+            ResearchTask(**{name: r[name] for name in TASK_FIELDS}, content_sha256=task_content_sha256(r))
+            for r in tasks
+            if r["key"] not in self.task_pks
+        ]
+        ResearchTask.objects.bulk_create(new_tasks, batch_size=_WRITE_BATCH)
+        new_keys = [task.key for task in new_tasks]
+        task_pks = self.task_pks | dict(_fetch_in(ResearchTask.objects.values_list("key", "pk"), "key", new_keys))
+
+        position = max((bt.position for bt in self.set_tasks.values()), default=0)
+        joining = [record["key"] for record in tasks if record["key"] not in self.set_tasks]
+        BenchmarkTask.objects.bulk_create(
+            [
+                BenchmarkTask(benchmark=self.benchmark, task_id=task_pks[key], position=position + offset)
+                for offset, key in enumerate(joining, start=1)
+            ]
+        )
+        set_tasks = {
+            bt.task.key: bt for bt in BenchmarkTask.objects.filter(benchmark=self.benchmark).select_related("task")
+        }
+
+        last_positions = (
+            BenchmarkHypothesis.objects.filter(benchmark=self.benchmark)
+            .values("benchmark_task__task__key")
+            .annotate(last=Max("position"))
+            .values_list("benchmark_task__task__key", "last")
+        )
+        next_position = {key: 0 for key in set_tasks} | dict(last_positions)
+        hypotheses = []
+        for record in self.new_hypotheses:
+            next_position[record["task"]] += 1
+            hypotheses.append(
+                BenchmarkHypothesis(
+                    benchmark=self.benchmark,
+                    benchmark_task=set_tasks[record["task"]],
+                    key=record["id"],
+                    position=next_position[record["task"]],
+                    generator=record["generator"],
+                    generator_company=record["generator_company"],
+                    statement=record["statement"],
+                    mechanism=record["mechanism"],
+                    prediction=record["prediction"],
+                    forecasts=record["forecasts"],
+                    first_stage=record["first_stage"],
+                    selected=record["selected"],
+                    content_sha256=hypothesis_content_sha256(record),
+                    import_batch=batch,
+                )
+            )
+        BenchmarkHypothesis.objects.bulk_create(hypotheses, batch_size=_WRITE_BATCH)
+
+        judge_position = max((judge.position for judge in self.judges.values()), default=0)
+        for offset, (name, company) in enumerate(self.new_judges.items(), start=1):
+            self.judges[name] = Judge.objects.create(
+                benchmark=self.benchmark, name=name, company=company, position=judge_position + offset
+            )
+        hypothesis_pks = {
+            (task_key, key): pk
+            for task_key, key, pk in BenchmarkHypothesis.objects.filter(benchmark=self.benchmark).values_list(
+                "benchmark_task__task__key", "key", "pk"
+            )
+        }
+        JudgeScore.objects.bulk_create(
+            [
+                JudgeScore(
+                    judge=self.judges[record["judge"]],
+                    hypothesis_id=hypothesis_pks[(record["task"], record["hypothesis"])],
+                    score=record["score"],
+                    reason=record["reason"],
+                    import_batch=batch,
+                )
+                for record in self.new_scores
+            ],
+            batch_size=_WRITE_BATCH,
+        )
+        return {
+            "new_tasks": len(new_tasks),
+            "new_hypotheses": len(hypotheses),
+            "new_scores": len(self.new_scores),
+            "new_judges": len(self.new_judges),
+        }

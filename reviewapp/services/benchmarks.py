@@ -1,0 +1,225 @@
+"""Writes of benchmark sets: creating a set and its judges, running the set, and the random control.
+
+Running a set starts one Open Hypothesis run per task (the set's roster, a seed derived from the set's recorded
+seed) and leaves the rest to the screening app's state machine. When a run's hypotheses are pooled and numbered,
+and before its stage-1 request is even enqueued, `benchmark_run_pooled` records them as the task's hypotheses and
+draws the random control (seed 001 М.3, Н.3): one yes/no per hypothesis from the operating system's
+cryptographic generator, stored with the time and the sha256 of the frozen hypothesis set.
+"""
+
+import hashlib
+import json
+import secrets
+
+from django.db import IntegrityError, transaction
+from django.db.models import Max
+from django.utils import timezone
+
+from reviewapp.models import BenchmarkHypothesis, BenchmarkSet, BenchmarkTask, Judge, RandomControlDraw
+from screening.models import STEPS, ModelEndpoint, Roster, RosterMember, Run
+from screening.services.runs import endpoint_snapshot
+
+RANDOM_CONTROL_GENERATOR = "python secrets.randbelow(2)"
+# The fields of each hypothesis the frozen set's sha256 covers, in this order (docs/analysis.md shows the recipe).
+FROZEN_FIELDS = ("id", "generator", "generator_company", "statement", "mechanism", "prediction")
+
+
+class BenchmarkError(Exception):
+    """A change the rules of benchmark sets refuse; the message is written for the coordinator."""
+
+    def __init__(self, message: str, code: str = "invalid_request"):
+        super().__init__(message)
+        self.message = message
+        self.code = code
+
+
+@transaction.atomic
+def benchmark_create(
+    *, name: str, description: str = "", roster: Roster | None = None, seed: int | None = None, user=None
+) -> BenchmarkSet:
+    """A new, empty set. Without a seed one is drawn; it is recorded either way and seeds every run of the set."""
+    name = name.strip()
+    if not name:
+        raise BenchmarkError("Give the set a name.")
+    if len(name) > 200:
+        raise BenchmarkError("The name has more than 200 characters.")
+    if BenchmarkSet.objects.filter(name=name).exists():
+        raise BenchmarkError(f"A set named “{name}” already exists.", code="name_taken")
+    if seed is not None and not 0 <= seed < 2**63:
+        raise BenchmarkError("The seed must be a whole number from 0 to 2^63 − 1.")
+    return BenchmarkSet.objects.create(
+        name=name,
+        description=description.strip(),
+        roster=roster,
+        seed=secrets.randbits(63) if seed is None else seed,
+        created_by=user if user is not None and user.is_authenticated else None,
+    )
+
+
+@transaction.atomic
+def benchmark_roster_set(*, benchmark: BenchmarkSet, roster: Roster | None) -> BenchmarkSet:
+    benchmark = BenchmarkSet.objects.select_for_update().get(pk=benchmark.pk)
+    benchmark.roster = roster
+    benchmark.save(update_fields=["roster"])
+    return benchmark
+
+
+@transaction.atomic
+def judge_add(
+    *, benchmark: BenchmarkSet, name: str = "", company: str = "", endpoint: ModelEndpoint | None = None
+) -> Judge:
+    """Add a judge at the end of the set's listed order: a model endpoint (its name and company by default) or a
+    named person (name and company required, scores imported)."""
+    benchmark = BenchmarkSet.objects.select_for_update().get(pk=benchmark.pk)
+    name = (name or (endpoint.display_name if endpoint else "")).strip()
+    company = (company or (endpoint.company if endpoint else "")).strip()
+    if not name or not company:
+        raise BenchmarkError("A judge needs a name and a company (the company decides which outcomes it may judge).")
+    if len(name) > 200 or len(company) > 200:
+        raise BenchmarkError("A judge's name and company have at most 200 characters each.")
+    if benchmark.judges.filter(name=name).exists():
+        raise BenchmarkError(f"The set already has a judge named “{name}”.", code="judge_exists")
+    position = (benchmark.judges.aggregate(last=Max("position"))["last"] or 0) + 1
+    return Judge.objects.create(benchmark=benchmark, name=name, company=company, endpoint=endpoint, position=position)
+
+
+# Running the set ---------------------------------------------------------------------------------------
+
+
+def task_shuffle_seed(benchmark_seed: int, task_key: str) -> int:
+    """The shuffle seed of a task's run: the first 63 bits of sha256("<set seed>:<task key>")."""
+    digest = hashlib.sha256(f"{benchmark_seed}:{task_key}".encode()).digest()
+    return int.from_bytes(digest[:8], "big") >> 1
+
+
+def roster_snapshot(roster: Roster) -> dict:
+    """The roster's enabled endpoints by role, as a run records them (screening.services.runs)."""
+    members = (
+        RosterMember.objects.filter(roster=roster, endpoint__enabled=True)
+        .select_related("endpoint")
+        .order_by("role", "order", "pk")
+    )
+    roles = {role: [] for role in RosterMember.Role.values}
+    for member in members:
+        roles[member.role].append(endpoint_snapshot(member.endpoint))
+    missing = [role for role in ("generator", "stage1", "stage2") if not roles[role]]
+    if missing:
+        raise BenchmarkError(
+            f"The roster “{roster.name}” has no enabled {', '.join(missing)} model; complete it first.",
+            code="roster_incomplete",
+        )
+    # The protocol has one stage-1 model.
+    roles["stage1"] = roles["stage1"][:1]
+    return {"name": roster.name, "roles": roles}
+
+
+def benchmark_run(*, benchmark: BenchmarkSet) -> list[Run]:
+    """Start one run per task that has neither a run nor hypotheses yet; returns the runs started.
+
+    The runs are the coordinator's, not a public client's: they do not count against a client address and are
+    not refused by the public limits. Each is enqueued when the transaction commits."""
+    from screening.tasks import run_advance_task  # the tasks module imports services
+
+    with transaction.atomic():
+        benchmark = BenchmarkSet.objects.select_for_update().get(pk=benchmark.pk)
+        if benchmark.roster is None:
+            raise BenchmarkError("Choose the set's roster before running it.", code="no_roster")
+        roster = roster_snapshot(benchmark.roster)
+        waiting = list(
+            benchmark.benchmark_tasks.filter(run__isnull=True, hypotheses__isnull=True)
+            .select_related("task")
+            .order_by("position", "pk")
+        )
+        if not waiting:
+            raise BenchmarkError("Every task of the set already has a run or hypotheses.", code="nothing_to_run")
+        simulated = any(member["simulated"] for members in roster["roles"].values() for member in members)
+        runs = []
+        for benchmark_task in waiting:
+            task = benchmark_task.task
+            run = Run.objects.create(
+                kind=Run.Kind.GENERATE,
+                question=task.question,
+                background=task.background,
+                shuffle_seed=task_shuffle_seed(benchmark.seed, task.key),
+                roster=roster,
+                simulated=simulated,
+                steps={step: {"state": "pending"} for step in STEPS},
+            )
+            benchmark_task.run = run
+            benchmark_task.save(update_fields=["run"])
+            runs.append(run)
+            transaction.on_commit(lambda pk=run.pk: run_advance_task.delay(pk))
+        if benchmark.started_at is None:
+            benchmark.started_at = timezone.now()
+            benchmark.save(update_fields=["started_at"])
+    return runs
+
+
+# The random control --------------------------------------------------------------------------------------
+
+
+def frozen_set_sha256(hypotheses: list[dict]) -> str:
+    """sha256 of a task's frozen hypothesis set: the UTF-8 bytes of the compact JSON list of its hypotheses in pool
+    order, each an object of FROZEN_FIELDS with sorted keys (ensure_ascii off)."""
+    canonical = json.dumps(
+        [{name: hypothesis[name] for name in FROZEN_FIELDS} for hypothesis in hypotheses],
+        sort_keys=True,
+        ensure_ascii=False,
+        separators=(",", ":"),
+    )
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+def random_control_draw(*, benchmark_task: BenchmarkTask, hypotheses: list[dict]) -> RandomControlDraw:
+    """Draw and store one random yes/no per hypothesis (keys in pool order) for a task, once."""
+    answers = {hypothesis["id"]: secrets.randbelow(2) == 1 for hypothesis in hypotheses}
+    draw, _ = RandomControlDraw.objects.get_or_create(
+        benchmark_task=benchmark_task,
+        defaults={
+            "drawn_at": timezone.now(),
+            "hypotheses_sha256": frozen_set_sha256(hypotheses),
+            "hypothesis_count": len(hypotheses),
+            "answers": answers,
+            "generator": RANDOM_CONTROL_GENERATOR,
+        },
+    )
+    return draw
+
+
+def benchmark_run_pooled(*, run: Run) -> None:
+    """Called by the screening state machine right after it pooled and numbered a run's hypotheses, inside that
+    transaction and before the stage-1 request exists: a set's run records its hypotheses and draws its random
+    control here. Any other run is left alone."""
+    benchmark_task = BenchmarkTask.objects.filter(run=run).first()
+    if benchmark_task is None:
+        return
+    pooled = list(run.hypotheses.exclude(label="").order_by("position"))
+    try:
+        with transaction.atomic():
+            BenchmarkHypothesis.objects.bulk_create(
+                BenchmarkHypothesis(
+                    benchmark_id=benchmark_task.benchmark_id,
+                    benchmark_task=benchmark_task,
+                    key=hypothesis.label,
+                    position=hypothesis.position,
+                    hypothesis=hypothesis,
+                )
+                for hypothesis in pooled
+            )
+    except IntegrityError:
+        # Already recorded: the pooling transition happens once, but a retried call must not fail the run.
+        pass
+    random_control_draw(
+        benchmark_task=benchmark_task,
+        hypotheses=[
+            {
+                "id": h.label,
+                "generator": h.author_name,
+                "generator_company": h.author_company,
+                "statement": h.statement,
+                "mechanism": h.mechanism,
+                "prediction": h.prediction,
+            }
+            for h in pooled
+        ],
+    )
