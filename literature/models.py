@@ -95,3 +95,60 @@ class SourceRateLimit(models.Model):
 
     def __str__(self):
         return f"{self.name} next at {self.next_request_at:.3f}"
+
+
+class NoveltyCheck(models.Model):
+    """One literature novelty check of one hypothesis (SPEC §5): what retrieval found, what the judge answered and
+    the verdict. A check of a run's hypothesis is recorded with its result; an on-demand check of a proposal is
+    recorded when asked for and done by a worker (state)."""
+
+    class Verdict(models.TextChoices):
+        REPORTED = "reported", "Reported"
+        CONTRADICTED = "contradicted", "Contradicted"
+        COMPONENTS_REPORTED = "components_reported", "Components reported"
+        NOT_REPORTED = "not_reported", "Not reported"
+        UNRESOLVED = "unresolved", "Unresolved"
+
+    class State(models.TextChoices):
+        PENDING = "pending", "Pending"
+        RUNNING = "running", "Running"
+        DONE = "done", "Done"
+
+    hypothesis_text = models.TextField()
+    endpoint = models.ForeignKey(
+        "screening.ModelEndpoint", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    run = models.ForeignKey("screening.Run", null=True, blank=True, on_delete=models.CASCADE, related_name="+")
+    hypothesis = models.ForeignKey(
+        "screening.Hypothesis", null=True, blank=True, on_delete=models.CASCADE, related_name="novelty_checks"
+    )
+    proposal = models.ForeignKey(
+        "reviewapp.Proposal", null=True, blank=True, on_delete=models.CASCADE, related_name="novelty_checks"
+    )
+    published_before = models.DateField(null=True, blank=True, help_text="only references published before this date")
+    state = models.CharField(max_length=10, choices=State.choices, default=State.PENDING)
+    claim_token = models.UUIDField(null=True, blank=True)
+    verdict = models.CharField(max_length=20, choices=Verdict.choices, blank=True)
+    evidence = models.TextField(blank=True, help_text="the quoted passage(s)")
+    reference = models.ForeignKey(Reference, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    # The reference as cited: source, id, title, year, link.
+    citation = models.JSONField(null=True, blank=True)
+    reason = models.TextField(blank=True)
+    unsupported = models.BooleanField(default=False, help_text="the judge's verdict had no verbatim quote behind it")
+    # The judge's verdict before a downgrade to unresolved (empty when no judge was asked).
+    judged_verdict = models.CharField(max_length=20, blank=True)
+    # For components_reported: [{"part", "text", "evidence", "citation"}], one per part of the hypothesis.
+    components = models.JSONField(default=list, blank=True)
+    # What retrieval found: [{"label", "reference_id", "title", "score", "shared_terms", "retrieved_for"}].
+    candidates = models.JSONField(default=list, blank=True)
+    model_call = models.ForeignKey(
+        "screening.ModelCall", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-pk"]
+
+    def __str__(self):
+        return f"novelty check {self.pk}: {self.verdict or self.state}"

@@ -227,10 +227,12 @@ def selected_csv(rows: list[HypothesisRow]) -> bytes:
     return buffer.getvalue().encode()
 
 
-def bundle_files(benchmark: BenchmarkSet) -> dict[str, bytes]:
-    """The three data files, by name."""
-    judges = benchmark_judges(benchmark)
-    rows = benchmark_rows(benchmark, judges)
+def bundle_files(
+    benchmark: BenchmarkSet, *, judges: list[Judge] | None = None, rows: list[HypothesisRow] | None = None
+) -> dict[str, bytes]:
+    """The three data files, by name. Pass the judges and rows already read to save reading them again."""
+    judges = benchmark_judges(benchmark) if judges is None else judges
+    rows = benchmark_rows(benchmark, judges) if rows is None else rows
     return {
         "report.json": _json_bytes(report_data(benchmark, rows, judges)),
         "cohort.json": _json_bytes(cohort_data(benchmark, rows)),

@@ -151,7 +151,9 @@ def write_table_s(benchmark: BenchmarkSet, target) -> None:
     workbook = Workbook(write_only=True)
     titles = sheet_titles([generator for generator, _ in generators])
     for title, (generator, company) in zip(titles, generators, strict=True):
-        selected = [row for row in rows if row.selected and (row.generator, row.generator_company) == (generator, company)]
+        selected = [
+            row for row in rows if row.selected and (row.generator, row.generator_company) == (generator, company)
+        ]
         _generator_sheet(workbook, title, deciding_judges(judges, company), selected)
 
     counts = _sheet(workbook, COUNTS_SHEET, COUNT_COLUMNS)
@@ -170,7 +172,7 @@ def write_table_s(benchmark: BenchmarkSet, target) -> None:
         counts.append([_cell(counts, note)])
 
     sources = _sheet(workbook, SOURCES_SHEET, SOURCE_COLUMNS)
-    files = bundle_files(benchmark)
+    files = bundle_files(benchmark, judges=judges, rows=rows)
     for name in DATA_FILES:
         values = ["Published data (bundle.zip)", name, hashlib.sha256(files[name]).hexdigest(), len(files[name])]
         sources.append([_cell(sources, value) for value in values])

@@ -2,7 +2,7 @@ from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
-from reviewapp.views import coordinate, exports, home, imports, review
+from reviewapp.views import benchmarks, coordinate, exports, home, imports, review
 
 urlpatterns = [
     path("admin/", admin.site.urls),
@@ -19,6 +19,7 @@ urlpatterns = [
     *coordinate.urlpatterns,
     *imports.urlpatterns,
     *exports.urlpatterns,
+    *benchmarks.urlpatterns,
     path("", include("screening.urls")),
     path("", include("literature.urls")),
 ]

@@ -184,14 +184,39 @@ def translation_reply(user: str) -> dict:
     return {"translations": _mark_russian(request), "simulated": True}
 
 
+_NOVELTY_VERDICTS = ("not_reported", "components_reported", "reported", "contradicted")
+_PART_LINE = re.compile(r"^\[([a-z]+)\] (.*)$", re.MULTILINE)
+
+
+def _candidate_sentence(text: str, hypothesis: str) -> str:
+    """A sentence of a candidate as given, after its first (its title) when it has more: the one sharing the most
+    words with the hypothesis."""
+    sentences = re.split(r"(?<=[.!?])\s+", text.strip())
+    words = set(re.findall(r"\w+", hypothesis.lower()))
+    return max(sentences[1:] or sentences, key=lambda sentence: len(words & set(re.findall(r"\w+", sentence.lower()))))
+
+
 def novelty_reply(user: str, model: str) -> dict:
+    """A verdict drawn from the request's hash, quoting a sentence of the first candidate (one per part for
+    components_reported), in the JSON the literature check asks for."""
     candidates = [(label, text) for label, text in _LABELLED_LINE.findall(user) if not label.startswith("H")]
+    hypothesis = user.split("HYPOTHESIS\n", 1)[-1].split("\n", 1)[0]
+    reply = {"verdict": "not_reported", "quote": "", "reference_id": "", "simulated": True}
+    reply["reason"] = "Simulated judgement: no model compared these texts."
     if not candidates:
-        return {"verdict": "not_reported", "evidence": "", "reference": "", "simulated": True}
-    label, text = candidates[0]
-    quote = re.split(r"(?<=[.!?])\s", text.strip(), maxsplit=1)[0]
-    verdict = ["not_reported", "components_reported", "reported"][int(_fraction(model, user) * 2.999)]
-    return {"verdict": verdict, "evidence": quote, "reference": label, "simulated": True}
+        return reply
+    reply["verdict"] = _NOVELTY_VERDICTS[int(_fraction(model, user) * len(_NOVELTY_VERDICTS) * 0.9999)]
+    if reply["verdict"] in ("reported", "contradicted"):
+        reply["reference_id"], text = candidates[0]
+        reply["quote"] = _candidate_sentence(text, hypothesis)
+    elif reply["verdict"] == "components_reported":
+        parts = _PART_LINE.findall(user)
+        chosen = [candidates[i % len(candidates)] for i in range(len(parts))]
+        reply["components"] = [
+            {"part": part, "quote": _candidate_sentence(text, part_text), "reference_id": label}
+            for (part, part_text), (label, text) in zip(parts, chosen, strict=True)
+        ]
+    return reply
 
 
 def answer_text(system: str, user: str, *, model: str, config: SimulatorConfig, draw) -> str:

@@ -7,7 +7,7 @@ reach it.
 import pytest
 from django.urls import URLPattern, URLResolver, get_resolver
 
-from reviewapp.models import BackgroundJob
+from reviewapp.models import BackgroundJob, BenchmarkSet
 from screening.models import Run
 from tests import factories
 
@@ -37,6 +37,20 @@ READ_ALL = {
     "api-cohort-reviews-xlsx",
     "open-hypothesis-api-run-calls",
     "screening-run-list",
+    "benchmark-list",
+    "benchmark-detail",
+    "benchmark-judge-table",
+    "benchmark-statistics",
+    "benchmark-figure",
+    "cohort-statistics",
+    "cohort-figure",
+    "api-benchmarks",
+    "api-benchmark-detail",
+    "api-benchmark-judges",
+    "api-benchmark-outcomes",
+    "api-benchmark-statistics",
+    "api-benchmark-table-s",
+    "api-benchmark-bundle",
 }
 COORDINATOR = {
     "cohort-status",
@@ -59,6 +73,14 @@ COORDINATOR = {
     "screening-run-cohort",
     "literature-home",
     "api-literature-import",
+    "benchmark-roster",
+    "benchmark-run",
+    "benchmark-import",
+    "benchmark-judge-add",
+    "benchmark-judging",
+    "api-benchmark-import",
+    "api-benchmark-run",
+    "api-benchmark-judging",
 }
 CLASSIFIED = PUBLIC | SIGNED_IN | REVIEWER | READ_ALL | COORDINATOR
 DENIED = {401, 403, 404, 405}
@@ -91,7 +113,17 @@ def urls(db, coordinator, other_reviewer):
     assignment = factories.make_assignment(cohort, other_reviewer, proposal)
     job = BackgroundJob.objects.create(kind="reviews_xlsx", params={"cohort_id": cohort.pk}, created_by=coordinator)
     run = Run.objects.create(question="Does the niche shape clonal fitness?", shuffle_seed=1)
-    ids = {"cohort_id": cohort.pk, "assignment_id": assignment.pk, "job_id": job.pk, "run_id": run.public_id}
+    benchmark = BenchmarkSet.objects.create(name="Ageing benchmark", seed=1)
+    ids = {
+        "cohort_id": cohort.pk,
+        "assignment_id": assignment.pk,
+        "job_id": job.pk,
+        "run_id": run.public_id,
+        "benchmark_id": benchmark.pk,
+        "figure": "enrichment",
+        "cohort_figure": "revisions",
+        "file_format": "csv",
+    }
     return [(name, _fill(route, ids)) for name, route in _project_urls()]
 
 

@@ -23,9 +23,14 @@ from django.urls.exceptions import Resolver404
 from reviewapp.models import (
     Assignment,
     BackgroundJob,
+    BenchmarkHypothesis,
+    BenchmarkSet,
+    BenchmarkTask,
     Cohort,
     Conflict,
     ImportBatch,
+    Judge,
+    JudgeScore,
     Proposal,
     ResearchTask,
     Review,
@@ -107,6 +112,38 @@ def _username(attribute):
     return plant
 
 
+def _benchmark_records(world) -> dict:
+    """The benchmark set the judge-score canaries live in; it holds the task of the proposal under review."""
+    # Found by the task, not by a name: the canaries overwrite the names.
+    benchmark_task = BenchmarkTask.objects.filter(task=world.task).select_related("benchmark").first()
+    if benchmark_task is None:
+        benchmark = BenchmarkSet.objects.create(name="Blinding benchmark", seed=1)
+        benchmark_task = BenchmarkTask.objects.create(benchmark=benchmark, task=world.task, position=1)
+        hypothesis = BenchmarkHypothesis.objects.create(
+            benchmark=benchmark,
+            benchmark_task=benchmark_task,
+            key="h1",
+            generator="g",
+            generator_company="gc",
+            statement="s",
+            selected=True,
+        )
+        judge = Judge.objects.create(benchmark=benchmark, name="j", company="jc", position=1)
+        JudgeScore.objects.create(judge=judge, hypothesis=hypothesis, score=4)
+    benchmark = benchmark_task.benchmark
+    score = JudgeScore.objects.select_related("judge", "hypothesis").get(judge__benchmark=benchmark)
+    return {"benchmark": benchmark, "hypothesis": score.hypothesis, "judge": score.judge, "score": score}
+
+
+def _benchmark_field(record: str, field: str):
+    def plant(world, value):
+        target = _benchmark_records(world)[record]
+        setattr(target, field, value)
+        target.save(update_fields=[field])
+
+    return plant
+
+
 @dataclass(frozen=True)
 class Canary:
     where: str
@@ -136,6 +173,23 @@ CANARIES = [
     Canary("cohort description", "cnry-cohort-description-1f7c", _set("cohort", "description")),
     Canary("cohort creator", "cnry-cohort-creator-4a2b", _username("coordinator")),
     Canary("draft cohort", "cnry-draft-cohort-7e5f", _draft_cohort),
+    Canary("benchmark set name", "cnry-benchmark-name-3d8a", _benchmark_field("benchmark", "name")),
+    Canary(
+        "benchmark set description", "cnry-benchmark-description-6b1c", _benchmark_field("benchmark", "description")
+    ),
+    Canary("judge name", "cnry-judge-name-7c1e", _benchmark_field("judge", "name")),
+    Canary("judge company", "cnry-judge-company-2b9f", _benchmark_field("judge", "company")),
+    Canary("judge score reason", "cnry-judge-reason-5e3d", _benchmark_field("score", "reason")),
+    Canary("benchmark hypothesis id", "cnry-benchmark-hypothesis-4d2e", _benchmark_field("hypothesis", "key")),
+    Canary(
+        "benchmark hypothesis statement", "cnry-benchmark-statement-9f7a", _benchmark_field("hypothesis", "statement")
+    ),
+    Canary("benchmark generator", "cnry-benchmark-generator-8a4c", _benchmark_field("hypothesis", "generator")),
+    Canary(
+        "benchmark generator company",
+        "cnry-benchmark-generator-company-1f6b",
+        _benchmark_field("hypothesis", "generator_company"),
+    ),
 ]
 
 VISIBLE = {
@@ -387,6 +441,7 @@ def _ids_for(world: World) -> Callable[[str], list[int]]:
         "task": list(ResearchTask.objects.values_list("pk", flat=True)),
         "user": list(User.objects.values_list("pk", flat=True)),
         "job": list(BackgroundJob.objects.values_list("pk", flat=True)),
+        "benchmark": list(BenchmarkSet.objects.values_list("pk", flat=True)),
     }
     everything = sorted(set(itertools.chain.from_iterable(by_kind.values())))
 

@@ -91,7 +91,9 @@ def test_run_goes_through_every_step_and_completes(roster):
     )
     assert run.finished_at is not None and run.error == ""
     assert run.hypotheses.count() == 12
-    assert run.hypotheses.filter(selected=True, literature_verdict=Hypothesis.Verdict.UNRESOLVED).count() == 12
+    # The corpus is empty: no candidate passes the literature gate, so every check is not_reported without a call.
+    assert run.hypotheses.filter(selected=True, literature_verdict=Hypothesis.Verdict.NOT_REPORTED).count() == 12
+    assert not ModelCall.objects.filter(run=run, purpose="novelty").exists()
 
 
 def test_pool_is_shuffled_with_the_recorded_seed_and_numbered(roster):
@@ -305,7 +307,9 @@ def test_failed_at_novelty_keeps_the_selection(roster, settings):
     run.refresh_from_db()
     assert run.status == Run.Status.FAILED_AT_NOVELTY
     assert run.hypotheses.filter(selected=True).count() == 12
-    assert run.work_items.get(step="novelty").state == "failed"
+    # One check per selected hypothesis; all stopped, so every verdict is unresolved (no information).
+    assert list(run.work_items.filter(step="novelty").values_list("state", flat=True)) == ["failed"] * 12
+    assert run.hypotheses.filter(selected=True, literature_verdict=Hypothesis.Verdict.UNRESOLVED).count() == 12
 
 
 # Idempotency and the sweeper --------------------------------------------------------------------------------------
@@ -327,7 +331,7 @@ def test_running_a_step_task_twice_changes_nothing(roster):
         work_item_perform(item_id=item.pk)
     run_advance(run_id=run.pk)
     assert (ModelCall.objects.count(), Hypothesis.objects.count(), Forecast.objects.count()) == counts
-    assert RunWorkItem.objects.filter(run=run).count() == 4 + 1 + 3 + 1
+    assert RunWorkItem.objects.filter(run=run).count() == 4 + 1 + 3 + 12  # a literature check per selected one
 
 
 def test_a_run_whose_worker_died_is_resumed_by_the_sweeper(roster, settings):

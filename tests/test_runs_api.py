@@ -183,6 +183,18 @@ def test_queue_full_when_too_many_runs_wait(client, roster, settings):
     assert start_run(client, address="203.0.113.3").status_code == 202
 
 
+def test_runs_without_a_client_address_use_none_of_the_public_limits(client, roster, settings):
+    # Coordinators' benchmark-set runs carry no client address.
+    settings.OPEN_HYPOTHESIS_DAILY_CAP = 2
+    settings.OPEN_HYPOTHESIS_QUEUE_LIMIT = 2
+    for _ in range(5):
+        Run.objects.create(question=QUESTION, shuffle_seed=1, client_hash="")
+    assert start_run(client, address="203.0.113.1").status_code == 202
+    assert start_run(client, address="203.0.113.2").status_code == 202
+    response = start_run(client, address="203.0.113.3")
+    assert response.status_code in (429, 503)
+
+
 def test_client_address_ignores_forwarding_headers_unless_a_trusted_proxy_is_configured(client, roster, settings):
     for n in range(3):
         assert start_run(client, forwarded_for=f"10.0.0.{n}").status_code == 202
@@ -304,7 +316,7 @@ def test_get_run_has_every_documented_field(client, roster):
     }  # fmt: skip
     assert hypothesis["label"] == "H1"
     assert hypothesis["forecasts"] == {"fc-astra": True, "fc-sonnet": True, "fc-argon": True, "fc-grok": True}
-    assert hypothesis["literature"] == {"verdict": "unresolved", "evidence": "", "reference": None}
+    assert hypothesis["literature"] == {"verdict": "not_reported", "evidence": "", "reference": None}
     assert "simulated" not in body
 
 

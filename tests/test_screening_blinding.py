@@ -1,12 +1,14 @@
 """Blinding of screening results (SPEC §3.3): a run's hypotheses made into a review cohort reach the reviewer as
 packets only. Canaries are planted in the run's forecasts, stages, literature check, model names, companies and ids,
-and in the run's own id and records; the reviewer's crawl (tests/test_blinding.py) must meet none of them."""
+in the run's own id and records, and in the literature checks of the run and of the cohort's proposals; the
+reviewer's crawl (tests/test_blinding.py) must meet none of them."""
 
 import uuid
 
 import pytest
 from django.urls import reverse
 
+from literature.models import NoveltyCheck, Reference
 from reviewapp.models import Cohort
 from screening.models import Forecast, Hypothesis, ModelCall, ModelEndpoint, Run
 from screening.services.cohorts import cohort_create_from_run
@@ -46,6 +48,12 @@ CANARIES = {
     "literature reference": "cnry-reference-1c6d",
     "model call response": "cnry-call-response-9f2e",
     "blind label": "cnryL7q",
+    "novelty check reason": "cnry-novelty-reason-3e7a",
+    "novelty check evidence": "cnry-novelty-evidence-6b1c",
+    "novelty part evidence": "cnry-novelty-part-9d4f",
+    "novelty candidate title": "cnry-novelty-candidate-2a8e",
+    "novelty reference title": "cnry-novelty-reference-5f3b",
+    "proposal novelty verdict": "cnry-pverdict-4c2",
 }
 
 
@@ -84,6 +92,27 @@ def reviewed_run(db, server, settings):
         detailed={"reason": CANARIES["forecast reason"]}, p_experimental_support=float(CANARIES["forecast probability"])
     )
     ModelCall.objects.filter(run=run).update(response_body=CANARIES["model call response"])
+    # The literature checks: the run's own (recorded by its literature step) and checks of the cohort's proposals.
+    reference = Reference.objects.create(
+        source="demo", source_id="cnry-ref", title=CANARIES["novelty reference title"], content_sha256="0" * 64
+    )
+    checked = {
+        "evidence": CANARIES["novelty check evidence"],
+        "reason": CANARIES["novelty check reason"],
+        "reference": reference,
+        "citation": {"title": CANARIES["novelty reference title"]},
+        "components": [{"part": "cause", "evidence": CANARIES["novelty part evidence"]}],
+        "candidates": [{"title": CANARIES["novelty candidate title"]}],
+    }
+    assert NoveltyCheck.objects.filter(run=run).update(verdict=CANARIES["literature verdict"], **checked)
+    for proposal in cohort.proposals.all():
+        NoveltyCheck.objects.create(
+            hypothesis_text=proposal.statement,
+            proposal=proposal,
+            state="done",
+            verdict=CANARIES["proposal novelty verdict"],
+            **checked,
+        )
     cohort.status = Cohort.Status.OPEN
     cohort.save(update_fields=["status"])
     reviewer = factories.make_user("reviewer", username="rev-nina")

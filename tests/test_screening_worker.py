@@ -108,7 +108,8 @@ def test_worker_takes_a_run_from_the_api_to_completion(needs_postgres, celery_on
     assert all(call.simulated and call.tools_disabled for call in ModelCall.objects.filter(run=run))
     # Each work item was done once: one call per model and stage (no malformed replies were configured).
     assert ModelCall.objects.filter(run=run, purpose="stage1").count() == 1
-    assert run.work_items.filter(state="done").count() == run.work_items.count() == 4 + 1 + 3 + 1 + 1
+    selected = run.hypotheses.filter(selected=True).count()
+    assert run.work_items.filter(state="done").count() == run.work_items.count() == 4 + 1 + 3 + selected + 1
 
     body = Client().get(f"/api/v1/open-hypothesis/runs/{public_id}?lang=ru").json()
     assert body["status"] == "completed" and body["simulated"] is True

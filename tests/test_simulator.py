@@ -213,14 +213,22 @@ def test_translation_into_russian_is_a_marked_rendering(db, simulator):
 
 def test_a_novelty_question_quotes_a_supplied_candidate_sentence(db, simulator):
     endpoint = simulated_endpoint(simulator(), "gemini")
-    user = (
-        "Hypothesis: X causes Y.\n\nCandidates:\n[R1] Mutant clones expand in inflamed marrow. A second sentence.\n"
-        "[R2] Unrelated.\n\nReturn a JSON object with the verdict."
-    )
-    result = complete(endpoint=endpoint, system="Judge novelty.", user=user, purpose="novelty")
-    reply = json.loads(result.text)
-    assert reply["evidence"] == "Mutant clones expand in inflamed marrow."
-    assert reply["reference"] == "R1" and reply["verdict"] in {"not_reported", "components_reported", "reported"}
+    verdicts = set()
+    for variant in range(12):
+        user = (
+            f"Hypothesis {variant}: X causes Y.\n\n[cause] X\n[effect] causes Y\n\n"
+            "[R1] (2020) Mutant clones in marrow. Mutant clones expand in inflamed marrow.\n[R2] Unrelated.\n\n"
+            "Return a JSON object with the verdict."
+        )
+        result = complete(endpoint=endpoint, system="Judge novelty.", user=user, purpose="novelty")
+        reply = json.loads(result.text)
+        verdicts.add(reply["verdict"])
+        if reply["verdict"] in ("reported", "contradicted"):
+            assert (reply["quote"], reply["reference_id"]) == ("Mutant clones expand in inflamed marrow.", "R1")
+        if reply["verdict"] == "components_reported":
+            assert [c["part"] for c in reply["components"]] == ["cause", "effect"]
+            assert {c["reference_id"] for c in reply["components"]} == {"R1", "R2"}
+    assert verdicts == {"not_reported", "components_reported", "reported", "contradicted"}
 
 
 def test_configuration_comes_from_the_environment_and_overrides(monkeypatch):

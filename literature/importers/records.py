@@ -7,7 +7,6 @@ raises `FileUnreadable` after yielding what it could read.
 import calendar
 import hashlib
 import html
-import json
 import re
 from dataclasses import dataclass, field
 from datetime import date
@@ -63,18 +62,19 @@ class ParsedReference:
 
     @cached_property
     def content_sha256(self) -> str:
-        """sha256 of what the record says (not of how the file spelled it): a changed hash means an update."""
-        content = [
+        """sha256 of what the record says (not of how the file spelled it): a changed hash means an update.
+        The separators are control characters that cleaned text never holds (clean() folds them as whitespace)."""
+        content = (
             self.pmid,
             self.doi,
             self.title,
             self.abstract,
             self.journal,
-            self.authors,
-            self.published.isoformat() if self.published else None,
+            "\x1e".join(self.authors),
+            self.published.isoformat() if self.published else "",
             self.published_precision,
-        ]
-        return hashlib.sha256(json.dumps(content, ensure_ascii=False).encode()).hexdigest()
+        )
+        return hashlib.sha256("\x1f".join(content).encode()).hexdigest()
 
 
 @dataclass

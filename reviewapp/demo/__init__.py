@@ -14,6 +14,7 @@ from django.contrib.auth.models import Group, User
 from django.db import transaction
 from django.utils import timezone
 
+from literature.demo import demo_references_load
 from reviewapp import protocol
 from reviewapp.models import Assignment, Cohort
 from reviewapp.roles import ANALYST, COORDINATOR, REVIEWER
@@ -124,4 +125,6 @@ def demo_load() -> DemoLoad:
         cohort.refresh_from_db()
     if cohort_created:
         _seed_reviews(cohort, accounts[DEMO_REVIEWERS[0]])
+    # The literature check of the demo's runs reads the demo references.
+    demo_references_load()
     return DemoLoad(cohort=cohort, cohort_created=cohort_created, logins=logins)

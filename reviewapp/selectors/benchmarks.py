@@ -13,7 +13,8 @@ from collections import defaultdict
 from dataclasses import dataclass
 
 from django.core.cache import cache
-from django.db.models import Count, Min, Prefetch, Q
+from django.db.models import Count, Min, OuterRef, Prefetch, Q, Subquery
+from django.db.models.functions import Coalesce
 
 from reviewapp import analysis
 from reviewapp.analysis import JudgeOutcome
@@ -21,6 +22,7 @@ from reviewapp.models import (
     BenchmarkHypothesis,
     BenchmarkImport,
     BenchmarkSet,
+    BenchmarkTask,
     Cohort,
     Judge,
     JudgeScore,
@@ -40,12 +42,17 @@ STATISTICS_CACHE_SECONDS = 24 * 3600
 ALL_GENERATORS = "All generators"
 
 
+def _count_of(model) -> Coalesce:
+    rows = model.objects.filter(benchmark=OuterRef("pk")).order_by().values("benchmark")
+    return Coalesce(Subquery(rows.annotate(n=Count("*")).values("n")), 0)
+
+
 def benchmark_list():
-    """Sets, newest first, with task_count, hypothesis_count and judge_count."""
+    """Sets, newest first, with task_count, hypothesis_count and judge_count (one subquery each, no joins)."""
     return BenchmarkSet.objects.order_by("-created_at", "-pk").annotate(
-        task_count=Count("benchmark_tasks", distinct=True),
-        hypothesis_count=Count("hypotheses", distinct=True),
-        judge_count=Count("judges", distinct=True),
+        task_count=_count_of(BenchmarkTask),
+        hypothesis_count=_count_of(BenchmarkHypothesis),
+        judge_count=_count_of(Judge),
     )
 
 
@@ -263,7 +270,7 @@ def benchmark_rows(benchmark: BenchmarkSet, judges: list[Judge] | None = None) -
         .prefetch_related(Prefetch("hypothesis__forecasts", queryset=forecasts))
         .order_by("benchmark_task__position", "benchmark_task__pk", "position", "pk")
     )
-    rows = []
+    rows, outcomes = [], {}
     for record in records:
         benchmark_task, task, screened = record.benchmark_task, record.benchmark_task.task, record.hypothesis
         if screened is not None:
@@ -293,7 +300,11 @@ def benchmark_rows(benchmark: BenchmarkSet, judges: list[Judge] | None = None) -
             }
         given = scores_of.get(record.pk, {})
         scores = {judge.name: given.get(judge.name) for judge in judges}
-        outcome, note = hypothesis_outcome(scores, judge_company, fields["generator_company"])
+        # Many hypotheses share their scores and generator company: each combination is decided once.
+        decided_by = (tuple(scores.values()), fields["generator_company"])
+        if decided_by not in outcomes:
+            outcomes[decided_by] = hypothesis_outcome(scores, judge_company, fields["generator_company"])
+        outcome, note = outcomes[decided_by]
         rows.append(
             HypothesisRow(
                 pk=record.pk,

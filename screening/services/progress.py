@@ -79,7 +79,7 @@ def _finish_stage1(run: Run, items) -> None:
                 _create_items(run, Step.STAGE2, len(run.roster["roles"]["stage2"]))
         # Nothing kept: stage 2 has nothing to ask.
         elif _move(run, S.SCREENING_STAGE1, S.CHECKING_NOVELTY, end="stage1", skip="stage2", start="novelty"):
-            _create_items(run, Step.NOVELTY, 1)
+            _start_novelty(run)
 
 
 def _finish_stage2(run: Run, items) -> None:
@@ -91,15 +91,34 @@ def _finish_stage2(run: Run, items) -> None:
             _move(run, S.SCREENING_STAGE2, S.FAILED_AT_STAGE2, end="stage2", error=error)
         elif _move(run, S.SCREENING_STAGE2, S.CHECKING_NOVELTY, end="stage2", start="novelty"):
             _select(run)
-            _create_items(run, Step.NOVELTY, 1)
+            _start_novelty(run)
+
+
+def _start_novelty(run: Run) -> None:
+    """One literature check per selected hypothesis, each a work item of its own (slot: the hypothesis's position),
+    so that the checks run concurrently. With nothing selected there is nothing to check and the run completes."""
+    positions = list(run.hypotheses.filter(selected=True).order_by("position").values_list("position", flat=True))
+    if positions:
+        _create_items(run, Step.NOVELTY, slots=positions)
+    else:
+        _finish_novelty(run, [])
 
 
 def _finish_novelty(run: Run, items) -> None:
-    (item,) = items
+    """Completed when every check finished, whatever its verdict (a check that could not decide recorded
+    `unresolved` with its reason). A check that stopped (an internal error, or stopped by the sweeper) ends the run
+    in failed_at_novelty; its hypothesis is `unresolved`, the others keep their verdicts."""
+    stopped = [item for item in items if item.state == RunWorkItem.State.FAILED]
     with transaction.atomic():
-        if item.state == RunWorkItem.State.FAILED:
-            error = f"The literature check stopped ({item.error})."
-            _move(run, S.CHECKING_NOVELTY, S.FAILED_AT_NOVELTY, end="novelty", error=error)
+        if stopped:
+            error = (
+                f"The literature check stopped for {len(stopped)} of {len(items)} selected hypotheses "
+                f"({stopped[0].error})."
+            )
+            if _move(run, S.CHECKING_NOVELTY, S.FAILED_AT_NOVELTY, end="novelty", error=error):
+                run.hypotheses.filter(selected=True, position__in=[item.slot for item in stopped]).update(
+                    literature_verdict=Hypothesis.Verdict.UNRESOLVED, literature_evidence="", literature_reference=None
+                )
         elif _move(run, S.CHECKING_NOVELTY, S.COMPLETED, end="novelty") and run.language != Run.Language.EN:
             Translation.objects.get_or_create(run=run, language=run.language)
             _create_items(run, Step.TRANSLATE, 1)
@@ -172,8 +191,9 @@ def _select(run: Run) -> None:
     Hypothesis.objects.filter(pk__in=list(selected)).update(selected=True)
 
 
-def _create_items(run: Run, step: str, count: int) -> None:
-    RunWorkItem.objects.bulk_create([RunWorkItem(run=run, step=step, slot=slot) for slot in range(count)])
+def _create_items(run: Run, step: str, count: int = 0, *, slots=None) -> None:
+    slots = range(count) if slots is None else slots
+    RunWorkItem.objects.bulk_create([RunWorkItem(run=run, step=step, slot=slot) for slot in slots])
     _enqueue(list(RunWorkItem.objects.filter(run=run, step=step).values_list("pk", flat=True)))
 
 

@@ -13,6 +13,7 @@ from django.db import DatabaseError, transaction
 from django.db.models import F
 from django.utils import timezone
 
+from literature import novelty
 from screening import parsing, prompts, providers
 from screening.models import Forecast, Hypothesis, ModelEndpoint, Run, RunWorkItem, Translation
 from screening.services.progress import ROLE_OF_STEP, run_advance
@@ -269,12 +270,33 @@ def _single(run: Run, endpoint: ModelEndpoint, items, stage: int) -> dict:
 
 
 def _check_novelty(item: RunWorkItem) -> Outcome:
-    """Until the literature check is connected, every selected hypothesis is `unresolved`: no information."""
+    """The literature check (SPEC §5) of one selected hypothesis: the item's slot is its position in the pool. The
+    judge is the roster's literature judge. All published literature counts, except for a benchmark set's run: it
+    answers a research task, and only what was published before the task's article counts (the article itself
+    would otherwise "report" every hypothesis that found its result)."""
     run = item.run
+    hypothesis = run.hypotheses.filter(selected=True, position=item.slot).first()
+    if hypothesis is None:
+        return Outcome(ok=False, error=f"no selected hypothesis at position {item.slot}")
+    judges = run.roster["roles"].get("novelty", [])
+    endpoint = ModelEndpoint.objects.filter(pk=judges[0]["endpoint_id"]).first() if judges else None
+    cutoff = Run.objects.filter(pk=run.pk).values_list("benchmark_task__task__published", flat=True).first()
+    text = prompts.hypothesis_text(hypothesis.statement, hypothesis.mechanism, hypothesis.prediction)
+    result = novelty.novelty_check(hypothesis_text=text, endpoint=endpoint, run=run, published_before=cutoff)
 
     def write():
-        run.hypotheses.filter(selected=True, literature_verdict="").update(
-            literature_verdict=Hypothesis.Verdict.UNRESOLVED
+        Hypothesis.objects.filter(pk=hypothesis.pk).update(
+            literature_verdict=result.verdict,
+            literature_evidence=result.evidence,
+            literature_reference=result.reference,
+        )
+        novelty.novelty_check_record(
+            result=result,
+            hypothesis_text=text,
+            endpoint=endpoint,
+            run=run,
+            hypothesis=hypothesis,
+            published_before=cutoff,
         )
 
     return Outcome(ok=True, write=write)

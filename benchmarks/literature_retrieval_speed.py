@@ -1,0 +1,220 @@
+"""Speed of literature retrieval (SPEC §5): one hypothesis searched over 100,000 references, on PostgreSQL and on
+the embedded default (SQLite), against the target median of 100 ms.
+
+    DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres .venv/bin/python benchmarks/literature_retrieval_speed.py
+    .venv/bin/python benchmarks/literature_retrieval_speed.py --backend sqlite --references 20000
+
+For each backend it builds a scratch database (PostgreSQL: `oh_bench_retrieval` on the server named by
+DATABASE_URL, dropped at the end unless --keep; SQLite: a file in a temporary folder), migrates it, loads synthetic
+references with varied abstracts (a Zipf-distributed vocabulary of 80,000 terms after a few dozen common ones, 120
+to 320 words each), indexes them, runs ANALYZE on PostgreSQL (as autovacuum does after a bulk load), and times
+`literature.retrieval.search()` for 50 hypotheses written from randomly chosen references (a paraphrase: some of
+the reference's words, shuffled, inside hypothesis phrasing). One query warms the caches first and is not counted.
+It prints the median and 90th percentile against the target, how often the source reference ranked first and
+among the first five (what the judge reads), and exits with status 1 when a target is missed. Each backend runs in
+a child process with its own settings.
+"""
+
+import argparse
+import json
+import os
+import random
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
+
+SCRATCH_DATABASE = "oh_bench_retrieval"
+TARGET_MEDIAN_MS = 100
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+COMMON = (
+    "cells mice aged ageing age increase decrease expression levels function activity role response model tissue "
+    "loss signalling pathway effect treatment study human young old mouse protein gene results showed suggest "
+    "associated mitochondrial inflammation senescence muscle stem blood liver brain metabolism lifespan"
+).split()
+FILLER = "the of in and with was were that by to not a for is are from".split()
+
+
+def synthetic_corpus(count: int, seed: int):
+    """(titles, abstracts): texts of a Zipf-distributed vocabulary, reproducible from the seed."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    syllables = "ka to mi ne ro sa li du pe va gi xo be fu ha zo qui tra pla sto cri mon gen cyt lyt phag kin".split()
+    made = set()
+    picker = random.Random(seed)
+    while len(made) < 80_000:
+        made.add("".join(picker.choice(syllables) for _ in range(picker.randint(2, 4))))
+    vocabulary = np.array(COMMON + sorted(made))
+    cumulative = np.cumsum(1.0 / np.arange(1, len(vocabulary) + 1) ** 1.05)
+    cumulative /= cumulative[-1]
+    filler = np.array(FILLER)
+
+    def words(n: int) -> list[str]:
+        drawn = vocabulary[np.searchsorted(cumulative, rng.random(n))]
+        glue = filler[rng.integers(len(filler), size=n)]
+        keep_glue = rng.random(n) < 0.45
+        stops = rng.random(n) < 0.07
+        out = []
+        for word, joiner, with_glue, stop in zip(drawn, glue, keep_glue, stops, strict=True):
+            out.append(word + ("." if stop else ""))
+            if with_glue and not stop:
+                out.append(joiner)
+        return out
+
+    titles = [" ".join(words(int(rng.integers(6, 12)))).capitalize().rstrip(".") for _ in range(count)]
+    abstracts = [" ".join(words(int(rng.integers(120, 320)))).capitalize() + "." for _ in range(count)]
+    return titles, abstracts
+
+
+def hypothesis_from(title: str, abstract: str, picker: random.Random) -> str:
+    """A hypothesis-like text sharing some of a reference's words, shuffled."""
+    words = [word.strip(".") for word in (title + " " + abstract).split() if word not in FILLER]
+    picked = picker.sample(words, min(24, len(words)))
+    statement, mechanism, prediction = picked[:10], picked[10:18], picked[18:]
+    return (
+        f"In aged mice, {' '.join(statement)} increases lifespan. Mechanism: {' '.join(mechanism)} acts through "
+        f"the pathway. Prediction: treated mice show {' '.join(prediction)} compared with controls."
+    )
+
+
+def child(references: int, queries: int) -> dict:
+    """Runs with DATABASE_URL set to the scratch database: build, index, time. Returns the figures."""
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "reviewapp.settings")
+    import django
+
+    django.setup()
+    from django.core.management import call_command
+    from django.db import connection
+
+    from literature import retrieval
+    from literature.models import Reference
+
+    call_command("migrate", verbosity=0)
+    started = time.monotonic()
+    titles, abstracts = synthetic_corpus(references, seed=20261129)
+    generated = time.monotonic() - started
+    started = time.monotonic()
+    batch = 5000
+    for offset in range(0, references, batch):
+        Reference.objects.bulk_create(
+            Reference(
+                source=Reference.Source.CSV,
+                source_id=f"bench-{n}",
+                title=titles[n],
+                abstract=abstracts[n],
+                published_precision="year",
+                content_sha256=f"{n:064d}",
+            )
+            for n in range(offset, min(offset + batch, references))
+        )
+    loaded = time.monotonic() - started
+    started = time.monotonic()
+    indexed = retrieval.index_references()
+    indexing = time.monotonic() - started
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("ANALYZE literature_reference")
+
+    ids = dict(Reference.objects.values_list("source_id", "pk"))
+    picker = random.Random(7)
+    targets = picker.sample(range(references), queries + 1)
+    texts = [hypothesis_from(titles[n], abstracts[n], picker) for n in targets]
+    retrieval.search(texts[0], limit=20)  # warm-up, not counted
+    timings, first, top5 = [], 0, 0
+    for n, text in zip(targets[1:], texts[1:], strict=True):
+        started = time.perf_counter()
+        found = retrieval.search(text, limit=20)
+        timings.append((time.perf_counter() - started) * 1000)
+        ranked = [candidate.reference_id for candidate in found]
+        first += ranked[:1] == [ids[f"bench-{n}"]]
+        top5 += ids[f"bench-{n}"] in ranked[:5]
+    timings.sort()
+    return {
+        "vendor": connection.vendor,
+        "references": references,
+        "generate_s": round(generated, 1),
+        "load_s": round(loaded, 1),
+        "index_s": round(indexing, 1),
+        "indexed": indexed,
+        "queries": queries,
+        "median_ms": round(statistics.median(timings), 1),
+        "p90_ms": round(timings[int(len(timings) * 0.9) - 1], 1),
+        "max_ms": round(timings[-1], 1),
+        "source_first": first,
+        "source_top5": top5,
+    }
+
+
+def database_url(url: str, name: str) -> str:
+    return urlunsplit(urlsplit(url)._replace(path=f"/{name}"))
+
+
+def run_child(env_url: str, args) -> dict:
+    env = {**os.environ, "DATABASE_URL": env_url, "LOG_LEVEL": "WARNING"}
+    command = [sys.executable, __file__, "--child", "--references", str(args.references)]
+    command += ["--queries", str(args.queries)]
+    result = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True)
+    if result.returncode != 0:
+        raise RuntimeError(f"the benchmark process failed:\n{result.stderr[-3000:]}")
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--backend", choices=["both", "postgresql", "sqlite"], default="both")
+    parser.add_argument("--references", type=int, default=100_000)
+    parser.add_argument("--queries", type=int, default=50)
+    parser.add_argument("--keep", action="store_true", help="keep the PostgreSQL scratch database")
+    parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        print(json.dumps(child(args.references, args.queries)))
+        return 0
+
+    figures = []
+    if args.backend in ("both", "sqlite"):
+        folder = tempfile.mkdtemp(prefix="oh-bench-literature-")
+        try:
+            figures.append(run_child(f"sqlite:///{folder}/bench.sqlite3", args))
+        finally:
+            shutil.rmtree(folder, ignore_errors=True)
+    if args.backend in ("both", "postgresql"):
+        import psycopg
+
+        server = os.environ.get("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/postgres")
+        if not server.startswith("postgres"):
+            server = "postgres://postgres@127.0.0.1:5432/postgres"
+        with psycopg.connect(database_url(server, "postgres"), autocommit=True) as maintenance:
+            maintenance.execute(f"DROP DATABASE IF EXISTS {SCRATCH_DATABASE}")
+            maintenance.execute(f"CREATE DATABASE {SCRATCH_DATABASE}")
+        try:
+            figures.append(run_child(database_url(server, SCRATCH_DATABASE), args))
+        finally:
+            if not args.keep:
+                with psycopg.connect(database_url(server, "postgres"), autocommit=True) as maintenance:
+                    maintenance.execute(f"DROP DATABASE IF EXISTS {SCRATCH_DATABASE} WITH (FORCE)")
+
+    failed = False
+    print(f"{'database':<11} {'references':>10} {'load s':>7} {'index s':>8} {'median ms':>10} {'p90 ms':>7} "
+          f"{'max ms':>7} {'target':>7} {'source first':>13} {'in top 5':>9}  result")  # fmt: skip
+    for f in figures:
+        passed = f["median_ms"] <= TARGET_MEDIAN_MS
+        failed |= not passed
+        print(
+            f"{f['vendor']:<11} {f['references']:>10,} {f['load_s']:>7} {f['index_s']:>8} {f['median_ms']:>10} "
+            f"{f['p90_ms']:>7} {f['max_ms']:>7} {'≤ ' + str(TARGET_MEDIAN_MS):>7} "
+            f"{f['source_first']:>10}/{f['queries']:<2} {f['source_top5']:>6}/{f['queries']:<2}"
+            f"  {'PASS' if passed else 'FAIL'}"
+        )
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

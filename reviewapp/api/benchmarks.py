@@ -1,0 +1,354 @@
+"""API: benchmark sets, their imports, runs, judges and judging, outcomes, statistics, Table S and the
+published-data bundle.
+
+Coordinators and analysts read; only coordinators write. Reviewers get 403 on every route here.
+"""
+
+import tempfile
+
+from django.http import FileResponse, HttpResponse
+from django.urls import path
+from django.utils.http import content_disposition_header
+from django.utils.text import slugify
+from rest_framework import serializers, status
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from reviewapp.api.cohorts import by_method
+from reviewapp.api.errors import ApiError
+from reviewapp.api.exports import FileContentNegotiation
+from reviewapp.api.permissions import CanReadAll, IsCoordinator
+from reviewapp.bundle import bundle_zip
+from reviewapp.models import BenchmarkSet, Judge
+from reviewapp.selectors import benchmarks as selectors
+from reviewapp.services import benchmarks as services
+from reviewapp.services.benchmark_imports import benchmark_import_file
+from reviewapp.services.imports import ImportInvalid
+from reviewapp.services.judging import judging_start
+from reviewapp.table_s import write_table_s
+from screening.models import ModelEndpoint, Roster
+
+XLSX = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
+
+
+def _benchmark(benchmark_id: int) -> BenchmarkSet:
+    try:
+        return selectors.benchmark_get(benchmark_id=benchmark_id)
+    except BenchmarkSet.DoesNotExist:
+        raise ApiError("not_found", f"There is no benchmark set {benchmark_id}.", status.HTTP_404_NOT_FOUND) from None
+
+
+def _service_error(error: services.BenchmarkError) -> ApiError:
+    return ApiError(error.code, error.message)
+
+
+def _filename(benchmark: BenchmarkSet, suffix: str) -> str:
+    return f"{slugify(benchmark.name) or 'set'}-{benchmark.pk}-{suffix}"
+
+
+class BenchmarkOutputSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    name = serializers.CharField()
+    description = serializers.CharField()
+    roster = serializers.CharField(source="roster.name", default=None)
+    seed = serializers.IntegerField()
+    task_count = serializers.IntegerField()
+    hypothesis_count = serializers.IntegerField()
+    judge_count = serializers.IntegerField()
+    created_at = serializers.DateTimeField()
+    started_at = serializers.DateTimeField()
+
+
+class BenchmarkListApi(APIView):
+    permission_classes = [CanReadAll]
+
+    def get(self, request):
+        return Response(BenchmarkOutputSerializer(selectors.benchmark_list().select_related("roster"), many=True).data)
+
+
+class BenchmarkCreateApi(APIView):
+    permission_classes = [IsCoordinator]
+
+    class InputSerializer(serializers.Serializer):
+        name = serializers.CharField(max_length=200)
+        description = serializers.CharField(required=False, allow_blank=True, default="")
+        roster = serializers.CharField(required=False, allow_blank=True, default="", help_text="a roster's name")
+        seed = serializers.IntegerField(required=False, allow_null=True, default=None, min_value=0)
+
+    def post(self, request):
+        data = self.InputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        values = data.validated_data
+        roster = None
+        if values["roster"]:
+            roster = Roster.objects.filter(name=values["roster"]).first()
+            if roster is None:
+                raise ApiError("unknown_roster", f"There is no roster named {values['roster']}.")
+        try:
+            benchmark = services.benchmark_create(
+                name=values["name"],
+                description=values["description"],
+                roster=roster,
+                seed=values["seed"],
+                user=request.user,
+            )
+        except services.BenchmarkError as error:
+            raise _service_error(error) from None
+        return Response(BenchmarkOutputSerializer(_benchmark(benchmark.pk)).data, status=status.HTTP_201_CREATED)
+
+
+class BenchmarkDetailApi(APIView):
+    """The set with its progress: per task, its run's status and counts and the random control's time."""
+
+    permission_classes = [CanReadAll]
+
+    def get(self, request, benchmark_id: int):
+        benchmark = _benchmark(benchmark_id)
+        progress = selectors.benchmark_progress(benchmark)
+        return Response(
+            {
+                **BenchmarkOutputSerializer(benchmark).data,
+                "progress": {
+                    "runs": progress.runs,
+                    "finished_runs": progress.finished_runs,
+                    "runs_by_status": progress.runs_by_status,
+                    "hypotheses": progress.hypotheses,
+                    "selected": progress.selected,
+                    "scores": progress.scores,
+                },
+                "tasks": [
+                    {
+                        "task": row.task_key,
+                        "status": row.status,
+                        "run": str(row.run.public_id) if row.run else None,
+                        "hypotheses": row.hypotheses,
+                        "discarded": row.discarded,
+                        "kept": row.kept,
+                        "selected": row.selected,
+                        "scores": row.scores,
+                        "random_control_drawn_at": row.control_drawn_at,
+                        "first_forecast_at": row.first_forecast_at,
+                    }
+                    for row in progress.tasks
+                ],
+            }
+        )
+
+
+class BenchmarkImportApi(APIView):
+    """POST a JSON, CSV or XLSX file of tasks, hypotheses with forecasts and/or judge scores as multipart "file"."""
+
+    permission_classes = [IsCoordinator]
+
+    class InputSerializer(serializers.Serializer):
+        file = serializers.FileField(allow_empty_file=True)
+
+    class OutputSerializer(serializers.Serializer):
+        tasks = serializers.IntegerField()
+        hypotheses = serializers.IntegerField()
+        scores = serializers.IntegerField()
+        new_tasks = serializers.IntegerField()
+        new_hypotheses = serializers.IntegerField()
+        new_scores = serializers.IntegerField()
+        new_judges = serializers.IntegerField()
+        already_imported = serializers.BooleanField()
+
+    def post(self, request, benchmark_id: int):
+        benchmark = _benchmark(benchmark_id)
+        data = self.InputSerializer(data=request.data)
+        if not data.is_valid():
+            raise ApiError(
+                "invalid_import",
+                "Send the file to import as the multipart field “file”.",
+                rows=[{"table": "file", "row": None, "field": "file", "message": "No file was sent."}],
+            )
+        upload = data.validated_data["file"]
+        try:
+            result = benchmark_import_file(
+                benchmark=benchmark, filename=upload.name, content=upload.read(), user=request.user
+            )
+        except ImportInvalid as exc:
+            raise ApiError(
+                "invalid_import", f"The file has {len(exc.rows)} problem(s); nothing was imported.", rows=exc.rows
+            ) from exc
+        return Response(self.OutputSerializer(result).data)
+
+
+class BenchmarkRunApi(APIView):
+    """Start one screening run per task that has none (the set's roster, seeds derived from the set's seed)."""
+
+    permission_classes = [IsCoordinator]
+
+    def post(self, request, benchmark_id: int):
+        benchmark = _benchmark(benchmark_id)
+        try:
+            runs = services.benchmark_run(benchmark=benchmark)
+        except services.BenchmarkError as error:
+            raise _service_error(error) from None
+        started = [{"id": str(run.public_id), "shuffle_seed": run.shuffle_seed} for run in runs]
+        return Response({"started": started}, status=status.HTTP_202_ACCEPTED)
+
+
+class JudgeSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    name = serializers.CharField()
+    company = serializers.CharField()
+    position = serializers.IntegerField()
+    model = serializers.CharField(source="endpoint.model_id", default=None)
+
+
+class JudgeListApi(APIView):
+    permission_classes = [CanReadAll]
+
+    def get(self, request, benchmark_id: int):
+        benchmark = _benchmark(benchmark_id)
+        return Response(JudgeSerializer(selectors.benchmark_judges(benchmark), many=True).data)
+
+
+class JudgeAddApi(APIView):
+    """Add a judge: a model endpoint (by its display name) or a person (name and company)."""
+
+    permission_classes = [IsCoordinator]
+
+    class InputSerializer(serializers.Serializer):
+        name = serializers.CharField(required=False, allow_blank=True, default="", max_length=200)
+        company = serializers.CharField(required=False, allow_blank=True, default="", max_length=200)
+        endpoint = serializers.CharField(required=False, allow_blank=True, default="")
+
+    def post(self, request, benchmark_id: int):
+        benchmark = _benchmark(benchmark_id)
+        data = self.InputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        values = data.validated_data
+        endpoint = None
+        if values["endpoint"]:
+            endpoint = ModelEndpoint.objects.filter(display_name=values["endpoint"]).first()
+            if endpoint is None:
+                raise ApiError("unknown_endpoint", f"There is no model endpoint named {values['endpoint']}.")
+        try:
+            judge = services.judge_add(
+                benchmark=benchmark, name=values["name"], company=values["company"], endpoint=endpoint
+            )
+        except services.BenchmarkError as error:
+            raise _service_error(error) from None
+        return Response(JudgeSerializer(judge).data, status=status.HTTP_201_CREATED)
+
+
+class JudgingStartApi(APIView):
+    """Start the judging: one background job per model judge ({"judges": [names]} to choose some)."""
+
+    permission_classes = [IsCoordinator]
+
+    class InputSerializer(serializers.Serializer):
+        judges = serializers.ListField(child=serializers.CharField(), required=False, allow_empty=False)
+
+    def post(self, request, benchmark_id: int):
+        benchmark = _benchmark(benchmark_id)
+        data = self.InputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        judges = None
+        if "judges" in data.validated_data:
+            names = data.validated_data["judges"]
+            judges = list(Judge.objects.filter(benchmark=benchmark, name__in=names))
+            unknown = sorted(set(names) - {judge.name for judge in judges})
+            if unknown:
+                raise ApiError("unknown_judge", f"The set has no judge named {', '.join(unknown)}.")
+        try:
+            jobs = judging_start(benchmark=benchmark, user=request.user, judges=judges)
+        except services.BenchmarkError as error:
+            raise _service_error(error) from None
+        return Response(
+            {"jobs": [{"id": job.pk, "judge_id": job.params["judge_id"], "state": job.state} for job in jobs]},
+            status=status.HTTP_202_ACCEPTED,
+        )
+
+
+class OutcomesApi(APIView):
+    """The judge table: every hypothesis with each judge's score (listed order) and its outcome."""
+
+    permission_classes = [CanReadAll]
+
+    def get(self, request, benchmark_id: int):
+        benchmark = _benchmark(benchmark_id)
+        judges = selectors.benchmark_judges(benchmark)
+        rows = selectors.benchmark_rows(benchmark, judges)
+        return Response(
+            {
+                "judges": [{"name": judge.name, "company": judge.company} for judge in judges],
+                "hypotheses": [
+                    {
+                        "task": row.task_key,
+                        "id": row.key,
+                        "generator": row.generator,
+                        "generator_company": row.generator_company,
+                        "selected": row.selected,
+                        "scores": row.scores,
+                        "excluded_judges": list(row.excluded_judges),
+                        "outcome": row.status,
+                        "primary": row.primary,
+                        "strict": row.strict,
+                        "borderline": row.borderline,
+                        "note": row.outcome_note,
+                    }
+                    for row in rows
+                ],
+            }
+        )
+
+
+class StatisticsApi(APIView):
+    """The set's statistics (SPEC §7) as JSON, the same the statistics page shows."""
+
+    permission_classes = [CanReadAll]
+
+    def get(self, request, benchmark_id: int):
+        benchmark = _benchmark(benchmark_id)
+        return Response(selectors.statistics_as_dict(selectors.benchmark_statistics(benchmark)))
+
+
+class TableSApi(APIView):
+    permission_classes = [CanReadAll]
+    content_negotiation_class = FileContentNegotiation
+
+    def get(self, request, benchmark_id: int):
+        benchmark = _benchmark(benchmark_id)
+        # An anonymous temporary file: removed when the response closes it, however the download ends.
+        workbook_file = tempfile.TemporaryFile(suffix=".xlsx")
+        try:
+            write_table_s(benchmark, workbook_file)
+        except BaseException:
+            workbook_file.close()
+            raise
+        workbook_file.seek(0)
+        return FileResponse(
+            workbook_file, as_attachment=True, filename=_filename(benchmark, "table-s.xlsx"), content_type=XLSX
+        )
+
+
+class BundleApi(APIView):
+    permission_classes = [CanReadAll]
+    content_negotiation_class = FileContentNegotiation
+
+    def get(self, request, benchmark_id: int):
+        benchmark = _benchmark(benchmark_id)
+        response = HttpResponse(bundle_zip(benchmark), content_type="application/zip")
+        response["Content-Disposition"] = content_disposition_header(True, _filename(benchmark, "bundle.zip"))
+        return response
+
+
+urlpatterns = [
+    path("benchmarks", by_method(get=BenchmarkListApi, post=BenchmarkCreateApi), name="api-benchmarks"),
+    path("benchmarks/<int:benchmark_id>", BenchmarkDetailApi.as_view(), name="api-benchmark-detail"),
+    path("benchmarks/<int:benchmark_id>/import", BenchmarkImportApi.as_view(), name="api-benchmark-import"),
+    path("benchmarks/<int:benchmark_id>/run", BenchmarkRunApi.as_view(), name="api-benchmark-run"),
+    path(
+        "benchmarks/<int:benchmark_id>/judges",
+        by_method(get=JudgeListApi, post=JudgeAddApi),
+        name="api-benchmark-judges",
+    ),
+    path("benchmarks/<int:benchmark_id>/judging", JudgingStartApi.as_view(), name="api-benchmark-judging"),
+    path("benchmarks/<int:benchmark_id>/outcomes", OutcomesApi.as_view(), name="api-benchmark-outcomes"),
+    path("benchmarks/<int:benchmark_id>/statistics", StatisticsApi.as_view(), name="api-benchmark-statistics"),
+    path("benchmarks/<int:benchmark_id>/table-s.xlsx", TableSApi.as_view(), name="api-benchmark-table-s"),
+    path("benchmarks/<int:benchmark_id>/bundle.zip", BundleApi.as_view(), name="api-benchmark-bundle"),
+]

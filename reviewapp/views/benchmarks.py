@@ -1,0 +1,409 @@
+"""Pages of benchmark sets and the analysts' statistics: the sets, a set's progress, its import, the judge table,
+the statistics with their plots and downloads, and the human review analysis of a cohort.
+
+Coordinators and analysts read; only coordinators change anything. Reviewers reach none of it: judge scores,
+outcomes and reference statements are hidden from them.
+"""
+
+from urllib.parse import urlencode
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
+from django.core.paginator import Paginator
+from django.http import Http404, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import path
+from django.utils.text import slugify
+from django.views.decorators.http import require_http_methods, require_POST
+
+from reviewapp import figures, roles
+from reviewapp.models import BenchmarkSet, Cohort, Judge
+from reviewapp.selectors import benchmarks as selectors
+from reviewapp.services import benchmarks as services
+from reviewapp.services.benchmark_imports import FIELDS, FORECAST_COLUMN_PREFIX, REQUIRED, benchmark_import_file
+from reviewapp.services.imports import ImportInvalid
+from reviewapp.services.judging import judging_jobs, judging_start
+from screening.models import ModelEndpoint, Roster
+
+JUDGE_TABLE_PAGE = 100
+OUTCOME_FILTERS = {
+    "positive": lambda row: row.status == "positive",
+    "negative": lambda row: row.status == "negative",
+    "not_judged": lambda row: row.status == "not_judged",
+    "borderline": lambda row: bool(row.borderline),
+    "selected": lambda row: bool(row.selected),
+}
+
+
+def _require_read_all(request) -> None:
+    if not roles.can_read_all(request.user):
+        raise PermissionDenied("Only coordinators and analysts may see benchmark sets.")
+
+
+def _require_coordinator(request) -> None:
+    if not roles.can_coordinate(request.user):
+        raise PermissionDenied("Only coordinators may change a benchmark set.")
+
+
+def _get_benchmark_for_user(request, benchmark_id: int) -> BenchmarkSet:
+    """The set with its counts for a coordinator or an analyst; 403 for anyone else (before any lookup), 404."""
+    _require_read_all(request)
+    try:
+        return selectors.benchmark_get(benchmark_id=benchmark_id)
+    except BenchmarkSet.DoesNotExist:
+        raise Http404("No such benchmark set.") from None
+
+
+def _get_benchmark_for_coordinator(request, benchmark_id: int) -> BenchmarkSet:
+    _require_coordinator(request)
+    return _get_benchmark_for_user(request, benchmark_id)
+
+
+def _get_cohort_for_user(request, cohort_id: int) -> Cohort:
+    _require_read_all(request)
+    return get_object_or_404(Cohort, pk=cohort_id)
+
+
+def _int_or_none(value: str | None) -> int | None:
+    try:
+        return int(value) if value not in (None, "") else None
+    except ValueError:
+        return None
+
+
+# Sets ----------------------------------------------------------------------------------------------------------
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def benchmark_list(request):
+    _require_read_all(request)
+    form, errors, status = {"name": "", "description": "", "roster": "", "seed": ""}, [], 200
+    if request.method == "POST":
+        _require_coordinator(request)
+        form = {key: request.POST.get(key, "").strip() for key in form}
+        seed, roster_id = _int_or_none(form["seed"]), _int_or_none(form["roster"])
+        roster = Roster.objects.filter(pk=roster_id).first() if roster_id else None
+        if form["seed"] and seed is None:
+            errors.append("The seed must be a whole number (or empty, to draw one).")
+        else:
+            try:
+                benchmark = services.benchmark_create(
+                    name=form["name"], description=form["description"], roster=roster, seed=seed, user=request.user
+                )
+            except services.BenchmarkError as error:
+                errors.append(error.message)
+            else:
+                messages.success(request, f"Set “{benchmark.name}” created. Import its tasks next.")
+                return redirect("benchmark-detail", benchmark_id=benchmark.pk)
+        status = 400
+    context = {
+        "benchmarks": selectors.benchmark_list(),
+        "rosters": Roster.objects.all(),
+        "form": form,
+        "errors": errors,
+    }
+    return render(request, "reviewapp/benchmark_list.html", context, status=status)
+
+
+def _detail_context(benchmark: BenchmarkSet) -> dict:
+    progress = selectors.benchmark_progress(benchmark)
+    return {
+        "benchmark": benchmark,
+        "progress": progress,
+        "running": progress.finished_runs < progress.runs,
+    }
+
+
+@login_required
+def benchmark_detail(request, benchmark_id: int):
+    benchmark = _get_benchmark_for_user(request, benchmark_id)
+    context = _detail_context(benchmark)
+    if request.htmx and request.htmx.target == "set-progress":
+        return render(request, "reviewapp/benchmark_detail.html#progress", context)
+    context |= {
+        "judges": selectors.benchmark_judges(benchmark),
+        "imports": selectors.benchmark_imports(benchmark),
+        "jobs": judging_jobs(benchmark=benchmark)[:10],
+        "rosters": Roster.objects.all(),
+        "endpoints": ModelEndpoint.objects.filter(enabled=True),
+    }
+    return render(request, "reviewapp/benchmark_detail.html", context)
+
+
+@login_required
+@require_POST
+def benchmark_roster(request, benchmark_id: int):
+    benchmark = _get_benchmark_for_coordinator(request, benchmark_id)
+    roster_id = _int_or_none(request.POST.get("roster"))
+    roster = Roster.objects.filter(pk=roster_id).first() if roster_id else None
+    services.benchmark_roster_set(benchmark=benchmark, roster=roster)
+    messages.success(request, f"The set's roster is now {roster.name}." if roster else "The set has no roster now.")
+    return redirect("benchmark-detail", benchmark_id=benchmark.pk)
+
+
+@login_required
+@require_POST
+def benchmark_run(request, benchmark_id: int):
+    benchmark = _get_benchmark_for_coordinator(request, benchmark_id)
+    try:
+        runs = services.benchmark_run(benchmark=benchmark)
+    except services.BenchmarkError as error:
+        messages.error(request, error.message)
+    else:
+        messages.success(request, f"{len(runs)} run{'s' if len(runs) != 1 else ''} started, one per task.")
+    return redirect("benchmark-detail", benchmark_id=benchmark.pk)
+
+
+@login_required
+@require_POST
+def benchmark_judge_add(request, benchmark_id: int):
+    benchmark = _get_benchmark_for_coordinator(request, benchmark_id)
+    endpoint_id = _int_or_none(request.POST.get("endpoint"))
+    endpoint = ModelEndpoint.objects.filter(pk=endpoint_id).first() if endpoint_id else None
+    try:
+        judge = services.judge_add(
+            benchmark=benchmark,
+            name=request.POST.get("name", ""),
+            company=request.POST.get("company", ""),
+            endpoint=endpoint,
+        )
+    except services.BenchmarkError as error:
+        messages.error(request, error.message)
+    else:
+        messages.success(request, f"{judge.name} ({judge.company}) is judge number {judge.position}.")
+    return redirect("benchmark-detail", benchmark_id=benchmark.pk)
+
+
+@login_required
+@require_POST
+def benchmark_judging(request, benchmark_id: int):
+    benchmark = _get_benchmark_for_coordinator(request, benchmark_id)
+    judge_id = _int_or_none(request.POST.get("judge"))
+    judges = list(Judge.objects.filter(benchmark=benchmark, pk=judge_id)) if judge_id else None
+    try:
+        jobs = judging_start(benchmark=benchmark, user=request.user, judges=judges)
+    except services.BenchmarkError as error:
+        messages.error(request, error.message)
+    else:
+        if jobs:
+            messages.success(
+                request, f"Judging started: {len(jobs)} job{'s' if len(jobs) != 1 else ''}, one per judge."
+            )
+        else:
+            messages.error(request, "Every model judge already has a judging job waiting or running.")
+    return redirect("benchmark-detail", benchmark_id=benchmark.pk)
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def benchmark_import(request, benchmark_id: int):
+    benchmark = _get_benchmark_for_coordinator(request, benchmark_id)
+    context = {"benchmark": benchmark, "result": None, "problems": None}
+    if request.method == "POST":
+        upload = request.FILES.get("file")
+        if upload is None:
+            context["problems"] = [
+                {"table": "file", "row": None, "field": "file", "message": "Choose a file to import."}
+            ]
+        else:
+            try:
+                context["result"] = benchmark_import_file(
+                    benchmark=benchmark, filename=upload.name, content=upload.read(), user=request.user
+                )
+            except ImportInvalid as exc:
+                context["problems"] = exc.rows
+    context["imports"] = selectors.benchmark_imports(benchmark)
+    context["columns"] = [
+        (table, [(name, name in REQUIRED[table]) for name in fields if name != "forecasts"])
+        for table, fields in FIELDS.items()
+    ]
+    context["forecast_prefix"] = FORECAST_COLUMN_PREFIX
+    template = "reviewapp/benchmark_import.html#outcome" if request.htmx else "reviewapp/benchmark_import.html"
+    return render(request, template, context)
+
+
+# The judge table ------------------------------------------------------------------------------------------------
+
+
+@login_required
+def benchmark_judge_table(request, benchmark_id: int):
+    """Hypothesis × judge scores with each outcome; the generator company's own judge is shown but not counted."""
+    benchmark = _get_benchmark_for_user(request, benchmark_id)
+    judges = selectors.benchmark_judges(benchmark)
+    rows = selectors.benchmark_rows(benchmark, judges)
+    generators = selectors.generators_of(rows)
+    filters = {key: request.GET.get(key, "").strip() for key in ("generator", "outcome", "task")}
+    if filters["generator"]:
+        rows = [row for row in rows if row.generator == filters["generator"]]
+    if filters["outcome"] in OUTCOME_FILTERS:
+        rows = [row for row in rows if OUTCOME_FILTERS[filters["outcome"]](row)]
+    if filters["task"]:
+        rows = [row for row in rows if row.task_key == filters["task"]]
+    page = Paginator(rows, JUDGE_TABLE_PAGE).get_page(request.GET.get("page"))
+    entries = [
+        {
+            "row": row,
+            "cells": [
+                {"score": row.scores.get(judge.name), "excluded": judge.name in row.excluded_judges} for judge in judges
+            ],
+        }
+        for row in page
+    ]
+    query = urlencode({key: value for key, value in filters.items() if value})
+    context = {
+        "benchmark": benchmark,
+        "judges": judges,
+        "page": page,
+        "entries": entries,
+        "generators": generators,
+        "filters": filters,
+        "filter_query": f"{query}&" if query else "",
+        "outcomes": list(OUTCOME_FILTERS),
+    }
+    return render(request, "reviewapp/benchmark_judges.html", context)
+
+
+# Statistics ------------------------------------------------------------------------------------------------------
+
+
+def _percent(estimate) -> str:
+    """ "73.7% [50.0; 90.9]": a share with its 95% interval, as seed 001 prints them."""
+    if estimate is None or estimate.value is None:
+        return "–"
+    interval = f" [{estimate.low * 100:.1f}; {estimate.high * 100:.1f}]" if estimate.low is not None else ""
+    return f"{estimate.value * 100:.1f}%{interval}"
+
+
+def _ratio(estimate) -> str:
+    if estimate is None or estimate.value is None:
+        return "–"
+    interval = f" [{estimate.low:.2f}; {estimate.high:.2f}]" if estimate.low is not None else ""
+    return f"{estimate.value:.2f}{interval}"
+
+
+def _enrichment_rows(statistics) -> list[dict]:
+    rows = []
+    for g in statistics.generators:
+        primary, strict, drawn, random_list = g.primary, g.strict, g.drawn_control, g.random_list
+        rows.append(
+            {
+                "generator": g.generator,
+                "company": g.company,
+                "hypotheses": g.hypotheses,
+                "no_selection": g.no_selection,
+                "not_judged": primary.not_judged if primary else None,
+                "base_rate": f"{_percent(primary.base_rate)} ({primary.matches}/{primary.hypotheses})"
+                if primary
+                else "–",
+                "precision": f"{_percent(primary.precision)} ({primary.selected_matches}/{primary.selected})"
+                if primary
+                else "–",
+                "enrichment": _ratio(primary.enrichment) if primary else "–",
+                "sensitivity": _percent(primary.sensitivity) if primary else "–",
+                "strict_precision": f"{_percent(strict.precision)} ({strict.selected_matches}/{strict.selected})"
+                if strict
+                else "–",
+                "strict_enrichment": _ratio(strict.enrichment) if strict else "–",
+                "random_list": f"{random_list.mean:.2f} ({random_list.low}–{random_list.high})" if random_list else "–",
+                "drawn_control": f"{_percent(drawn.precision)} ({drawn.selected_matches}/{drawn.selected})"
+                if drawn
+                else "–",
+                "undefined": max(
+                    (e.undefined_resamples for e in (primary.precision, primary.enrichment) if e is not None),
+                    default=0,
+                )
+                if primary
+                else 0,
+            }
+        )
+    return rows
+
+
+@login_required
+def benchmark_statistics(request, benchmark_id: int):
+    benchmark = _get_benchmark_for_user(request, benchmark_id)
+    statistics = selectors.benchmark_statistics(benchmark)
+    agreement = statistics.agreement
+    context = {
+        "benchmark": benchmark,
+        "statistics": statistics,
+        "enrichment_rows": _enrichment_rows(statistics),
+        "pairs": [
+            {
+                "pair": pair,
+                "kappa": _ratio(pair.kappa),
+                "strict_kappa": _ratio(pair.strict_kappa),
+                "weighted_kappa": _ratio(pair.weighted_kappa),
+            }
+            for pair in (agreement.pairs if agreement else ())
+        ],
+        "votes": [votes for votes in (statistics.votes_primary, statistics.votes_strict) if votes is not None],
+        "figures": figures.BENCHMARK_FIGURES,
+        "cohorts": Cohort.objects.order_by("-created_at", "-pk")[:50],
+    }
+    return render(request, "reviewapp/benchmark_statistics.html", context)
+
+
+def _file_response(content: bytes, file_format: str, filename: str) -> HttpResponse:
+    response = HttpResponse(content, content_type=figures.FORMATS[file_format])
+    disposition = "attachment" if file_format == "csv" else "inline"
+    response["Content-Disposition"] = f'{disposition}; filename="{filename}"'
+    return response
+
+
+@login_required
+def benchmark_figure(request, benchmark_id: int, figure: str, file_format: str):
+    benchmark = _get_benchmark_for_user(request, benchmark_id)
+    spec = figures.BENCHMARK_FIGURES.get(figure)
+    if spec is None or file_format not in figures.FORMATS or (file_format != "csv" and spec.plot is None):
+        raise Http404("This set has no such figure or file.")
+    content = figures.figure_file(spec, selectors.benchmark_statistics(benchmark), file_format)
+    return _file_response(content, file_format, f"{slugify(benchmark.name) or 'set'}-{figure}.{file_format}")
+
+
+@login_required
+def cohort_statistics(request, cohort_id: int):
+    cohort = _get_cohort_for_user(request, cohort_id)
+    context = {
+        "cohort": cohort,
+        "analysis": selectors.cohort_review_analysis(cohort),
+        "figures": figures.COHORT_FIGURES,
+    }
+    return render(request, "reviewapp/benchmark_cohort_statistics.html", context)
+
+
+@login_required
+def cohort_figure(request, cohort_id: int, cohort_figure: str, file_format: str):
+    cohort = _get_cohort_for_user(request, cohort_id)
+    spec = figures.COHORT_FIGURES.get(cohort_figure)
+    if spec is None or file_format not in figures.FORMATS:
+        raise Http404("This cohort has no such figure or file.")
+    content = figures.figure_file(spec, selectors.cohort_review_analysis(cohort), file_format)
+    name = f"{slugify(cohort.name) or 'cohort'}-{cohort_figure}.{file_format}"
+    return _file_response(content, file_format, name)
+
+
+urlpatterns = [
+    path("benchmarks/", benchmark_list, name="benchmark-list"),
+    path("benchmarks/<int:benchmark_id>/", benchmark_detail, name="benchmark-detail"),
+    path("benchmarks/<int:benchmark_id>/roster/", benchmark_roster, name="benchmark-roster"),
+    path("benchmarks/<int:benchmark_id>/run/", benchmark_run, name="benchmark-run"),
+    path("benchmarks/<int:benchmark_id>/import/", benchmark_import, name="benchmark-import"),
+    path("benchmarks/<int:benchmark_id>/judges/add/", benchmark_judge_add, name="benchmark-judge-add"),
+    path("benchmarks/<int:benchmark_id>/judging/", benchmark_judging, name="benchmark-judging"),
+    path("benchmarks/<int:benchmark_id>/judges/", benchmark_judge_table, name="benchmark-judge-table"),
+    path("benchmarks/<int:benchmark_id>/statistics/", benchmark_statistics, name="benchmark-statistics"),
+    path(
+        "benchmarks/<int:benchmark_id>/figures/<slug:figure>.<slug:file_format>",
+        benchmark_figure,
+        name="benchmark-figure",
+    ),
+    path("cohorts/<int:cohort_id>/statistics/", cohort_statistics, name="cohort-statistics"),
+    path(
+        "cohorts/<int:cohort_id>/figures/<slug:cohort_figure>.<slug:file_format>",
+        cohort_figure,
+        name="cohort-figure",
+    ),
+]
