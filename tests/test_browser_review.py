@@ -29,13 +29,15 @@ SCREENSHOT = "/tmp/review-page.png"
 
 @pytest.fixture
 def page(chromium_path):
-    from playwright.sync_api import sync_playwright
+    from playwright.sync_api import expect, sync_playwright
 
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=chromium_path, args=CHROMIUM_ARGS)
         context = browser.new_context(viewport={"width": 1440, "height": 1000})
         page = context.new_page()
-        page.set_default_timeout(10_000)
+        page.set_default_timeout(15_000)
+        # CI shares two cores with the live server: give assertions the same patience as actions.
+        expect.set_options(timeout=15_000)
         yield page
         browser.close()
 

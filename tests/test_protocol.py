@@ -466,7 +466,7 @@ def test_stage2_models_finishing_together_move_the_run_on_once(
         assert errors == []
         run.refresh_from_db()
         assert run.status == Run.Status.CHECKING_NOVELTY
-        assert run.work_items.filter(step="novelty").count() == 1
+        assert run.work_items.filter(step="novelty").count() == 12  # one literature check per selected hypothesis
         assert run.hypotheses.filter(selected=True).count() == 12
     finally:
         drop_broker_connections()
