@@ -15,9 +15,9 @@ import httpx
 import pytest
 from django.utils import timezone
 
+from reviewapp.retry import retry_delay_from_headers
 from screening.models import EndpointSlot, ModelCall, ModelEndpoint
 from screening.providers import complete
-from screening.providers.transport import retry_delay_from_headers
 
 KEY_VAR = "OH_TEST_PROVIDER_KEY"
 KEY = "sk-test-secret-key-4242"

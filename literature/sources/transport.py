@@ -4,18 +4,16 @@ Credentials (NCBI's api_key, tool and email) are sent but never become part of a
 log line or an error message.
 """
 
-import email.utils
 import logging
-import random
 import time
 from dataclasses import dataclass
-from datetime import UTC, datetime
 
 import httpx
 from django.conf import settings
 
 from literature.sources.cache import cache_key, cache_lookup, cache_store
 from literature.sources.ratelimit import wait_for_turn
+from reviewapp.retry import backoff_delay, retry_delay_from_headers
 
 logger = logging.getLogger(__name__)
 
@@ -102,11 +100,15 @@ def source_request(
                 error = f"HTTP {response.status_code}: {_redact(response.text[:300], secrets).strip()}"
                 if not _is_retryable(response.status_code):
                     raise SourceUnavailable(f"{source} {endpoint} refused the request: {error}")
-                delay = retry_after_seconds(response.headers)
+                delay = retry_delay_from_headers(response.headers)
             if attempt == max_attempts:
                 break
             if delay is None:
-                delay = backoff_delay(attempt)
+                delay = backoff_delay(
+                    attempt,
+                    base=settings.LITERATURE_BACKOFF_BASE_SECONDS,
+                    maximum=settings.LITERATURE_BACKOFF_MAX_SECONDS,
+                )
             if delay > settings.LITERATURE_BACKOFF_MAX_SECONDS:
                 raise SourceUnavailable(
                     f"{source} {endpoint}: {error}; it asks to wait {delay:.0f} s, longer than "
@@ -115,30 +117,6 @@ def source_request(
             logger.warning("%s %s try %s: %s; retrying in %.1f s", source, endpoint, attempt, error, delay)
             time.sleep(delay)
     raise SourceUnavailable(f"{source} {endpoint}: {error} (gave up after {max_attempts} attempts)")
-
-
-def retry_after_seconds(headers: httpx.Headers) -> float | None:
-    """Retry-After in seconds or as an HTTP date."""
-    raw = headers.get("retry-after")
-    if not raw:
-        return None
-    try:
-        return max(0.0, float(raw))
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(raw)
-    except (TypeError, ValueError):
-        return None
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=UTC)
-    return max(0.0, (when - datetime.now(UTC)).total_seconds())
-
-
-def backoff_delay(attempt: int) -> float:
-    """Exponential backoff with jitter: half the step fixed, half random."""
-    step = min(settings.LITERATURE_BACKOFF_MAX_SECONDS, settings.LITERATURE_BACKOFF_BASE_SECONDS * 2 ** (attempt - 1))
-    return step / 2 + random.uniform(0, step / 2)
 
 
 def _is_retryable(status: int) -> bool:

@@ -16,17 +16,12 @@ field; the same bytes imported into the same set again change nothing; records t
 identical and refused when different, never overwritten.
 """
 
-import csv
 import hashlib
-import io
-import json
 from dataclasses import dataclass
 from pathlib import PurePath
 
 from django.db import IntegrityError, transaction
 from django.db.models import Max
-from openpyxl import load_workbook
-from openpyxl.utils import get_column_letter
 
 from reviewapp.analysis.judges import company_key, judge_score
 from reviewapp.models import (
@@ -39,24 +34,24 @@ from reviewapp.models import (
     ResearchTask,
 )
 
-# The cohort import's readers and task validation, shared so that tasks are imported the same way everywhere.
+# The cohort import's task validation, shared so that tasks are imported the same way everywhere.
 from reviewapp.services.imports import (
-    FILE,
     TASK_FIELDS,
     TASKS,
-    ImportInvalid,
     _check_against_database,
     _clean_table,
-    _decode,
     _fetch_in,
-    _file_invalid,
-    _header_name,
-    _is_blank,
-    _json_object,
-    _problem,
     _sha256_json,
-    _text,
     task_content_sha256,
+)
+from reviewapp.services.tabular_files import (
+    ImportInvalid,
+    KeyedColumns,
+    TableFile,
+    as_text,
+    clean_text,
+    file_invalid,
+    problem,
 )
 
 HYPOTHESES, SCORES = "hypotheses", "scores"
@@ -84,6 +79,25 @@ REQUIRED = {
 FORECAST_COLUMN_PREFIX = "forecast:"
 _TEXT_LIMIT = 200  # ids, names and companies
 _WRITE_BATCH = 1000
+BENCHMARK_FILE = TableFile(
+    fields=FIELDS,
+    required=REQUIRED,
+    csv_tables=(
+        (SCORES, frozenset({"hypothesis", "judge", "score"})),
+        (HYPOTHESES, frozenset({"task", "id", "statement"})),
+        (TASKS, frozenset({"key", "question"})),
+    ),
+    holds="tasks, hypotheses or scores",
+    json_lists="“tasks”, “hypotheses” and/or “scores” lists",
+    json_keys="“tasks”, “hypotheses” and/or “scores”",
+    csv_header_rule="a tasks table needs the columns key and question, a hypotheses table the columns task, id and "
+    "statement, a scores table the columns hypothesis, judge and score (comma-separated, header on the first line).",
+    sheet_rule="its sheets must be named “tasks”, “hypotheses” or “scores”.",
+    empty="The file holds no tasks, no hypotheses and no scores.",
+    keyed_columns={
+        HYPOTHESES: KeyedColumns(field="forecasts", prefix=FORECAST_COLUMN_PREFIX, label="forecast", key_name="model")
+    },
+)
 _TRUE = {"true", "yes", "y", "1"}
 _FALSE = {"false", "no", "n", "0"}
 
@@ -121,7 +135,7 @@ def benchmark_import_file(*, benchmark: BenchmarkSet, filename: str, content: by
             plan = _Plan(benchmark, records)
             problems += plan.check()
             if problems:
-                raise ImportInvalid(_in_file_order(problems))
+                raise ImportInvalid(BENCHMARK_FILE.in_file_order(problems))
             batch = BenchmarkImport.objects.create(
                 benchmark=benchmark,
                 filename=PurePath(filename).name[:255],
@@ -136,7 +150,7 @@ def benchmark_import_file(*, benchmark: BenchmarkSet, filename: str, content: by
     except IntegrityError as exc:
         # Only a concurrent import of the same records can get past the checks above.
         message = "Another import added some of these records at the same moment; import the file again."
-        raise ImportInvalid([_problem(FILE, None, None, message)]) from exc
+        raise file_invalid(message) from exc
     return BenchmarkImportResult(
         tasks=len(records[TASKS]),
         hypotheses=len(records[HYPOTHESES]),
@@ -159,11 +173,6 @@ def _repeated(batch: BenchmarkImport) -> BenchmarkImportResult:
     )
 
 
-def _in_file_order(problems: list[dict]) -> list[dict]:
-    tables = (FILE, *TABLES)
-    return sorted(problems, key=lambda p: (tables.index(p["table"]), p["row"] or 0))
-
-
 # Reading the file ------------------------------------------------------------------------------------
 
 
@@ -171,177 +180,14 @@ def _read_and_check_file(filename: str, content: bytes):
     """(format, {table: clean records}, problems): every problem the file shows by itself.
 
     Raises ImportInvalid at once when the file cannot be read at all."""
-    if not content.removeprefix(b"\xef\xbb\xbf").strip():
-        raise _file_invalid("The file is empty.")
-    file_format = _file_format(filename, content)
-    read = {"json": _read_json, "csv": _read_csv, "xlsx": _read_xlsx}[file_format]
-    rows, problems = read(content)
+    file_format, rows, problems = BENCHMARK_FILE.read(filename, content)
     records = {
         TASKS: _clean_tasks(rows.get(TASKS, []), problems),
         HYPOTHESES: _clean_rows(HYPOTHESES, rows.get(HYPOTHESES, []), problems),
         SCORES: _clean_rows(SCORES, rows.get(SCORES, []), problems),
     }
-    if not any(records.values()) and not problems:
-        problems.append(_problem(FILE, None, None, "The file holds no tasks, no hypotheses and no scores."))
     _check_within_file(records, problems)
     return file_format, records, problems
-
-
-def _file_format(filename: str, content: bytes) -> str:
-    extension = PurePath(filename).suffix.lower().lstrip(".")
-    if extension in ("json", "csv", "xlsx"):
-        return extension
-    if content.startswith(b"PK\x03\x04"):
-        return "xlsx"
-    if content.lstrip(b"\xef\xbb\xbf \t\r\n").startswith(b"{"):
-        return "json"
-    first_line = content.split(b"\n", 1)[0].decode("utf-8-sig", errors="replace")
-    if _csv_table({_header_name(cell) for cell in next(csv.reader([first_line]), [])}):
-        return "csv"
-    raise _file_invalid(f"“{filename}” is not a JSON, CSV or XLSX file of tasks, hypotheses or scores.")
-
-
-def _csv_table(column_names: set[str]) -> str | None:
-    if {"hypothesis", "judge", "score"} <= column_names:
-        return SCORES
-    if {"task", "id", "statement"} <= column_names:
-        return HYPOTHESES
-    if {"key", "question"} <= column_names:
-        return TASKS
-    return None
-
-
-def _read_json(content: bytes):
-    try:
-        data = json.loads(_decode(content), object_pairs_hook=_json_object)
-    except json.JSONDecodeError as exc:
-        raise _file_invalid(f"The file is not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno}).") from exc
-    if not isinstance(data, dict):
-        raise _file_invalid("The JSON file must be an object with “tasks”, “hypotheses” and/or “scores” lists.")
-    problems = [_problem(FILE, None, key, f"“{key}” is given twice.") for key in data.duplicate_keys]
-    problems += [
-        _problem(FILE, None, key, f"Unknown key “{key}”; the file holds “tasks”, “hypotheses” and/or “scores”.")
-        for key in data
-        if key not in FIELDS
-    ]
-    rows = {}
-    for table, fields in FIELDS.items():
-        entries = data.get(table)
-        if entries is None:
-            entries = []
-        elif not isinstance(entries, list):
-            problems.append(_problem(FILE, None, table, f"“{table}” must be a list."))
-            entries = []
-        rows[table] = []
-        for number, entry in enumerate(entries, start=1):
-            if not isinstance(entry, dict):
-                problems.append(_problem(table, number, None, "Each entry must be an object."))
-                continue
-            problems += [_problem(table, number, key, f"“{key}” is given twice.") for key in entry.duplicate_keys]
-            problems += [
-                _problem(table, number, key, f"Unknown field “{key}”; the {table} fields are: {', '.join(fields)}.")
-                for key in entry
-                if key not in fields
-            ]
-            rows[table].append((number, {key: value for key, value in entry.items() if key in fields}))
-    return rows, problems
-
-
-def _read_csv(content: bytes):
-    try:
-        grid = list(csv.reader(io.StringIO(_decode(content), newline="")))
-    except csv.Error as exc:
-        raise _file_invalid(f"The CSV file cannot be read: {exc}.") from exc
-    table = _csv_table({_header_name(cell) for cell in grid[0]})
-    if table is None:
-        raise _file_invalid(
-            "The CSV header is not recognised: a tasks table needs the columns key and question, a hypotheses "
-            "table the columns task, id and statement, a scores table the columns hypothesis, judge and score "
-            "(comma-separated, header on the first line)."
-        )
-    records, problems = _read_grid(table, grid[0], enumerate(grid[1:], start=2))
-    return {table: records}, problems
-
-
-def _read_xlsx(content: bytes):
-    try:
-        workbook = load_workbook(io.BytesIO(content), read_only=True, data_only=True)
-    except Exception as exc:  # openpyxl raises many kinds of error on a damaged workbook
-        raise _file_invalid("The file is not a readable XLSX workbook.") from exc
-    names = workbook.sheetnames
-    if not names or any(name not in FIELDS for name in names):
-        workbook.close()
-        found = ", ".join(f"“{name}”" for name in names)
-        raise _file_invalid(
-            f"The workbook has the sheets {found}; its sheets must be named “tasks”, “hypotheses” or “scores”."
-        )
-    try:
-        grids = {name: list(workbook[name].iter_rows(values_only=True)) for name in names}
-    except Exception as exc:  # as above: damaged sheet data
-        raise _file_invalid("The file is not a readable XLSX workbook.") from exc
-    finally:
-        workbook.close()
-    rows, problems = {}, []
-    for table, grid in grids.items():
-        if grid:
-            rows[table], sheet_problems = _read_grid(table, grid[0], enumerate(grid[1:], start=2))
-            problems += sheet_problems
-    return rows, problems
-
-
-def _forecast_model(column: str) -> str | None:
-    """The model named by a ``forecast:<model>`` column (the header as written, not lower-cased), else None."""
-    if column.strip().lower().startswith(FORECAST_COLUMN_PREFIX):
-        return column.strip()[len(FORECAST_COLUMN_PREFIX) :].strip()
-    return None
-
-
-def _read_grid(table: str, header: list, numbered_rows):
-    """Rows of a CSV table or a sheet as (row number, {column: value}); problems with the header or cells."""
-    fields = FIELDS[table]
-    columns = [_header_name(cell) for cell in header]
-    models = [_forecast_model(str(cell)) if table == HYPOTHESES and cell is not None else None for cell in header]
-    problems, seen = [], set()
-    for index, name in enumerate(columns):
-        letter = get_column_letter(index + 1)
-        if not name:
-            continue
-        if models[index] is not None:
-            if not models[index]:
-                problems.append(_problem(table, 1, name, f"The forecast column {letter} names no model."))
-            elif name in seen:
-                problems.append(_problem(table, 1, name, f"The column “{header[index]}” appears twice."))
-        elif name == "forecasts" or name not in fields:
-            hint = f" and one “{FORECAST_COLUMN_PREFIX}<model>” column per model" if table == HYPOTHESES else ""
-            names = ", ".join(field for field in fields if field != "forecasts")
-            message = f"Unknown column “{name}” (column {letter}); the {table} columns are: {names}{hint}."
-            problems.append(_problem(table, 1, name, message))
-        elif name in seen:
-            problems.append(_problem(table, 1, name, f"The column “{name}” appears twice."))
-        seen.add(name)
-    missing = [name for name in REQUIRED[table] if name not in seen]
-    problems += [_problem(table, 1, name, f"The {table} table has no “{name}” column.") for name in missing]
-    if missing:
-        return [], problems
-    records = []
-    for number, cells in numbered_rows:
-        if all(_is_blank(cell) for cell in cells):
-            continue
-        values, forecasts = {}, {}
-        for index, cell in enumerate(cells):
-            name = columns[index] if index < len(columns) else ""
-            model = models[index] if index < len(models) else None
-            if model:
-                forecasts.setdefault(model, None if _is_blank(cell) else cell)
-            elif name in fields and name not in values:
-                values[name] = cell
-            elif not name and not _is_blank(cell):
-                letter = get_column_letter(index + 1)
-                problems.append(_problem(table, number, None, f"Column {letter} has a value but no header."))
-        if table == HYPOTHESES:
-            values["forecasts"] = forecasts
-        records.append((number, values))
-    return records, problems
 
 
 # Cleaning values ---------------------------------------------------------------------------------------
@@ -354,13 +200,8 @@ def _clean_tasks(rows, problems: list) -> list[dict]:
     for record in records:
         if not record["reference_statement"] and (record["row"], "reference_statement") not in flagged:
             message = "reference_statement is required: the judges compare every hypothesis with it."
-            problems.append(_problem(TASKS, record["row"], "reference_statement", message))
+            problems.append(problem(TASKS, record["row"], "reference_statement", message))
     return records
-
-
-def _clean_text(value):
-    text = _text(value)
-    return ("", "Must be text.") if text is None else (text, None)
 
 
 def _clean_bool(value):
@@ -371,7 +212,7 @@ def _clean_bool(value):
         return None, None
     if isinstance(value, int | float) and value in (0, 1):
         return bool(value), None
-    text = _text(value)
+    text = as_text(value)
     if text == "":
         return None, None
     if text is not None and text.lower() in _TRUE | _FALSE:
@@ -399,7 +240,7 @@ def _clean_forecasts(value):
 
 
 def _clean_score(value):
-    text = _text(value) if isinstance(value, str) else None
+    text = as_text(value) if isinstance(value, str) else None
     if text is not None:
         try:
             value = int(text) if text.lstrip("-").isdigit() else float(text)
@@ -427,16 +268,16 @@ def _clean_rows(table: str, rows, problems: list) -> list[dict]:
     for number, values in rows:
         record = {"row": number}
         for name in FIELDS[table]:
-            value, message = _CLEANERS.get(name, _clean_text)(values.get(name))
+            value, message = _CLEANERS.get(name, clean_text)(values.get(name))
             record[name] = value
             if message:
-                problems.append(_problem(table, number, name, message))
+                problems.append(problem(table, number, name, message))
             elif name in REQUIRED[table] and (value is None or value == ""):
                 claim = " (the claim)" if name == "statement" else ""
-                problems.append(_problem(table, number, name, f"{name}{claim} is required."))
+                problems.append(problem(table, number, name, f"{name}{claim} is required."))
             elif isinstance(value, str) and name not in _FREE_TEXT and len(value) > _TEXT_LIMIT:
                 message = f"{name} has {len(value)} characters; at most {_TEXT_LIMIT} are allowed."
-                problems.append(_problem(table, number, name, message))
+                problems.append(problem(table, number, name, message))
         records.append(record)
     return records
 
@@ -458,7 +299,7 @@ def _check_within_file(records: dict, problems: list) -> None:
             key = key_of(record)
             if all(key if isinstance(key, tuple) else (key,)) and key in first_row:
                 message = f"{subject.format(key)} is given twice in this file (first on row {first_row[key]})."
-                problems.append(_problem(table, record["row"], field, message))
+                problems.append(problem(table, record["row"], field, message))
             first_row.setdefault(key, record["row"])
     companies = {}
     for record in records[SCORES]:
@@ -468,7 +309,7 @@ def _check_within_file(records: dict, problems: list) -> None:
                 message = (
                     f"The judge “{record['judge']}” is given the companies “{first}” and “{record['judge_company']}”."
                 )
-                problems.append(_problem(SCORES, record["row"], "judge_company", message))
+                problems.append(problem(SCORES, record["row"], "judge_company", message))
 
 
 # Checking against the database and writing ------------------------------------------------------------
@@ -500,7 +341,7 @@ class _Plan:
         for record in hypotheses:
             if record["task"] and record["task"] not in file_tasks and record["task"] not in self.set_tasks:
                 message = f"Unknown task “{record['task']}”: it is neither in this file nor in the set."
-                problems.append(_problem(HYPOTHESES, record["row"], "task", message))
+                problems.append(problem(HYPOTHESES, record["row"], "task", message))
                 continue
             present = existing.get((record["task"], record["id"]))
             if present is None:
@@ -511,7 +352,7 @@ class _Plan:
                     f"The set already has a hypothesis “{record['id']}” of this task, "
                     f"from {source}, with different content."
                 )
-                problems.append(_problem(HYPOTHESES, record["row"], "id", message))
+                problems.append(problem(HYPOTHESES, record["row"], "id", message))
 
         known_hypotheses = {(record["task"], record["id"]) for record in hypotheses} | set(existing)
         known_scores = {
@@ -527,16 +368,16 @@ class _Plan:
                     f"Unknown hypothesis “{record['hypothesis']}” of task “{record['task']}”: "
                     "it is neither in this file nor in the set."
                 )
-                problems.append(_problem(SCORES, row, "hypothesis", message))
+                problems.append(problem(SCORES, row, "hypothesis", message))
                 continue
             judge = self.judges.get(name)
             if judge is not None and company and company_key(company) != company_key(judge.company):
                 message = f"The judge “{name}” of this set is from “{judge.company}”, not “{company}”."
-                problems.append(_problem(SCORES, row, "judge_company", message))
+                problems.append(problem(SCORES, row, "judge_company", message))
             elif judge is None and name not in self.new_judges:
                 if not company:
                     message = f"The set has no judge “{name}”: add the judge first, or give its judge_company here."
-                    problems.append(_problem(SCORES, row, "judge", message))
+                    problems.append(problem(SCORES, row, "judge", message))
                     continue
                 self.new_judges[name] = company
             known = known_scores.get((name, record["task"], record["hypothesis"]))
@@ -544,7 +385,7 @@ class _Plan:
                 self.new_scores.append(record)
             elif record["score"] is not None and known != record["score"]:
                 message = f"The judge “{name}” already gave this hypothesis {known}; scores are never overwritten."
-                problems.append(_problem(SCORES, row, "score", message))
+                problems.append(problem(SCORES, row, "score", message))
         return problems
 
     def write(self, batch: BenchmarkImport) -> dict:

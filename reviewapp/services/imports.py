@@ -6,9 +6,7 @@ same cohort again changes nothing (the file's sha256 is kept on an ImportBatch).
 already exists is reused when its content is identical and refused when it differs, never overwritten.
 """
 
-import csv
 import hashlib
-import io
 import json
 import re
 from collections import defaultdict
@@ -18,12 +16,11 @@ from functools import cache
 from pathlib import PurePath
 
 from django.db import IntegrityError, transaction
-from openpyxl import load_workbook
-from openpyxl.utils import get_column_letter
 
 from reviewapp.models import Cohort, ImportBatch, Proposal, ResearchTask
+from reviewapp.services.tabular_files import ImportInvalid, TableFile, as_text, clean_text, file_invalid, problem
 
-TASKS, PROPOSALS, FILE = "tasks", "proposals", "file"
+TASKS, PROPOSALS = "tasks", "proposals"
 TASK_FIELDS = ("key", "question", "background", "reference_statement", "published", "dataset")
 PROPOSAL_FIELDS = (
     "id",
@@ -44,13 +41,24 @@ PROPOSAL_FIELDS = (
 )
 FIELDS = {TASKS: TASK_FIELDS, PROPOSALS: PROPOSAL_FIELDS}
 REQUIRED = {TASKS: ("key", "question"), PROPOSALS: ("id", "task", "statement")}
-FORMATS = ("json", "csv", "xlsx")
 # Proposal columns stored under the same name on the model (id, task and parents are mapped apart).
 _PROPOSAL_MODEL_FIELDS = tuple(name for name in PROPOSAL_FIELDS if name not in ("id", "task", "parents"))
 # SQLite refuses queries with too many parameters, so lookups by many ids go in chunks.
 _LOOKUP_CHUNK = 900
 _WRITE_BATCH = 1000
 _PARTIAL_DATE = re.compile(r"(\d{4})(?:-(\d{2})(?:-(\d{2}))?)?")
+COHORT_FILE = TableFile(
+    fields=FIELDS,
+    required=REQUIRED,
+    csv_tables=((TASKS, frozenset(REQUIRED[TASKS])), (PROPOSALS, frozenset(REQUIRED[PROPOSALS]))),
+    holds="tasks or proposals",
+    json_lists="a “tasks” list and/or a “proposals” list",
+    json_keys="“tasks” and/or “proposals”",
+    csv_header_rule="a tasks table needs the columns key and question, a proposals table the columns id, task and "
+    "statement (comma-separated, header on the first line).",
+    sheet_rule="it must have a sheet named “tasks” and/or one named “proposals”, and no other sheets.",
+    empty="The file holds no tasks and no proposals.",
+)
 
 
 @dataclass(frozen=True)
@@ -60,14 +68,6 @@ class ImportResult:
     new_tasks: int  # created by this import
     new_proposals: int
     already_imported: bool
-
-
-class ImportInvalid(Exception):
-    """The file cannot be imported. rows: [{"table", "row", "field", "message"}], every problem found."""
-
-    def __init__(self, rows: list[dict]):
-        super().__init__(f"{len(rows)} problem(s) in the import file")
-        self.rows = rows
 
 
 class CohortFrozen(Exception):
@@ -106,7 +106,7 @@ def cohort_import_file(*, cohort: Cohort, filename: str, content: bytes, user) -
             database_problems, task_pks, proposal_pks = _check_against_database(tasks, proposals)
             problems += database_problems
             if problems:
-                raise ImportInvalid(_in_file_order(problems))
+                raise ImportInvalid(COHORT_FILE.in_file_order(problems))
             batch = ImportBatch.objects.create(
                 cohort=cohort,
                 filename=PurePath(filename).name[:255],
@@ -120,7 +120,7 @@ def cohort_import_file(*, cohort: Cohort, filename: str, content: bytes, user) -
     except IntegrityError as exc:
         # Only a concurrent import of the same records can get past the checks above.
         message = "Another import added some of these records at the same moment; import the file again."
-        raise ImportInvalid([_problem(FILE, None, None, message)]) from exc
+        raise file_invalid(message) from exc
     return ImportResult(
         tasks=len(tasks),
         proposals=len(proposals),
@@ -144,19 +144,6 @@ def _repeated(batch: ImportBatch) -> ImportResult:
     )
 
 
-def _problem(table: str, row: int | None, field: str | None, message: str) -> dict:
-    return {"table": table, "row": row, "field": field, "message": message}
-
-
-def _file_invalid(message: str) -> ImportInvalid:
-    return ImportInvalid([_problem(FILE, None, None, message)])
-
-
-def _in_file_order(problems: list[dict]) -> list[dict]:
-    tables = (FILE, TASKS, PROPOSALS)
-    return sorted(problems, key=lambda p: (tables.index(p["table"]), p["row"] or 0))
-
-
 def _sha256_json(content: dict) -> str:
     canonical = json.dumps(content, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
     return hashlib.sha256(canonical.encode()).hexdigest()
@@ -170,210 +157,14 @@ def _read_and_check_file(filename: str, content: bytes):
 
     Raises ImportInvalid at once when the file cannot be read at all.
     """
-    if not content.removeprefix(b"\xef\xbb\xbf").strip():
-        raise _file_invalid("The file is empty.")
-    file_format = _file_format(filename, content)
-    read = {"json": _read_json, "csv": _read_csv, "xlsx": _read_xlsx}[file_format]
-    rows, problems = read(content)
+    file_format, rows, problems = COHORT_FILE.read(filename, content)
     tasks = _clean_table(TASKS, rows.get(TASKS, []), problems)
     proposals = _clean_table(PROPOSALS, rows.get(PROPOSALS, []), problems)
-    if not tasks and not proposals and not problems:
-        problems.append(_problem(FILE, None, None, "The file holds no tasks and no proposals."))
     _check_within_file(tasks, proposals, problems)
     return file_format, tasks, proposals, problems
 
 
-def _file_format(filename: str, content: bytes) -> str:
-    extension = PurePath(filename).suffix.lower().lstrip(".")
-    if extension in FORMATS:
-        return extension
-    if content.startswith(b"PK\x03\x04"):
-        return "xlsx"
-    if content.lstrip(b"\xef\xbb\xbf \t\r\n").startswith(b"{"):
-        return "json"
-    first_line = content.split(b"\n", 1)[0].decode("utf-8-sig", errors="replace")
-    if _csv_table({_header_name(cell) for cell in next(csv.reader([first_line]), [])}):
-        return "csv"
-    raise _file_invalid(f"“{filename}” is not a JSON, CSV or XLSX file of tasks or proposals.")
-
-
-def _decode(content: bytes) -> str:
-    try:
-        return content.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise _file_invalid(
-            f"The file is not UTF-8 text (the byte at position {exc.start} is not valid UTF-8); save it as UTF-8."
-        ) from exc
-
-
-class _JsonObject(dict):
-    """A JSON object that remembers keys given twice (json keeps only the last one silently)."""
-
-    duplicate_keys: list[str]
-
-
-def _json_object(pairs) -> _JsonObject:
-    obj = _JsonObject()
-    obj.duplicate_keys = []
-    for key, value in pairs:
-        if key in obj:
-            obj.duplicate_keys.append(key)
-        obj[key] = value
-    return obj
-
-
-def _read_json(content: bytes):
-    try:
-        data = json.loads(_decode(content), object_pairs_hook=_json_object)
-    except json.JSONDecodeError as exc:
-        raise _file_invalid(f"The file is not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno}).") from exc
-    if not isinstance(data, dict):
-        raise _file_invalid("The JSON file must be an object with a “tasks” list and/or a “proposals” list.")
-    problems = [_problem(FILE, None, key, f"“{key}” is given twice.") for key in data.duplicate_keys]
-    problems += [
-        _problem(FILE, None, key, f"Unknown key “{key}”; the file holds “tasks” and/or “proposals”.")
-        for key in data
-        if key not in FIELDS
-    ]
-    rows = {}
-    for table, fields in FIELDS.items():
-        entries = data.get(table)
-        if entries is None:
-            entries = []
-        elif not isinstance(entries, list):
-            problems.append(_problem(FILE, None, table, f"“{table}” must be a list."))
-            entries = []
-        rows[table] = []
-        for number, entry in enumerate(entries, start=1):
-            if not isinstance(entry, dict):
-                problems.append(_problem(table, number, None, "Each entry must be an object."))
-                continue
-            problems += [_problem(table, number, key, f"“{key}” is given twice.") for key in entry.duplicate_keys]
-            problems += [
-                _problem(table, number, key, f"Unknown field “{key}”; the {table} fields are: {', '.join(fields)}.")
-                for key in entry
-                if key not in fields
-            ]
-            rows[table].append((number, {key: value for key, value in entry.items() if key in fields}))
-    return rows, problems
-
-
-def _header_name(cell) -> str:
-    return "" if cell is None else str(cell).strip().lower()
-
-
-def _csv_table(column_names: set[str]) -> str | None:
-    if {"key", "question"} <= column_names:
-        return TASKS
-    if {"id", "task", "statement"} <= column_names:
-        return PROPOSALS
-    return None
-
-
-def _read_csv(content: bytes):
-    try:
-        grid = list(csv.reader(io.StringIO(_decode(content), newline="")))
-    except csv.Error as exc:
-        raise _file_invalid(f"The CSV file cannot be read: {exc}.") from exc
-    table = _csv_table({_header_name(cell) for cell in grid[0]})
-    if table is None:
-        raise _file_invalid(
-            "The CSV header is not recognised: a tasks table needs the columns key and question, "
-            "a proposals table the columns id, task and statement (comma-separated, header on the first line)."
-        )
-    records, problems = _read_grid(table, grid[0], enumerate(grid[1:], start=2))
-    return {table: records}, problems
-
-
-def _read_xlsx(content: bytes):
-    try:
-        workbook = load_workbook(io.BytesIO(content), read_only=True, data_only=True)
-    except Exception as exc:  # openpyxl raises many kinds of error on a damaged workbook
-        raise _file_invalid("The file is not a readable XLSX workbook.") from exc
-    names = workbook.sheetnames
-    if not names or any(name not in FIELDS for name in names):
-        workbook.close()
-        found = ", ".join(f"“{name}”" for name in names)
-        raise _file_invalid(
-            f"The workbook has the sheets {found}; it must have a sheet named “tasks” and/or one named "
-            "“proposals”, and no other sheets."
-        )
-    try:
-        grids = {name: list(workbook[name].iter_rows(values_only=True)) for name in names}
-    except Exception as exc:  # as above: damaged sheet data
-        raise _file_invalid("The file is not a readable XLSX workbook.") from exc
-    finally:
-        workbook.close()
-    rows, problems = {}, []
-    for table, grid in grids.items():
-        if grid:
-            rows[table], sheet_problems = _read_grid(table, grid[0], enumerate(grid[1:], start=2))
-            problems += sheet_problems
-    return rows, problems
-
-
-def _read_grid(table: str, header: list, numbered_rows):
-    """Rows of a CSV table or a sheet as (row number, {column: value}); problems with the header or cells."""
-    fields = FIELDS[table]
-    columns = [_header_name(cell) for cell in header]
-    problems, seen = [], set()
-    for index, name in enumerate(columns):
-        if not name:
-            continue
-        if name not in fields:
-            letter = get_column_letter(index + 1)
-            message = f"Unknown column “{name}” (column {letter}); the {table} columns are: {', '.join(fields)}."
-            problems.append(_problem(table, 1, name, message))
-        elif name in seen:
-            problems.append(_problem(table, 1, name, f"The column “{name}” appears twice."))
-        seen.add(name)
-    missing = [name for name in REQUIRED[table] if name not in seen]
-    problems += [_problem(table, 1, name, f"The {table} table has no “{name}” column.") for name in missing]
-    if missing:
-        return [], problems
-    records = []
-    for number, cells in numbered_rows:
-        if all(_is_blank(cell) for cell in cells):
-            continue
-        values = {}
-        for index, cell in enumerate(cells):
-            name = columns[index] if index < len(columns) else ""
-            if name in fields and name not in values:
-                values[name] = cell
-            elif not name and not _is_blank(cell):
-                letter = get_column_letter(index + 1)
-                problems.append(_problem(table, number, None, f"Column {letter} has a value but no header."))
-        records.append((number, values))
-    return records, problems
-
-
-def _is_blank(cell) -> bool:
-    return cell is None or (isinstance(cell, str) and not cell.strip())
-
-
 # Cleaning values ---------------------------------------------------------------------------------------
-
-
-def _text(value) -> str | None:
-    """A cell or JSON value as trimmed text; None when it is not a text-like value."""
-    if value is None:
-        return ""
-    if isinstance(value, str):
-        return value.strip()
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, float):
-        return str(int(value)) if value.is_integer() else str(value)
-    if isinstance(value, date):
-        return value.isoformat()
-    return None
-
-
-def _clean_text(value):
-    text = _text(value)
-    return ("", "Must be text.") if text is None else (text, None)
 
 
 def _clean_date(value):
@@ -381,7 +172,7 @@ def _clean_date(value):
         return value.date(), None
     if isinstance(value, date):
         return value, None
-    text = _text(value)
+    text = as_text(value)
     if text == "":
         return None, None
     match = _PARTIAL_DATE.fullmatch(text or "")
@@ -398,8 +189,8 @@ def _clean_date(value):
 def _clean_citations(value):
     """Citations are stored one per line; a JSON list gives one citation per item."""
     if not isinstance(value, list):
-        return _clean_text(value)
-    items = [_text(item) for item in value]
+        return clean_text(value)
+    items = [as_text(item) for item in value]
     if any(item is None for item in items):
         return "", "Must be text or a list of texts."
     return "\n".join(item for item in items if item), None
@@ -408,11 +199,11 @@ def _clean_citations(value):
 def _clean_parents(value):
     """A list of proposal ids; in a CSV cell or a sheet the ids are separated by “;”."""
     if isinstance(value, list):
-        items = [_text(item) for item in value]
+        items = [as_text(item) for item in value]
         if any(item is None for item in items):
             return [], "Must be a list of proposal ids."
     else:
-        text = _text(value)
+        text = as_text(value)
         if text is None:
             return [], "Must be a list of proposal ids."
         items = text.split(";")
@@ -439,16 +230,16 @@ def _clean_table(table: str, rows, problems: list) -> list[dict]:
     for number, values in rows:
         record = {"row": number}
         for name in FIELDS[table]:
-            value, message = _CLEANERS.get(name, _clean_text)(values.get(name))
+            value, message = _CLEANERS.get(name, clean_text)(values.get(name))
             record[name] = value
             if message:
-                problems.append(_problem(table, number, name, message))
+                problems.append(problem(table, number, name, message))
             elif name in REQUIRED[table] and not value:
                 claim = " (the claim)" if name == "statement" else ""
-                problems.append(_problem(table, number, name, f"{name}{claim} is required."))
+                problems.append(problem(table, number, name, f"{name}{claim} is required."))
             elif isinstance(value, str) and (limit := _max_length(table, name)) and len(value) > limit:
                 problems.append(
-                    _problem(table, number, name, f"{name} has {len(value)} characters; at most {limit} are allowed.")
+                    problem(table, number, name, f"{name} has {len(value)} characters; at most {limit} are allowed.")
                 )
         records.append(record)
     return records
@@ -461,11 +252,11 @@ def _check_within_file(tasks: list[dict], proposals: list[dict], problems: list)
             value = record[name]
             if value and value in first_row:
                 message = f"The {name} “{value}” is used twice in this file (first on row {first_row[value]})."
-                problems.append(_problem(table, record["row"], name, message))
+                problems.append(problem(table, record["row"], name, message))
             first_row.setdefault(value, record["row"])
     for record in proposals:
         if record["id"] and record["id"] in record["parents"]:
-            problems.append(_problem(PROPOSALS, record["row"], "parents", "A proposal cannot be its own parent."))
+            problems.append(problem(PROPOSALS, record["row"], "parents", "A proposal cannot be its own parent."))
     problems += _revision_cycles(proposals)
 
 
@@ -487,7 +278,7 @@ def _revision_cycles(proposals: list[dict]) -> list[dict]:
             if waiting[child] == 0:
                 ready.append(child)
     return [
-        _problem(PROPOSALS, by_id[proposal_id]["row"], "parents", "The parents lead back round a cycle of revisions.")
+        problem(PROPOSALS, by_id[proposal_id]["row"], "parents", "The parents lead back round a cycle of revisions.")
         for proposal_id, count in waiting.items()
         if count > 0
     ]
@@ -514,7 +305,7 @@ def _check_against_database(tasks: list[dict], proposals: list[dict]):
         task = existing_tasks.get(record["key"])
         if task and task_content_sha256(_task_values(task)) != task_content_sha256(record):
             message = f"A task with key “{record['key']}” already exists with different content."
-            problems.append(_problem(TASKS, record["row"], "key", message))
+            problems.append(problem(TASKS, record["row"], "key", message))
 
     file_ids = {record["id"] for record in proposals if record["id"]}
     named_ids = file_ids | {parent for record in proposals for parent in record["parents"]}
@@ -530,17 +321,17 @@ def _check_against_database(tasks: list[dict], proposals: list[dict]):
         row = record["row"]
         if record["task"] and record["task"] not in file_keys and record["task"] not in existing_tasks:
             message = f"Unknown task “{record['task']}”: it is neither in this file nor already imported."
-            problems.append(_problem(PROPOSALS, row, "task", message))
+            problems.append(problem(PROPOSALS, row, "task", message))
         for parent in record["parents"]:
             if parent not in file_ids and parent not in existing:
                 message = f"Unknown parent “{parent}”: it is neither in this file nor already imported."
-                problems.append(_problem(PROPOSALS, row, "parents", message))
+                problems.append(problem(PROPOSALS, row, "parents", message))
         proposal = existing.get(record["id"])
         if proposal and proposal_content_sha256(
             _proposal_values(proposal, parents_of[proposal.pk])
         ) != proposal_content_sha256(record):
             message = f"A proposal with id “{record['id']}” already exists with different content."
-            problems.append(_problem(PROPOSALS, row, "id", message))
+            problems.append(problem(PROPOSALS, row, "id", message))
     task_pks = {key: task.pk for key, task in existing_tasks.items()}
     proposal_pks = {proposal_id: proposal.pk for proposal_id, proposal in existing.items()}
     return problems, task_pks, proposal_pks

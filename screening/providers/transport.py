@@ -4,7 +4,6 @@ The retry loop covers the transport only (timeouts, connection errors, 408, 429,
 protocol's single "ask once more" for an unreadable answer is the caller's, recorded as protocol_attempt.
 """
 
-import email.utils
 import hashlib
 import json
 import logging
@@ -12,13 +11,14 @@ import random
 import time
 import uuid
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 
 import httpx
 from django.conf import settings
 from django.db.models import Q
 from django.utils import timezone
 
+from reviewapp.retry import backoff_delay, retry_delay_from_headers
 from screening.models import EndpointSlot, ModelCall
 
 logger = logging.getLogger(__name__)
@@ -67,36 +67,6 @@ def error_of(data) -> dict:
     """The error object of an error body; the three protocols all use {"error": {"message": ...}}."""
     error = data.get("error") if isinstance(data, dict) else None
     return error if isinstance(error, dict) else {}
-
-
-def retry_delay_from_headers(headers: httpx.Headers) -> float | None:
-    """retry-after-ms, else retry-after in seconds or as an HTTP date."""
-    raw_ms = headers.get("retry-after-ms")
-    if raw_ms:
-        try:
-            return max(0.0, float(raw_ms) / 1000)
-        except ValueError:
-            pass
-    raw = headers.get("retry-after")
-    if not raw:
-        return None
-    try:
-        return max(0.0, float(raw))
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(raw)
-    except (TypeError, ValueError):
-        return None
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=UTC)
-    return max(0.0, (when - datetime.now(UTC)).total_seconds())
-
-
-def backoff_delay(attempt: int) -> float:
-    """Exponential backoff with jitter: half the step fixed, half random."""
-    step = min(settings.PROVIDER_BACKOFF_MAX_SECONDS, settings.PROVIDER_BACKOFF_BASE_SECONDS * 2 ** (attempt - 1))
-    return step / 2 + random.uniform(0, step / 2)
 
 
 def encode_body(body: dict) -> bytes:
@@ -255,7 +225,13 @@ def call_with_retries(
                     http_status=attempt.status,
                     call=call,
                 )
-            delay = attempt.delay_hint if attempt.delay_hint is not None else backoff_delay(number)
+            delay = (
+                attempt.delay_hint
+                if attempt.delay_hint is not None
+                else backoff_delay(
+                    number, base=settings.PROVIDER_BACKOFF_BASE_SECONDS, maximum=settings.PROVIDER_BACKOFF_MAX_SECONDS
+                )
+            )
             if number == max_attempts:
                 gave_up = f"{call.error} (gave up after {number} attempts)"
                 break
