@@ -1,7 +1,6 @@
 """Pages: the coordinators' literature page (corpus size, file import, recent imports)."""
 
 from django.contrib.auth.decorators import login_required
-from django.core.exceptions import PermissionDenied
 from django.shortcuts import render
 from django.views.decorators.http import require_http_methods
 
@@ -14,15 +13,10 @@ from reviewapp import roles
 PROBLEMS_SHOWN = 200
 
 
-def _require_coordinator(request) -> None:
-    if not roles.can_coordinate(request.user):
-        raise PermissionDenied
-
-
 @login_required
 @require_http_methods(["GET", "POST"])
 def literature_home(request):
-    _require_coordinator(request)
+    roles.require_coordinator(request.user)
     context = {"result": None, "problems": None, "formats": FORMATS, "csv_fields": FIELD_HELP}
     chosen = request.POST.get("format", "pubmed_xml")
     if request.method == "POST":

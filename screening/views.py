@@ -116,11 +116,6 @@ def run_download(request, run_id):
     return response
 
 
-def _require_coordinator(request) -> None:
-    if not roles.can_coordinate(request.user):
-        raise PermissionDenied("Only coordinators may create cohorts from runs.")
-
-
 @login_required
 def run_list(request):
     """/screening/runs/: every run with its status and counts (coordinators and analysts; analysts only read)."""
@@ -138,7 +133,7 @@ def run_list(request):
 @require_POST
 def run_cohort_create(request, run_id):
     """Create a draft review cohort from a run's selected or delivered hypotheses."""
-    _require_coordinator(request)
+    roles.require_coordinator(request.user)
     run = _get_run(run_id)
     try:
         cohort = cohort_create_from_run(

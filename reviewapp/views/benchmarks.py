@@ -9,7 +9,6 @@ from urllib.parse import urlencode
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
 from django.http import Http404, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
@@ -36,19 +35,9 @@ OUTCOME_FILTERS = {
 }
 
 
-def _require_read_all(request) -> None:
-    if not roles.can_read_all(request.user):
-        raise PermissionDenied("Only coordinators and analysts may see benchmark sets.")
-
-
-def _require_coordinator(request) -> None:
-    if not roles.can_coordinate(request.user):
-        raise PermissionDenied("Only coordinators may change a benchmark set.")
-
-
 def _get_benchmark_for_user(request, benchmark_id: int) -> BenchmarkSet:
     """The set with its counts for a coordinator or an analyst; 403 for anyone else (before any lookup), 404."""
-    _require_read_all(request)
+    roles.require_read_all(request.user)
     try:
         return selectors.benchmark_get(benchmark_id=benchmark_id)
     except BenchmarkSet.DoesNotExist:
@@ -56,12 +45,12 @@ def _get_benchmark_for_user(request, benchmark_id: int) -> BenchmarkSet:
 
 
 def _get_benchmark_for_coordinator(request, benchmark_id: int) -> BenchmarkSet:
-    _require_coordinator(request)
+    roles.require_coordinator(request.user)
     return _get_benchmark_for_user(request, benchmark_id)
 
 
 def _get_cohort_for_user(request, cohort_id: int) -> Cohort:
-    _require_read_all(request)
+    roles.require_read_all(request.user)
     return get_object_or_404(Cohort, pk=cohort_id)
 
 
@@ -78,10 +67,10 @@ def _int_or_none(value: str | None) -> int | None:
 @login_required
 @require_http_methods(["GET", "POST"])
 def benchmark_list(request):
-    _require_read_all(request)
+    roles.require_read_all(request.user)
     form, errors, status = {"name": "", "description": "", "roster": "", "seed": ""}, [], 200
     if request.method == "POST":
-        _require_coordinator(request)
+        roles.require_coordinator(request.user)
         form = {key: request.POST.get(key, "").strip() for key in form}
         seed, roster_id = _int_or_none(form["seed"]), _int_or_none(form["roster"])
         roster = Roster.objects.filter(pk=roster_id).first() if roster_id else None

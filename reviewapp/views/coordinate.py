@@ -4,7 +4,6 @@ from urllib.parse import urlencode
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
 from django.http import Http404, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
@@ -25,19 +24,9 @@ USERS_PER_PAGE = 100
 FILTER_KEYS = ("reviewer", "proposal", "state", "page")
 
 
-def _require_read_all(request) -> None:
-    if not roles.can_read_all(request.user):
-        raise PermissionDenied("Only coordinators and analysts may see this page.")
-
-
-def _require_coordinator(request) -> None:
-    if not roles.can_coordinate(request.user):
-        raise PermissionDenied("Only coordinators may do this.")
-
-
 def _get_cohort_for_user(request, cohort_id: int) -> Cohort:
     """The cohort with its counts, for a coordinator or an analyst; 403 for anyone else, 404 if absent."""
-    _require_read_all(request)
+    roles.require_read_all(request.user)
     try:
         return cohort_selectors.cohort_get(cohort_id=cohort_id)
     except Cohort.DoesNotExist:
@@ -45,7 +34,7 @@ def _get_cohort_for_user(request, cohort_id: int) -> Cohort:
 
 
 def _get_assignment_for_coordinator(request, cohort_id: int, assignment_id: int) -> Assignment:
-    _require_coordinator(request)
+    roles.require_coordinator(request.user)
     return get_object_or_404(Assignment, pk=assignment_id, cohort_id=cohort_id)
 
 
@@ -61,10 +50,10 @@ def _int_or_none(value: str | None) -> int | None:
 
 @login_required
 def cohort_list(request):
-    _require_read_all(request)
+    roles.require_read_all(request.user)
     form, errors, status = {"reviewers_per_proposal": 3, "seed": 0}, [], 200
     if request.method == "POST":
-        _require_coordinator(request)
+        roles.require_coordinator(request.user)
         form = {
             key: request.POST.get(key, "").strip() for key in ("name", "description", "reviewers_per_proposal", "seed")
         }
@@ -155,7 +144,7 @@ def cohort_detail(request, cohort_id: int):
 @require_POST
 def cohort_status(request, cohort_id: int):
     cohort = _get_cohort_for_user(request, cohort_id)
-    _require_coordinator(request)
+    roles.require_coordinator(request.user)
     try:
         cohort = cohort_services.cohort_set_status(
             cohort=cohort, status=request.POST.get("status", ""), user=request.user
@@ -171,7 +160,7 @@ def cohort_status(request, cohort_id: int):
 @require_POST
 def cohort_assign(request, cohort_id: int):
     cohort = _get_cohort_for_user(request, cohort_id)
-    _require_coordinator(request)
+    roles.require_coordinator(request.user)
     chosen = {pk for pk in map(_int_or_none, request.POST.getlist("reviewers")) if pk is not None}
     form = {
         "reviewers": chosen,
@@ -230,7 +219,7 @@ def _after_assignment_change(request, cohort_id: int, message: str, ok: bool):
 @require_POST
 def assignment_add(request, cohort_id: int):
     cohort = _get_cohort_for_user(request, cohort_id)
-    _require_coordinator(request)
+    roles.require_coordinator(request.user)
     username, external_id = request.POST.get("reviewer", "").strip(), request.POST.get("proposal_id", "").strip()
     reviewer = reviewer_queryset().filter(username=username).first()
     proposal = Proposal.objects.filter(external_id=external_id, cohorts=cohort).first()
@@ -319,7 +308,7 @@ def _people_context(request, **extra) -> dict:
 @never_cache
 @login_required
 def user_list_page(request):
-    _require_coordinator(request)
+    roles.require_coordinator(request.user)
     return render(request, "reviewapp/user_list.html", _people_context(request))
 
 
@@ -327,7 +316,7 @@ def user_list_page(request):
 @login_required
 @require_POST
 def user_create_page(request):
-    _require_coordinator(request)
+    roles.require_coordinator(request.user)
     form = {key: request.POST.get(key, "").strip() for key in ("username", "email", "role")}
     try:
         account, password = user_create(**form, user=request.user)
@@ -342,7 +331,7 @@ def user_create_page(request):
 @login_required
 @require_POST
 def users_bulk_create_page(request):
-    _require_coordinator(request)
+    roles.require_coordinator(request.user)
     upload = request.FILES.get("file")
     try:
         csv_text = upload.read().decode("utf-8-sig") if upload else request.POST.get("csv_text", "")
@@ -360,7 +349,7 @@ def users_bulk_create_page(request):
 @login_required
 @require_POST
 def conflict_declare_page(request):
-    _require_coordinator(request)
+    roles.require_coordinator(request.user)
     form = {key: request.POST.get(key, "").strip() for key in ("reviewer", "kind", "proposal_id", "author", "note")}
     reviewer = reviewer_queryset().filter(username=form["reviewer"]).first()
     proposal = Proposal.objects.filter(external_id=form["proposal_id"]).first() if form["proposal_id"] else None
