@@ -1,13 +1,20 @@
-"""API: import references into the corpus. POST /api/v1/literature/import, multipart "file" and "format"
-(pubmed_xml, medline, ris or csv), optionally "mapping" (CSV columns, a JSON object {field: column})."""
+"""API of the literature area.
 
+POST /api/v1/literature/import: multipart "file" and "format" (pubmed_xml, medline, ris or csv), optionally "mapping"
+(CSV columns, a JSON object {field: column}). POST/GET /api/v1/literature/checks: novelty checks of proposals.
+"""
+
+from django.shortcuts import get_object_or_404
 from rest_framework import serializers
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from literature.models import NoveltyCheck
+from literature.novelty import proposal_novelty_check_request
 from literature.services import FORMATS, ImportInvalid, references_import
 from reviewapp.api.errors import ApiError
-from reviewapp.api.permissions import IsCoordinator
+from reviewapp.api.permissions import CanReadAll, IsCoordinator
+from reviewapp.models import Proposal
 
 
 class ReferenceImportApi(APIView):
@@ -57,3 +64,65 @@ class ReferenceImportApi(APIView):
                 records=exc.problems,
             ) from exc
         return Response(self.OutputSerializer(summary).data)
+
+
+def _novelty_judge():
+    """The default roster's literature judge, or None when no roster names one."""
+    from screening.models import RosterMember
+
+    member = (
+        RosterMember.objects.select_related("endpoint")
+        .filter(roster__is_default=True, role=RosterMember.Role.NOVELTY, endpoint__enabled=True)
+        .order_by("order", "pk")
+        .first()
+    )
+    return member.endpoint if member else None
+
+
+class NoveltyCheckOutputSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    state = serializers.CharField()
+    proposal = serializers.CharField(source="proposal.external_id")
+    published_before = serializers.DateField(allow_null=True)
+    verdict = serializers.CharField()
+    evidence = serializers.CharField()
+    reference = serializers.JSONField(source="citation", allow_null=True)
+    reason = serializers.CharField()
+    unsupported = serializers.BooleanField()
+    components = serializers.JSONField()
+    created_at = serializers.DateTimeField()
+    finished_at = serializers.DateTimeField(allow_null=True)
+
+
+class NoveltyCheckCreateApi(APIView):
+    """POST /api/v1/literature/checks {"proposal": id, "published_before"?}: check one proposal on demand (202)."""
+
+    permission_classes = [IsCoordinator]
+
+    class InputSerializer(serializers.Serializer):
+        proposal = serializers.CharField()
+        published_before = serializers.DateField(required=False, allow_null=True)
+
+    def post(self, request):
+        data = self.InputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        proposal = Proposal.objects.select_related("task").filter(external_id=data.validated_data["proposal"]).first()
+        if proposal is None:
+            raise ApiError("unknown_proposal", f"No proposal has the id “{data.validated_data['proposal']}”.")
+        endpoint = _novelty_judge()
+        if endpoint is None:
+            raise ApiError("not_configured", "The default roster names no literature judge.", status_code=503)
+        check = proposal_novelty_check_request(
+            proposal=proposal, endpoint=endpoint, published_before=data.validated_data.get("published_before")
+        )
+        return Response(NoveltyCheckOutputSerializer(check).data, status=202)
+
+
+class NoveltyCheckDetailApi(APIView):
+    """GET /api/v1/literature/checks/<id>: the state and, once done, the verdict with its evidence."""
+
+    permission_classes = [CanReadAll]
+
+    def get(self, request, check_id: int):
+        check = get_object_or_404(NoveltyCheck.objects.select_related("proposal"), pk=check_id, proposal__isnull=False)
+        return Response(NoveltyCheckOutputSerializer(check).data)

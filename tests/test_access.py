@@ -7,6 +7,7 @@ reach it.
 import pytest
 from django.urls import URLPattern, URLResolver, get_resolver
 
+from literature.models import NoveltyCheck
 from reviewapp.models import BackgroundJob, BenchmarkSet
 from screening.models import Run
 from tests import factories
@@ -36,6 +37,7 @@ READ_ALL = {
     "api-cohort-reviews-csv",
     "api-cohort-reviews-xlsx",
     "open-hypothesis-api-run-calls",
+    "api-novelty-check",
     "screening-run-list",
     "benchmark-list",
     "benchmark-detail",
@@ -73,6 +75,7 @@ COORDINATOR = {
     "screening-run-cohort",
     "literature-home",
     "api-literature-import",
+    "api-novelty-checks",
     "benchmark-roster",
     "benchmark-run",
     "benchmark-import",
@@ -114,7 +117,9 @@ def urls(db, coordinator, other_reviewer):
     job = BackgroundJob.objects.create(kind="reviews_xlsx", params={"cohort_id": cohort.pk}, created_by=coordinator)
     run = Run.objects.create(question="Does the niche shape clonal fitness?", shuffle_seed=1)
     benchmark = BenchmarkSet.objects.create(name="Ageing benchmark", seed=1)
+    check = NoveltyCheck.objects.create(hypothesis_text=proposal.statement, proposal=proposal)
     ids = {
+        "check_id": check.pk,
         "cohort_id": cohort.pk,
         "assignment_id": assignment.pk,
         "job_id": job.pk,
