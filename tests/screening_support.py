@@ -9,12 +9,22 @@ import hashlib
 import json
 import re
 import threading
+import time
+import uuid
 from collections import defaultdict
+from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+import pytest
+import redis
+from django.db import connection
+
+from reviewapp.celery import app as celery_app
+from screening.management.commands.setup_roster import roster_setup_default
 from screening.models import ModelEndpoint, Roster, RosterMember, Run, RunWorkItem
 from screening.services.progress import run_advance
 from screening.services.work import work_item_perform
+from screening.simulator import SimulatorConfig, start_simulator
 
 _ITEM = re.compile(r"^\[(H\d+)\] (.*)$", re.MULTILINE)
 
@@ -234,3 +244,53 @@ def drop_broker_connections() -> None:
     pools.reset()
     app._pool = None
     app.__dict__.pop("amqp", None)
+
+
+# Real-worker tests: the project's Celery app on the test Redis, a simulated default roster, and waiting.
+PROVIDER_KEYS = ("OPENAI_API_KEY", "XAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY")
+
+
+@contextmanager
+def celery_on_test_redis(settings, monkeypatch, redis_url: str, name: str):
+    """Under a key prefix of its own (other test runs may share the Redis), removed afterwards."""
+    prefix = f"oh-{name}-test-{uuid.uuid4().hex[:12]}:"
+    use_broker(settings, monkeypatch, redis_url, {"global_keyprefix": prefix})
+    settings.CELERY_WORKER_HIJACK_ROOT_LOGGER = False
+    assert celery_app.connection_for_write().as_uri().startswith("redis://")
+    try:
+        yield
+    finally:
+        drop_broker_connections()
+        broker = redis.Redis.from_url(redis_url)
+        for key in broker.scan_iter(match=f"{prefix}*"):
+            broker.delete(key)
+
+
+@contextmanager
+def simulated_default_roster(settings, monkeypatch, *, latency: float, seed: int):
+    """The default roster with every endpoint on a simulated model server started here (no provider keys)."""
+    for name in PROVIDER_KEYS:
+        monkeypatch.delenv(name, raising=False)
+    server = start_simulator(SimulatorConfig(latency_seconds=latency, seed=seed))
+    settings.SIMULATOR_PORT = server.server_address[1]
+    roster_setup_default()
+    try:
+        yield server
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def close_worker_connection(**kwargs):
+    # Each worker thread opens its own database connection; closing it lets the test database be dropped.
+    connection.close()
+
+
+def wait_for(predicate, timeout: float, what: str):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.1)
+    pytest.fail(f"{what} did not happen within {timeout} s")

@@ -5,15 +5,11 @@ selected and neither reported nor contradicted; a stopped check ends the run in 
 import hashlib
 import json
 import re
-import time
-import uuid
 from datetime import date, timedelta
 
 import pytest
-import redis
 from celery.contrib.testing.worker import start_worker
 from celery.signals import task_postrun
-from django.db import connection
 from django.test import Client
 from django.utils import timezone
 
@@ -21,21 +17,21 @@ from literature.demo import demo_references_load
 from literature.models import NoveltyCheck, Reference
 from literature.novelty import quote_occurs
 from reviewapp.celery import app
-from screening.management.commands.setup_roster import roster_setup_default
 from screening.models import Hypothesis, ModelCall, ModelEndpoint, RosterMember, Run, RunWorkItem
 from screening.services.progress import run_advance, runs_sweep
 from screening.services.runs import run_create
 from screening.services.work import work_item_perform
-from screening.simulator import SimulatorConfig, start_simulator
 from tests.screening_support import (
     GENERATORS,
     Script,
     ScriptedModelServer,
+    celery_on_test_redis,
+    close_worker_connection,
     drive,
-    drop_broker_connections,
     factor,
     make_roster,
-    use_broker,
+    simulated_default_roster,
+    wait_for,
 )
 
 JUDGE = "lit-judge"
@@ -221,46 +217,19 @@ def test_a_run_with_nothing_selected_has_no_literature_check(roster, script, cor
 
 # A real worker, a real broker and the simulated model server on the demo corpus -----------------------------------
 
-PROVIDER_KEYS = ("OPENAI_API_KEY", "XAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY")
 LATENCY = 0.4
 
 
 @pytest.fixture
 def celery_on_redis(settings, monkeypatch, redis_url):
-    prefix = f"oh-novelty-test-{uuid.uuid4().hex[:12]}:"
-    use_broker(settings, monkeypatch, redis_url, {"global_keyprefix": prefix})
-    settings.CELERY_WORKER_HIJACK_ROOT_LOGGER = False
-    yield
-    drop_broker_connections()
-    broker = redis.Redis.from_url(redis_url)
-    for key in broker.scan_iter(match=f"{prefix}*"):
-        broker.delete(key)
+    with celery_on_test_redis(settings, monkeypatch, redis_url, "novelty"):
+        yield
 
 
 @pytest.fixture
 def simulated_roster(settings, monkeypatch, transactional_db):
-    for name in PROVIDER_KEYS:
-        monkeypatch.delenv(name, raising=False)
-    server = start_simulator(SimulatorConfig(latency_seconds=LATENCY, seed=11))
-    settings.SIMULATOR_PORT = server.server_address[1]
-    roster_setup_default()
-    yield server
-    server.shutdown()
-    server.server_close()
-
-
-def _close_worker_connection(**kwargs):
-    connection.close()
-
-
-def _wait(predicate, timeout: float, what: str):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.1)
-    pytest.fail(f"{what} did not happen within {timeout} s")
+    with simulated_default_roster(settings, monkeypatch, latency=LATENCY, seed=11) as server:
+        yield server
 
 
 def _most_in_flight(calls) -> int:
@@ -272,7 +241,7 @@ def test_a_worker_checks_the_selected_hypotheses_concurrently_on_the_demo_corpus
     needs_postgres, celery_on_redis, simulated_roster
 ):
     demo_references_load()
-    task_postrun.connect(_close_worker_connection)
+    task_postrun.connect(close_worker_connection)
     try:
         with start_worker(app, pool="threads", concurrency=8, perform_ping_check=False, shutdown_timeout=30):
             response = Client().post(
@@ -282,13 +251,13 @@ def test_a_worker_checks_the_selected_hypotheses_concurrently_on_the_demo_corpus
                 REMOTE_ADDR="198.51.100.41",
             )
             public_id = response.json()["id"]
-            run = _wait(
+            run = wait_for(
                 lambda: Run.objects.filter(public_id=public_id).exclude(status__in=Run.ACTIVE_STATUSES).first(),
                 timeout=90,
                 what="the run's end",
             )
     finally:
-        task_postrun.disconnect(_close_worker_connection)
+        task_postrun.disconnect(close_worker_connection)
 
     assert run.status == Run.Status.COMPLETED, run.error
     selected = list(run.hypotheses.filter(selected=True))
