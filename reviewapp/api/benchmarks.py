@@ -14,10 +14,10 @@ from rest_framework import serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from reviewapp.api.cohorts import by_method
 from reviewapp.api.errors import ApiError
 from reviewapp.api.exports import FileContentNegotiation
 from reviewapp.api.permissions import CanReadAll, IsCoordinator
+from reviewapp.api.routing import by_method
 from reviewapp.bundle import bundle_zip
 from reviewapp.models import BenchmarkSet, Judge
 from reviewapp.selectors import benchmarks as selectors

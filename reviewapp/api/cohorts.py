@@ -6,28 +6,16 @@ Coordinators and analysts read; only coordinators write. Reviewers get 403 on ev
 from django.contrib.auth.models import User
 from django.shortcuts import get_object_or_404
 from django.urls import path
-from django.views.decorators.csrf import csrf_exempt
 from rest_framework import serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from reviewapp.api.errors import ApiError
 from reviewapp.api.permissions import CanReadAll, IsCoordinator
+from reviewapp.api.routing import by_method
 from reviewapp.models import Assignment, Cohort, Conflict, Proposal
 from reviewapp.selectors import cohorts as cohort_selectors
 from reviewapp.services import cohorts as cohort_services
-
-
-def by_method(**views):
-    """Serve one URL with one APIView per operation, chosen by the HTTP method."""
-    handlers = {method.upper(): view.as_view() for method, view in views.items()}
-    fallback = next(iter(handlers.values()))  # answers 405 for any other method
-
-    @csrf_exempt  # as APIView.as_view(): session-authenticated writes are still CSRF-checked by DRF
-    def view(request, *args, **kwargs):
-        return handlers.get(request.method, fallback)(request, *args, **kwargs)
-
-    return view
 
 
 def _cohort(cohort_id: int) -> Cohort:
