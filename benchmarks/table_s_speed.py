@@ -58,15 +58,15 @@ def build_set():
     from django.contrib.auth.models import Group, User
     from django.utils import timezone
 
-    from reviewapp.models import (
+    from reviewapp.benchmarks.models import (
         BenchmarkHypothesis,
         BenchmarkSet,
         BenchmarkTask,
         Judge,
         JudgeScore,
         RandomControlDraw,
-        ResearchTask,
     )
+    from reviewapp.models import ResearchTask
 
     rng = random.Random(20261026)
     analyst = User.objects.create_user("bench-analyst")

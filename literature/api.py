@@ -11,10 +11,12 @@ from rest_framework.views import APIView
 
 from literature.models import NoveltyCheck
 from literature.novelty import proposal_novelty_check_request
-from literature.services import FORMATS, ImportInvalid, references_import
-from reviewapp.api.errors import ApiError
-from reviewapp.api.permissions import CanReadAll, IsCoordinator
+from literature.services import FORMATS, references_import
+from reviewapp.core.errors import ServiceError
+from reviewapp.core.roles import CanReadAll, IsCoordinator
 from reviewapp.models import Proposal
+from screening import llm
+from screening.llm.models import RosterMember
 
 
 class ReferenceImportApi(APIView):
@@ -43,40 +45,21 @@ class ReferenceImportApi(APIView):
                 {"record": None, "id": "", "field": name, "message": " ".join(str(message) for message in messages)}
                 for name, messages in data.errors.items()
             ]
-            raise ApiError(
-                "invalid_import",
+            raise ServiceError(
                 f"Send the file as the multipart field “file” and its “format”: one of {', '.join(FORMATS)}.",
+                code="invalid_import",
                 records=records,
             )
         upload = data.validated_data["file"]
-        try:
-            summary = references_import(
-                file=upload,
-                format=data.validated_data["format"],
-                column_mapping=data.validated_data.get("mapping") or None,
-                user=request.user,
-                name=upload.name,
-            )
-        except ImportInvalid as exc:
-            raise ApiError(
-                "invalid_import",
-                f"The file has {len(exc.problems)} problem(s); nothing was imported.",
-                records=exc.problems,
-            ) from exc
+        summary = references_import(
+            file=upload,
+            format=data.validated_data["format"],
+            column_mapping=data.validated_data.get("mapping") or None,
+            user=request.user,
+            name=upload.name,
+        )
+
         return Response(self.OutputSerializer(summary).data)
-
-
-def _novelty_judge():
-    """The default roster's literature judge, or None when no roster names one."""
-    from screening.models import RosterMember
-
-    member = (
-        RosterMember.objects.select_related("endpoint")
-        .filter(roster__is_default=True, role=RosterMember.Role.NOVELTY, endpoint__enabled=True)
-        .order_by("order", "pk")
-        .first()
-    )
-    return member.endpoint if member else None
 
 
 class NoveltyCheckOutputSerializer(serializers.Serializer):
@@ -108,10 +91,10 @@ class NoveltyCheckCreateApi(APIView):
         data.is_valid(raise_exception=True)
         proposal = Proposal.objects.select_related("task").filter(external_id=data.validated_data["proposal"]).first()
         if proposal is None:
-            raise ApiError("unknown_proposal", f"No proposal has the id “{data.validated_data['proposal']}”.")
-        endpoint = _novelty_judge()
+            raise ServiceError(f"No proposal has the id “{data.validated_data['proposal']}”.", code="unknown_proposal")
+        endpoint = llm.roster_endpoint(RosterMember.Role.NOVELTY)
         if endpoint is None:
-            raise ApiError("not_configured", "The default roster names no literature judge.", status_code=503)
+            raise ServiceError("The default roster names no literature judge.", code="not_configured", status=503)
         check = proposal_novelty_check_request(
             proposal=proposal, endpoint=endpoint, published_before=data.validated_data.get("published_before")
         )

@@ -2,6 +2,8 @@
 
 from django.db import models
 
+from reviewapp.core.claims import ClaimedWork, ClaimState
+
 
 class Reference(models.Model):
     """One article from one source; re-importing the same source id updates it, never duplicates it."""
@@ -97,10 +99,10 @@ class SourceRateLimit(models.Model):
         return f"{self.name} next at {self.next_request_at:.3f}"
 
 
-class NoveltyCheck(models.Model):
+class NoveltyCheck(ClaimedWork):
     """One literature novelty check of one hypothesis (SPEC §5): what retrieval found, what the judge answered and
     the verdict. A check of a run's hypothesis is recorded with its result; an on-demand check of a proposal is
-    recorded when asked for and done by a worker (state)."""
+    recorded when asked for and done by a worker (claimed through reviewapp.core.claims)."""
 
     class Verdict(models.TextChoices):
         REPORTED = "reported", "Reported"
@@ -109,10 +111,7 @@ class NoveltyCheck(models.Model):
         NOT_REPORTED = "not_reported", "Not reported"
         UNRESOLVED = "unresolved", "Unresolved"
 
-    class State(models.TextChoices):
-        PENDING = "pending", "Pending"
-        RUNNING = "running", "Running"
-        DONE = "done", "Done"
+    State = ClaimState
 
     hypothesis_text = models.TextField()
     endpoint = models.ForeignKey(
@@ -126,8 +125,6 @@ class NoveltyCheck(models.Model):
         "reviewapp.Proposal", null=True, blank=True, on_delete=models.CASCADE, related_name="novelty_checks"
     )
     published_before = models.DateField(null=True, blank=True, help_text="only references published before this date")
-    state = models.CharField(max_length=10, choices=State.choices, default=State.PENDING)
-    claim_token = models.UUIDField(null=True, blank=True)
     verdict = models.CharField(max_length=20, choices=Verdict.choices, blank=True)
     evidence = models.TextField(blank=True, help_text="the quoted passage(s)")
     reference = models.ForeignKey(Reference, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
@@ -145,7 +142,6 @@ class NoveltyCheck(models.Model):
         "screening.ModelCall", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
     created_at = models.DateTimeField(auto_now_add=True)
-    finished_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["-created_at", "-pk"]

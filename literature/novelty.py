@@ -1,27 +1,12 @@
-"""The literature novelty check (SPEC §5, verdicts of seed 000 §2).
+"""The literature novelty check (docs/protocol.md#literature-novelty-check): retrieval through the lexical gate, one
+recorded model call for the judgement (its rules: literature.verdicts), and the records of checks.
 
-`novelty_check()` retrieves references for the whole hypothesis and for each of its parts, keeps those that pass the
-lexical gate, and asks one model (recorded like every call) for one verdict with a verbatim quote:
-
-- no candidate passes the gate → `not_reported`, without a model call;
-- the judge's quote must occur in the quoted reference's text (exactly, or after collapsing whitespace); when it
-  does not, or names a reference that was not supplied, the verdict is unsupported and downgraded to `unresolved`,
-  keeping the judge's verdict and reason;
-- any error, timeout, exhausted retries or unreadable reply → `unresolved` with its reason; never `not_reported`.
-
-Parts. The statement (the text before " Mechanism: ") is split at its first causal verb: the cause is what comes
-before it, the effect the verb and the rest of that sentence ("In aged mice, NAD+ repletion | restores satellite-cell
-function."). A causal verb is a verb of change ("restores", "impair", "leads to", "would restore") with at least
-two words before it; a base form after an article or a preposition is a noun ("an increase in"), and a verb inside a
-hyphenated word ("spermidine-induced") is not one. A statement without one has the parts "statement" and
-"mechanism". Each part is retrieved and gated on its own (a hypothesis's query keeps its rarest terms, which may all
-come from one part), so the judge sees references on each part; for `components_reported` it quotes one per part.
+A check of a run's selected hypothesis is a work item of the run's literature step: this room registers
+`run_hypothesis_check` with the screening pipeline (screening.hooks), which claims and records the item. A check of a
+proposal is asked for on demand and done by a worker.
 """
 
 import logging
-import re
-import uuid
-from dataclasses import dataclass, field
 from datetime import date
 
 from django.db import DatabaseError, transaction
@@ -30,9 +15,23 @@ from django.utils import timezone
 from literature import prompts, retrieval
 from literature.models import NoveltyCheck
 from literature.retrieval import JUDGEMENT_CHARS, RETRIEVAL_CHARS, Candidate
-from screening import prompts as protocol_prompts
-from screening import providers
-from screening.parsing import ReplyParseError, extract_json, normalize_label
+from literature.verdicts import (
+    JudgementUnreadable,
+    NoveltyResult,
+    Part,
+    Retrieved,
+    hypothesis_parts,
+    judged,
+    parse_judgement,
+    split_sections,
+)
+from reviewapp.core.claims import work_claim, work_finish, work_release
+from reviewapp.core.queue import enqueue_on_commit
+from screening import llm
+from screening.prompts import hypothesis_text
+from screening.selectors import run_role_endpoint
+from screening.services import work
+from screening.services.work import hypothesis_literature_record
 
 logger = logging.getLogger(__name__)
 
@@ -41,100 +40,7 @@ NO_CANDIDATE_REASON = "no candidate passed the lexical gate"
 # Candidates retrieved before the gate, and kept after it, for the whole hypothesis and for each part.
 WHOLE_RETRIEVED, WHOLE_KEPT = 20, 5
 PART_RETRIEVED, PART_KEPT = 10, 2
-# A quote shorter than this is a phrase, not a passage that can report a claim.
-MIN_QUOTE_CHARS = 15
-
-_SECTION = re.compile(r"\s(?:Mechanism|Prediction):\s")
-_CAUSAL_VERBS = (
-    "increase|decrease|reduce|raise|lower|promote|prevent|inhibit|suppress|enhance|impair|restore|slow|accelerate|"
-    "delay|extend|shorten|drive|induce|trigger|block|protect|improve|worsen|rescue|limit|preserve|deplete|activate|"
-    "repress|attenuate|exacerbate|ameliorate|reverse|cause|amplify|diminish|elevate|boost|stimulate|abolish|disrupt|"
-    "compromise|maintain|sustain|shift|skew|alter|modulate|regulate|determine|counteract|mitigate|prolong|expand|"
-    "rejuvenate|accumulate|decline|degrade|confer|curb|hasten|halt|reprogram|mediate"
-)
-_CAUSAL = re.compile(
-    r"(?<![-\w])(?:(?P<phrase>leads? to|results? in|contributes? to|gives? rise to|(?:is|are) required for|"
-    r"depends? on)|(?P<verb>" + _CAUSAL_VERBS + r")(?P<ending>s|es)?)(?![-\w])",
-    re.IGNORECASE,
-)
-_MODALS = {"will", "would", "may", "might", "can", "could", "should", "does", "do", "to"}
-_DETERMINERS = {
-    "a", "an", "the", "this", "that", "these", "those", "its", "their", "any", "each", "every", "no", "some", "such",
-    "further", "greater", "of", "in", "on", "for", "with", "by", "and", "or",
-}  # fmt: skip
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s")
-_QUOTE_MARKS = {'"': '"', "“": "”", "'": "'", "‘": "’", "«": "»"}
-
-
-class JudgementUnreadable(ValueError):
-    """The judge's reply holds no usable verdict."""
-
-
-@dataclass(frozen=True)
-class Part:
-    name: str
-    text: str
-
-
-@dataclass(frozen=True)
-class Retrieved:
-    """A candidate the judge reads: its label in the request, what it was retrieved for and the terms it shares."""
-
-    label: str
-    candidate: Candidate
-    retrieved_for: str
-    shared_terms: list[str]
-
-
-@dataclass(frozen=True)
-class ComponentEvidence:
-    part: str
-    text: str
-    evidence: str
-    citation: dict
-    reference_id: int
-
-
-@dataclass
-class NoveltyResult:
-    verdict: str
-    evidence: str = ""
-    reference: dict | None = None  # source, id, title, year, link
-    reason: str = ""
-    unsupported: bool = False
-    candidates: list[Retrieved] = field(default_factory=list)
-    components: list[ComponentEvidence] = field(default_factory=list)
-    reference_id: int | None = None
-    judged_verdict: str = ""  # the judge's own verdict, kept when it was downgraded
-    model_call_id: int | None = None
-
-
-# Parts -----------------------------------------------------------------------------------------------------------
-
-
-def split_sections(hypothesis_text: str) -> list[str]:
-    """Statement, mechanism and prediction of a hypothesis written as one text (seed 000 §3); missing ones empty."""
-    sections = [section.strip() for section in _SECTION.split(hypothesis_text, maxsplit=2)]
-    return sections + [""] * (3 - len(sections))
-
-
-def hypothesis_parts(hypothesis_text: str) -> list[Part]:
-    """The parts of a hypothesis that are retrieved separately (see the module docs)."""
-    statement, mechanism, _ = split_sections(hypothesis_text)
-    for match in _CAUSAL.finditer(statement):
-        before = statement[: match.start()].split()
-        if len(before) < 2:
-            continue
-        if match.group("verb") and not match.group("ending") and before[-1].casefold() in _DETERMINERS:
-            continue  # a noun ("an increase in", "of decline")
-        if before[-1].casefold() in _MODALS:
-            before = before[:-1]
-        cause = " ".join(before).rstrip(" ,;:")
-        effect = _SENTENCE_END.split(statement[match.start() :], maxsplit=1)[0].strip()
-        if cause:
-            return [Part("cause", cause), Part("effect", effect)]
-    parts = [Part("statement", statement)]
-    return parts + [Part("mechanism", mechanism)] if mechanism else parts
+CHECK_TASK = "literature.novelty_check"
 
 
 # Retrieval -------------------------------------------------------------------------------------------------------
@@ -170,141 +76,6 @@ def _as_read(candidate: Candidate) -> str:
     return f"{year}{title} {candidate.abstract[:JUDGEMENT_CHARS]}"
 
 
-# The judgement ---------------------------------------------------------------------------------------------------
-
-
-def _normalise_space(text: str) -> str:
-    return " ".join(text.split())
-
-
-def clean_quote(quote: str) -> str:
-    """The quote without surrounding whitespace and one pair of enclosing quotation marks."""
-    quote = quote.strip()
-    if len(quote) > 1 and _QUOTE_MARKS.get(quote[0]) == quote[-1]:
-        quote = quote[1:-1].strip()
-    return quote
-
-
-def quote_occurs(quote: str, text: str) -> bool:
-    """The quote occurs verbatim in the text: exactly, or once runs of whitespace are collapsed in both."""
-    quote = clean_quote(quote)
-    if len(_normalise_space(quote)) < MIN_QUOTE_CHARS:
-        return False
-    return quote in text or _normalise_space(quote) in _normalise_space(text)
-
-
-@dataclass(frozen=True)
-class Quoted:
-    label: str
-    quote: str
-
-
-@dataclass(frozen=True)
-class Judgement:
-    verdict: str
-    quoted: Quoted | None
-    reason: str
-    components: dict[str, Quoted]
-
-
-def _text_field(value, name: str) -> str:
-    if value is None:
-        return ""
-    if not isinstance(value, str):
-        raise JudgementUnreadable(f'"{name}" is not a text')
-    return value
-
-
-def parse_judgement(text: str | None) -> Judgement:
-    """The verdict, quote, reference label, reason and per-part quotes of a reply. Raises JudgementUnreadable."""
-    try:
-        reply = extract_json(text)
-    except ReplyParseError as exc:
-        raise JudgementUnreadable(str(exc)) from None
-    if not isinstance(reply, dict):
-        raise JudgementUnreadable("the reply is not a JSON object")
-    verdict = _text_field(reply.get("verdict"), "verdict").strip().casefold().replace(" ", "_").replace("-", "_")
-    if verdict not in prompts.VERDICTS:
-        raise JudgementUnreadable(f"the verdict {reply.get('verdict')!r} is not one of {', '.join(prompts.VERDICTS)}")
-    quote = _text_field(reply.get("quote"), "quote")
-    label = _text_field(reply.get("reference_id"), "reference_id")
-    quoted = Quoted(normalize_label(label) or label.strip(), quote) if quote.strip() or label.strip() else None
-    components = {}
-    entries = reply.get("components") or []
-    if not isinstance(entries, list):
-        raise JudgementUnreadable('"components" is not a list')
-    for entry in entries:
-        if not isinstance(entry, dict):
-            raise JudgementUnreadable('an entry of "components" is not an object')
-        part = _text_field(entry.get("part"), "part").strip().casefold()
-        entry_label = _text_field(entry.get("reference_id"), "reference_id")
-        components.setdefault(
-            part, Quoted(normalize_label(entry_label) or entry_label.strip(), _text_field(entry.get("quote"), "quote"))
-        )
-    return Judgement(verdict, quoted, _text_field(reply.get("reason"), "reason").strip(), components)
-
-
-def _verified(quoted: Quoted | None, pool: dict[str, Retrieved], what: str) -> tuple[Retrieved | None, str]:
-    """(the quoted candidate, "") when the quote occurs in it, else (None, why not)."""
-    if quoted is None or not clean_quote(quoted.quote):
-        return None, f"{what} has no quote"
-    retrieved = pool.get(quoted.label)
-    if retrieved is None:
-        return None, f"{what} cites {quoted.label or 'no reference'}, which was not among the references supplied"
-    if not quote_occurs(quoted.quote, retrieved.candidate.text):
-        return None, f"{what} quotes a passage that does not occur in {quoted.label}: {clean_quote(quoted.quote)!r}"
-    return retrieved, ""
-
-
-def _judged(judgement: Judgement, pool: list[Retrieved], parts: list[Part], base: dict) -> NoveltyResult:
-    by_label = {retrieved.label: retrieved for retrieved in pool}
-    verdict, reason = judgement.verdict, judgement.reason
-    if verdict == Verdict.NOT_REPORTED:
-        return NoveltyResult(verdict=verdict, reason=reason, judged_verdict=verdict, **base)
-    if verdict in (Verdict.REPORTED, Verdict.CONTRADICTED):
-        retrieved, problem = _verified(judgement.quoted, by_label, f"the {verdict} verdict")
-        if retrieved is None:
-            return _unsupported(verdict, problem, reason, base)
-        return NoveltyResult(
-            verdict=verdict,
-            evidence=clean_quote(judgement.quoted.quote),
-            reference=retrieved.candidate.citation(),
-            reference_id=retrieved.candidate.reference_id,
-            reason=reason,
-            judged_verdict=verdict,
-            **base,
-        )
-    components = []
-    for part in parts:
-        retrieved, problem = _verified(judgement.components.get(part.name), by_label, f"the {part.name} part")
-        if retrieved is None:
-            return _unsupported(verdict, problem, reason, base)
-        quote = clean_quote(judgement.components[part.name].quote)
-        components.append(
-            ComponentEvidence(
-                part.name, part.text, quote, retrieved.candidate.citation(), retrieved.candidate.reference_id
-            )
-        )
-    evidence = " ".join(f"{c.part.capitalize()}: “{c.evidence}” ({c.citation['title']})" for c in components)
-    return NoveltyResult(
-        verdict=verdict,
-        evidence=evidence,
-        reference=components[0].citation,
-        reference_id=components[0].reference_id,
-        reason=reason,
-        components=components,
-        judged_verdict=verdict,
-        **base,
-    )
-
-
-def _unsupported(judged_verdict: str, problem: str, judge_reason: str, base: dict) -> NoveltyResult:
-    reason = f"unsupported: {problem}" + (f" (the judge's reason: {judge_reason})" if judge_reason else "")
-    return NoveltyResult(
-        verdict=Verdict.UNRESOLVED, reason=reason, unsupported=True, judged_verdict=judged_verdict, **base
-    )
-
-
 def novelty_check(*, hypothesis_text: str, endpoint, run=None, published_before: date | None = None) -> NoveltyResult:
     """Check one hypothesis against the corpus (see the module docs). endpoint: the judge (a ModelEndpoint), or None
     when none is configured (then only a check that finds no candidate can finish). Call outside a transaction."""
@@ -319,7 +90,7 @@ def novelty_check(*, hypothesis_text: str, endpoint, run=None, published_before:
         parts=[(part.name, part.text) for part in parts],
         references=[(retrieved.label, _as_read(retrieved.candidate)) for retrieved in pool],
     )
-    completion = providers.complete(
+    completion = llm.complete(
         endpoint=endpoint, system=system, user=user, purpose="novelty", run=run, json_schema=prompts.NOVELTY_SCHEMA
     )
     base = {"candidates": pool, "model_call_id": completion.call.pk}
@@ -330,7 +101,7 @@ def novelty_check(*, hypothesis_text: str, endpoint, run=None, published_before:
         judgement = parse_judgement(completion.text)
     except JudgementUnreadable as exc:
         return NoveltyResult(verdict=Verdict.UNRESOLVED, reason=f"the judge's reply could not be read: {exc}", **base)
-    return _judged(judgement, pool, parts, base)
+    return judged(judgement, pool, parts, base)
 
 
 # Records ---------------------------------------------------------------------------------------------------------
@@ -384,27 +155,22 @@ def proposal_novelty_check_request(
 ) -> NoveltyCheck:
     """Ask for a check of a proposal, done by a worker. The cutoff is `published_before` when given, else (with
     task_cutoff) the publication date of the proposal's research task: only what was published before it counts."""
-    from literature.tasks import novelty_check_task  # the tasks module imports this one
-
     cutoff = published_before or (proposal.task.published if task_cutoff else None)
-    text = protocol_prompts.hypothesis_text(proposal.statement, proposal.mechanism, proposal.prediction)
     with transaction.atomic():
         check = NoveltyCheck.objects.create(
-            hypothesis_text=text,
+            hypothesis_text=hypothesis_text(proposal.statement, proposal.mechanism, proposal.prediction),
             endpoint=endpoint,
             proposal=proposal,
             published_before=cutoff,
         )
-        transaction.on_commit(lambda: novelty_check_task.delay(check.pk))
+        enqueue_on_commit(CHECK_TASK, check.pk)
     return check
 
 
 def novelty_check_perform(*, check_id: int) -> None:
     """Do a pending check. A check that is not pending (done, or held by another worker) is left alone."""
-    token = uuid.uuid4()
-    if not NoveltyCheck.objects.filter(pk=check_id, state=NoveltyCheck.State.PENDING).update(
-        state=NoveltyCheck.State.RUNNING, claim_token=token
-    ):
+    token = work_claim(NoveltyCheck, check_id)
+    if token is None:
         return
     check = NoveltyCheck.objects.select_related("endpoint").get(pk=check_id)
     try:
@@ -413,14 +179,41 @@ def novelty_check_perform(*, check_id: int) -> None:
         )
     except DatabaseError:
         # Transient: give the check back so that the task's retry can claim it again.
-        NoveltyCheck.objects.filter(pk=check_id, claim_token=token).update(
-            state=NoveltyCheck.State.PENDING, claim_token=None
-        )
+        work_release(NoveltyCheck, check_id, token)
         raise
     except Exception as exc:
         logger.exception("Novelty check %s failed", check_id)
         result = NoveltyResult(verdict=Verdict.UNRESOLVED, reason=f"internal error ({type(exc).__name__})")
     with transaction.atomic():
-        NoveltyCheck.objects.filter(pk=check_id, claim_token=token, state=NoveltyCheck.State.RUNNING).update(
-            state=NoveltyCheck.State.DONE, finished_at=timezone.now(), **_recorded_fields(result)
+        work_finish(NoveltyCheck, check_id, token, **_recorded_fields(result))
+
+
+# A run's literature step ---------------------------------------------------------------------------------------
+
+
+def run_hypothesis_check(item) -> work.Outcome:
+    """One work item of a run's literature step: the selected hypothesis at the item's position, judged by the run's
+    literature judge. Only references published before the run's cutoff count (a benchmark set's run answers a
+    research task, and the task's own article would otherwise "report" every hypothesis that found its result)."""
+    run = item.run
+    hypothesis = run.hypotheses.filter(selected=True, position=item.slot).first()
+    if hypothesis is None:
+        return work.Outcome(ok=False, error=f"no selected hypothesis at position {item.slot}")
+    endpoint = run_role_endpoint(run, "novelty")
+    text = hypothesis_text(hypothesis.statement, hypothesis.mechanism, hypothesis.prediction)
+    result = novelty_check(hypothesis_text=text, endpoint=endpoint, run=run, published_before=run.published_before)
+
+    def write():
+        hypothesis_literature_record(
+            hypothesis=hypothesis, verdict=result.verdict, evidence=result.evidence, reference=result.reference
         )
+        novelty_check_record(
+            result=result,
+            hypothesis_text=text,
+            endpoint=endpoint,
+            run=run,
+            hypothesis=hypothesis,
+            published_before=run.published_before,
+        )
+
+    return work.Outcome(ok=True, write=write)

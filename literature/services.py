@@ -21,6 +21,7 @@ from literature.importers.csv_table import MappingInvalid, parse_mapping
 from literature.importers.records import FileUnreadable, Parsed, ParsedReference, Problem
 from literature.models import Reference, ReferenceImport
 from literature.sources import europepmc, eutils
+from reviewapp.core.errors import ServiceError
 
 logger = logging.getLogger(__name__)
 
@@ -76,11 +77,13 @@ class FetchSummary:
     import_id: int
 
 
-class ImportInvalid(Exception):
+class ImportInvalid(ServiceError):
     """Nothing was imported. problems: [{"record", "id", "field", "message"}], every problem found."""
 
+    code = "invalid_import"
+
     def __init__(self, problems: list[dict]):
-        super().__init__(f"{len(problems)} problem(s) in the file; nothing was imported")
+        super().__init__(f"The file has {len(problems)} problem(s); nothing was imported.", records=problems)
         self.problems = problems
 
 

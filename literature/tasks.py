@@ -1,5 +1,5 @@
-"""Celery tasks of the literature check. Each takes primary keys and hands the work to a service; the services'
-claims make a retried or redelivered task harmless. (A run's checks are the run's work items: screening.tasks.)"""
+"""Celery tasks of the literature room. Each takes primary keys and hands the work to a service; the claims make a
+retried or redelivered task harmless."""
 
 from django.db import InterfaceError, OperationalError
 
@@ -10,7 +10,7 @@ from reviewapp.celery import app
 _TRANSIENT = (OperationalError, InterfaceError)
 
 
-@app.task(name="literature.novelty_check", autoretry_for=_TRANSIENT, retry_backoff=True, max_retries=5)
+@app.task(name=novelty.CHECK_TASK, autoretry_for=_TRANSIENT, retry_backoff=True, max_retries=5)
 def novelty_check_task(check_id: int) -> None:
     novelty.novelty_check_perform(check_id=check_id)
 

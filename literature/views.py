@@ -7,7 +7,7 @@ from django.views.decorators.http import require_http_methods
 from literature import selectors
 from literature.importers.csv_table import FIELD_HELP
 from literature.services import FORMATS, ImportInvalid, references_import
-from reviewapp import roles
+from reviewapp.core import roles
 
 # A page lists this many problems; the API returns them all.
 PROBLEMS_SHOWN = 200

@@ -1,20 +1,20 @@
 from django.apps import AppConfig
+from django.apps import apps as global_apps
 from django.db.models.signals import post_migrate
 
+from reviewapp.core.roles import PERMISSION_APP, ROLE_PERMISSION
 
-def create_role_groups(sender, using="default", **kwargs):
+
+def create_role_groups(sender, apps=global_apps, using="default", **kwargs):
     """The three roles are groups holding one permission each.
 
     Made after every migrate and flush (both send post_migrate), so a database never lacks them.
     """
-    from django.contrib.auth.models import Group, Permission
-
-    from reviewapp.roles import ROLE_PERMISSION
-
+    group_model, permission_model = apps.get_model("auth", "Group"), apps.get_model("auth", "Permission")
     for role, codename in ROLE_PERMISSION.items():
-        group, _ = Group.objects.using(using).get_or_create(name=role)
+        group, _ = group_model.objects.using(using).get_or_create(name=role)
         group.permissions.add(
-            Permission.objects.using(using).get(content_type__app_label="reviewapp", codename=codename)
+            permission_model.objects.using(using).get(content_type__app_label=PERMISSION_APP, codename=codename)
         )
 
 
@@ -25,3 +25,5 @@ class ReviewappConfig(AppConfig):
     def ready(self):
         # Django creates permissions in its own post_migrate handler (auth app), which runs before ours.
         post_migrate.connect(create_role_groups, sender=self)
+        # Registers the room's Celery tasks, which services send by name (reviewapp.core.queue).
+        from reviewapp import tasks  # noqa: F401

@@ -1,4 +1,4 @@
-from reviewapp import roles as role_checks
+from reviewapp.core import roles as role_checks
 
 
 def roles(request):

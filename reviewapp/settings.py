@@ -4,7 +4,7 @@ from pathlib import Path
 
 import dj_database_url
 
-from reviewapp.env import env_bool, env_int, env_list, env_str
+from reviewapp.core.env import env_bool, env_int, env_list, env_str
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(env_str("OH_VAR_DIR", str(BASE_DIR / "var")))
@@ -31,6 +31,7 @@ INSTALLED_APPS = [
     "reviewapp",
     "screening",
     "literature",
+    "reviewapp.benchmarks",
 ]
 
 MIDDLEWARE = [
@@ -115,7 +116,7 @@ REST_FRAMEWORK = {
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
-    "EXCEPTION_HANDLER": "reviewapp.api.errors.exception_handler",
+    "EXCEPTION_HANDLER": "reviewapp.core.errors.exception_handler",
     "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",
 }
 

@@ -1,4 +1,4 @@
-"""Celery tasks. Each takes primary keys and hands the work to a service."""
+"""Celery tasks of the review room. Each takes primary keys and hands the work to a service."""
 
 from django.db import InterfaceError, OperationalError
 
@@ -7,6 +7,6 @@ from reviewapp.services import jobs
 
 
 # A lost database connection is worth retrying; the claim makes a retry or a redelivery harmless.
-@app.task(autoretry_for=(OperationalError, InterfaceError), retry_backoff=True, max_retries=5)
+@app.task(name=jobs.JOB_TASK, autoretry_for=(OperationalError, InterfaceError), retry_backoff=True, max_retries=5)
 def run_background_job(job_id: int) -> None:
     jobs.job_run(job_id=job_id)

@@ -2,7 +2,9 @@ from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
-from reviewapp.views import benchmarks, coordinate, exports, home, imports, review
+from reviewapp.benchmarks import api as benchmark_api
+from reviewapp.benchmarks import views as benchmark_views
+from reviewapp.views import analysis, coordinate, exports, home, imports, review
 
 urlpatterns = [
     path("admin/", admin.site.urls),
@@ -10,16 +12,16 @@ urlpatterns = [
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("accounts/password_change/", auth_views.PasswordChangeView.as_view(), name="password_change"),
-    path(
-        "accounts/password_change/done/", auth_views.PasswordChangeDoneView.as_view(), name="password_change_done"
-    ),
+    path("accounts/password_change/done/", auth_views.PasswordChangeDoneView.as_view(), name="password_change_done"),
     path("api/v1/", include("reviewapp.api.urls")),
+    path("api/v1/", include(benchmark_api.urlpatterns)),
     *home.urlpatterns,
     *review.urlpatterns,
     *coordinate.urlpatterns,
     *imports.urlpatterns,
     *exports.urlpatterns,
-    *benchmarks.urlpatterns,
+    *analysis.urlpatterns,
+    *benchmark_views.urlpatterns,
     path("", include("screening.urls")),
     path("", include("literature.urls")),
 ]

@@ -6,7 +6,7 @@ import json
 from django.contrib import admin
 from django.utils.html import format_html
 
-from screening.models import ModelCall, ModelEndpoint, Roster, RosterMember
+from screening.llm.models import ModelCall, ModelEndpoint, Roster, RosterMember
 
 
 @admin.register(ModelEndpoint)

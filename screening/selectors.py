@@ -5,9 +5,16 @@ import uuid
 from django.db.models import Count, Prefetch, Q
 from django.utils import timezone
 
-from screening.models import STEPS, Forecast, Hypothesis, ModelCall, Run, Translation
+from screening.llm.models import ModelCall, ModelEndpoint
+from screening.models import STEPS, Forecast, Hypothesis, Run, Translation
 
 _DELIVERED = Q(hypotheses__selected=True) & ~Q(hypotheses__literature_verdict__in=Hypothesis.NOT_DELIVERED_VERDICTS)
+
+
+def run_role_endpoint(run: Run, role: str, slot: int = 0) -> ModelEndpoint | None:
+    """The endpoint the run's roster snapshot names for a role (None when it names none or it was deleted since)."""
+    members = run.roster["roles"].get(role, [])
+    return ModelEndpoint.objects.filter(pk=members[slot]["endpoint_id"]).first() if slot < len(members) else None
 
 
 def run_get(run_id) -> Run | None:

@@ -14,13 +14,13 @@ from django.shortcuts import redirect, render
 from django.utils import timezone
 from django.views.decorators.http import require_http_methods, require_POST
 
-from reviewapp import roles
-from reviewapp.services.cohorts import CohortError
+from reviewapp.core import roles
+from reviewapp.core.errors import page_errors
 from screening import selectors
 from screening.api.runs import BACKGROUND_MAX, QUESTION_MAX, QUESTION_MIN, run_representation
 from screening.models import Hypothesis, Run
 from screening.services.cohorts import CHOICES, cohort_create_from_run
-from screening.services.runs import RunRefused, client_address, run_create
+from screening.services.runs import client_address, run_create
 
 # How often the run page asks for news while the run works (the API suggests 15 s to programs).
 PAGE_POLL_SECONDS = 3
@@ -39,17 +39,16 @@ def run_start(request):
     """/open-hypothesis/: a form to start a run."""
     form = RunForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
-        try:
+        errors = []
+        with page_errors(into=errors):
             run = run_create(
                 question=form.cleaned_data["question"],
                 background=form.cleaned_data["background"],
                 language=form.cleaned_data["language"],
                 client_address=client_address(request.META),
             )
-        except RunRefused as refused:
-            form.add_error(None, refused.detail)
-        else:
             return redirect("open-hypothesis-run", run_id=run.public_id)
+        form.add_error(None, errors)
     return render(request, "screening/run_start.html", {"form": form})
 
 
@@ -135,15 +134,14 @@ def run_cohort_create(request, run_id):
     """Create a draft review cohort from a run's selected or delivered hypotheses."""
     roles.require_coordinator(request.user)
     run = _get_run(run_id)
-    try:
+    with page_errors(request):
         cohort = cohort_create_from_run(
             run=run,
             hypotheses=request.POST.get("hypotheses", ""),
             name=request.POST.get("name", ""),
             user=request.user,
         )
-    except CohortError as error:
-        messages.error(request, error.message)
-        return redirect("screening-run-list")
-    messages.success(request, f"Cohort “{cohort.name}” created as a draft with {cohort.proposals.count()} proposals.")
-    return redirect("cohort-detail", cohort.pk)
+        count = cohort.proposals.count()
+        messages.success(request, f"Cohort “{cohort.name}” created as a draft with {count} proposals.")
+        return redirect("cohort-detail", cohort.pk)
+    return redirect("screening-run-list")

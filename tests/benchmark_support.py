@@ -3,9 +3,9 @@
 import itertools
 import json
 
-from reviewapp.models import BenchmarkSet
-from reviewapp.services.benchmark_imports import benchmark_import_file
-from reviewapp.services.benchmarks import benchmark_create
+from reviewapp.benchmarks.models import BenchmarkSet
+from reviewapp.benchmarks.services.imports import benchmark_import_file
+from reviewapp.benchmarks.services.sets import benchmark_create
 
 # Four judges of four companies, in their listed order; each generator shares its company with one of them.
 JUDGES = (

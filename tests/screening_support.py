@@ -20,11 +20,12 @@ import redis
 from django.db import connection
 
 from reviewapp.celery import app as celery_app
+from screening.llm.models import ModelEndpoint, Roster, RosterMember
+from screening.llm.simulator import SimulatorConfig, start_simulator
 from screening.management.commands.setup_roster import roster_setup_default
-from screening.models import ModelEndpoint, Roster, RosterMember, Run, RunWorkItem
+from screening.models import Run, RunWorkItem
 from screening.services.progress import run_advance
 from screening.services.work import work_item_perform
-from screening.simulator import SimulatorConfig, start_simulator
 
 _ITEM = re.compile(r"^\[(H\d+)\] (.*)$", re.MULTILINE)
 

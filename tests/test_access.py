@@ -8,7 +8,8 @@ import pytest
 from django.urls import URLPattern, URLResolver, get_resolver
 
 from literature.models import NoveltyCheck
-from reviewapp.models import BackgroundJob, BenchmarkSet
+from reviewapp.benchmarks.models import BenchmarkSet
+from reviewapp.models import BackgroundJob
 from screening.models import Run
 from tests import factories
 

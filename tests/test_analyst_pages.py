@@ -8,7 +8,7 @@ import pytest
 from scipy.stats import hypergeom
 from sklearn.metrics import cohen_kappa_score
 
-from reviewapp.models import JudgeScore
+from reviewapp.benchmarks.models import JudgeScore
 from reviewapp.services.reviews import review_submit
 from tests import factories
 from tests.benchmark_support import hypothesis, make_set, scores, task

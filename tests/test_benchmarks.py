@@ -10,26 +10,27 @@ import zipfile
 import pytest
 from openpyxl import Workbook
 
-from reviewapp.models import (
+from reviewapp.benchmarks.models import (
     BenchmarkHypothesis,
     BenchmarkImport,
     BenchmarkTask,
     Judge,
     JudgeScore,
     RandomControlDraw,
-    ResearchTask,
 )
-from reviewapp.selectors.benchmarks import benchmark_progress, benchmark_rows
-from reviewapp.services.benchmark_imports import benchmark_import_file
-from reviewapp.services.benchmarks import (
+from reviewapp.benchmarks.selectors import benchmark_progress, benchmark_rows
+from reviewapp.benchmarks.services.imports import benchmark_import_file
+from reviewapp.benchmarks.services.sets import (
     BenchmarkError,
     benchmark_run,
     frozen_set_sha256,
     judge_add,
     task_shuffle_seed,
 )
+from reviewapp.models import ResearchTask
 from reviewapp.services.imports import ImportInvalid
-from screening.models import ModelCall, Run
+from screening.llm.models import ModelCall
+from screening.models import Run
 from tests import factories
 from tests.benchmark_support import hypothesis, import_json, json_file, make_set, scores, task
 from tests.screening_support import Script, ScriptedModelServer, drive, forecast_reply, make_roster

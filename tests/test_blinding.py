@@ -20,21 +20,8 @@ from django.contrib.auth.models import User
 from django.urls import URLPattern, URLResolver, get_resolver, resolve, reverse
 from django.urls.exceptions import Resolver404
 
-from reviewapp.models import (
-    Assignment,
-    BackgroundJob,
-    BenchmarkHypothesis,
-    BenchmarkSet,
-    BenchmarkTask,
-    Cohort,
-    Conflict,
-    ImportBatch,
-    Judge,
-    JudgeScore,
-    Proposal,
-    ResearchTask,
-    Review,
-)
+from reviewapp.benchmarks.models import BenchmarkHypothesis, BenchmarkSet, BenchmarkTask, Judge, JudgeScore
+from reviewapp.models import Assignment, BackgroundJob, Cohort, Conflict, ImportBatch, Proposal, ResearchTask, Review
 from reviewapp.selectors.packets import PACKET_COLUMNS
 from reviewapp.services.reviews import review_save, review_submit
 from tests import factories

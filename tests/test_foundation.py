@@ -1,7 +1,7 @@
 import pytest
 from django.db import IntegrityError
 
-from reviewapp import roles
+from reviewapp.core import roles
 from tests import factories
 
 

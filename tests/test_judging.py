@@ -6,18 +6,19 @@ import re
 
 import pytest
 
-from reviewapp.models import BackgroundJob, Judge, JudgeScore
-from reviewapp.selectors.benchmarks import benchmark_rows
-from reviewapp.services import jobs
-from reviewapp.services.benchmark_imports import benchmark_import_file
-from reviewapp.services.benchmarks import BenchmarkError, judge_add
-from reviewapp.services.judging import (
+from reviewapp.benchmarks.models import Judge, JudgeScore
+from reviewapp.benchmarks.selectors import benchmark_rows
+from reviewapp.benchmarks.services.imports import benchmark_import_file
+from reviewapp.benchmarks.services.judging import (
     JUDGE_QUESTION,
     judging_start,
     parse_judge_scores,
 )
-from screening.models import ModelCall, ModelEndpoint
-from screening.simulator import SimulatorConfig, start_simulator
+from reviewapp.benchmarks.services.sets import BenchmarkError, judge_add
+from reviewapp.models import BackgroundJob
+from reviewapp.services import jobs
+from screening.llm.models import ModelCall, ModelEndpoint
+from screening.llm.simulator import SimulatorConfig, start_simulator
 from tests.benchmark_support import JUDGES, hypothesis, import_json, make_set, scores, task
 from tests.screening_support import Script, ScriptedModelServer
 

@@ -10,11 +10,11 @@ from datetime import date
 
 import pytest
 
-from literature import novelty, retrieval
+from literature import novelty, retrieval, verdicts
 from literature.models import NoveltyCheck, Reference
-from literature.novelty import JudgementUnreadable, Part, hypothesis_parts, parse_judgement, quote_occurs
 from literature.tasks import novelty_check_task
-from screening.models import ModelCall, ModelEndpoint
+from literature.verdicts import JudgementUnreadable, Part, hypothesis_parts, parse_judgement, quote_occurs
+from screening.llm.models import ModelCall, ModelEndpoint
 from tests import factories
 from tests.screening_support import Script, ScriptedModelServer
 
@@ -275,7 +275,7 @@ def test_verdict_parsing_reads_fenced_json_labels_and_quote_marks():
     reply = "Here it is:\n```json\n{" + fields + "}\n```"
     judgement = parse_judgement(reply)
     assert (judgement.verdict, judgement.quoted.label, judgement.quoted.quote) == ("reported", "R2", '"A b c."')
-    assert novelty.clean_quote(judgement.quoted.quote) == "A b c."
+    assert verdicts.clean_quote(judgement.quoted.quote) == "A b c."
     assert parse_judgement(judged("components reported")).verdict == "components_reported"
     for unreadable in ("[1, 2]", "{}", '{"verdict": 3}', judged("reported", components="none"), None):
         with pytest.raises(JudgementUnreadable):

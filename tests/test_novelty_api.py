@@ -3,7 +3,7 @@
 import pytest
 
 from literature.models import NoveltyCheck
-from screening.models import ModelEndpoint, Roster, RosterMember
+from screening.llm.models import ModelEndpoint, Roster, RosterMember
 from tests import factories
 
 

@@ -15,9 +15,10 @@ from django.utils import timezone
 
 from literature.demo import demo_references_load
 from literature.models import NoveltyCheck, Reference
-from literature.novelty import quote_occurs
+from literature.verdicts import quote_occurs
 from reviewapp.celery import app
-from screening.models import Hypothesis, ModelCall, ModelEndpoint, RosterMember, Run, RunWorkItem
+from screening.llm.models import ModelCall, ModelEndpoint, RosterMember
+from screening.models import Hypothesis, Run, RunWorkItem
 from screening.services.progress import run_advance, runs_sweep
 from screening.services.runs import run_create
 from screening.services.work import work_item_perform
@@ -188,7 +189,7 @@ def test_a_stopped_check_ends_the_run_failed_at_novelty_keeping_the_other_verdic
 
 
 def test_a_benchmark_runs_checks_count_only_literature_before_its_tasks_article(roster, script, corpus):
-    from reviewapp.models import BenchmarkSet, BenchmarkTask
+    from reviewapp.benchmarks.models import BenchmarkSet, BenchmarkTask
     from tests import factories
 
     Reference.objects.filter(pmid="31000001").update(published=date(2024, 3, 1), published_precision="day")

@@ -11,7 +11,8 @@ from django.db import connection
 from django.utils import timezone
 
 from screening import prompts
-from screening.models import Forecast, Hypothesis, ModelCall, Roster, Run, RunWorkItem, Translation
+from screening.llm.models import ModelCall, Roster
+from screening.models import Forecast, Hypothesis, Run, RunWorkItem, Translation
 from screening.services.progress import run_advance, runs_sweep
 from screening.services.runs import ClientHypothesis, run_create
 from screening.services.work import work_item_perform

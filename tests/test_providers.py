@@ -15,9 +15,9 @@ import httpx
 import pytest
 from django.utils import timezone
 
-from reviewapp.retry import retry_delay_from_headers
-from screening.models import EndpointSlot, ModelCall, ModelEndpoint
-from screening.providers import complete
+from reviewapp.core.retry import retry_delay_from_headers
+from screening.llm.models import EndpointSlot, ModelCall, ModelEndpoint
+from screening.llm.providers import complete
 
 KEY_VAR = "OH_TEST_PROVIDER_KEY"
 KEY = "sk-test-secret-key-4242"

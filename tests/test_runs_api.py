@@ -10,7 +10,8 @@ from django.db import connection
 from django.test import Client
 from django.utils import timezone
 
-from screening.models import ModelCall, Run
+from screening.llm.models import ModelCall
+from screening.models import Run
 from tests.screening_support import (
     Script,
     ScriptedModelServer,

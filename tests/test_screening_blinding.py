@@ -10,7 +10,8 @@ from django.urls import reverse
 
 from literature.models import NoveltyCheck, Reference
 from reviewapp.models import Cohort
-from screening.models import Forecast, Hypothesis, ModelCall, ModelEndpoint, Run
+from screening.llm.models import ModelCall, ModelEndpoint
+from screening.models import Forecast, Hypothesis, Run
 from screening.services.cohorts import cohort_create_from_run
 from screening.services.runs import run_create
 from tests import factories

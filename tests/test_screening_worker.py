@@ -7,7 +7,8 @@ from celery.signals import task_postrun
 from django.test import Client
 
 from reviewapp.celery import app
-from screening.models import ModelCall, Run, Translation
+from screening.llm.models import ModelCall
+from screening.models import Run, Translation
 from tests.screening_support import (
     celery_on_test_redis,
     close_worker_connection,

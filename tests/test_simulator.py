@@ -15,10 +15,10 @@ import pytest
 from django.core.management import call_command
 
 from screening import prompts
-from screening.models import ModelCall, ModelEndpoint, Roster
+from screening.llm.models import ModelCall, ModelEndpoint, Roster
+from screening.llm.providers import complete
+from screening.llm.simulator import SimulatorConfig, start_simulator
 from screening.parsing import parse_forecasts, parse_hypotheses
-from screening.providers import complete
-from screening.simulator import SimulatorConfig, start_simulator
 
 PROTOCOLS = ["openai", "anthropic", "gemini"]
 BASE_PATH = {"openai": "/v1", "anthropic": "", "gemini": ""}

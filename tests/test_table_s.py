@@ -8,8 +8,8 @@ import zipfile
 import pytest
 from openpyxl import load_workbook
 
-from reviewapp.bundle import CHECKSUMS, DATA_FILES
-from reviewapp.models import JudgeScore
+from reviewapp.benchmarks.bundle import CHECKSUMS, DATA_FILES
+from reviewapp.benchmarks.models import JudgeScore
 from tests.benchmark_support import hypothesis, make_set, scores, task
 
 LONG_TEXT = ("Senolytic clearance of p16-positive cells in the bone-marrow niche restores clonal balance. " * 60)[:5000]

@@ -5,7 +5,7 @@ from django.contrib.auth import authenticate
 from django.contrib.auth.models import User
 from rest_framework.test import APIClient
 
-from reviewapp import roles
+from reviewapp.core import roles
 from reviewapp.models import AuditEvent, Conflict
 from reviewapp.services.users import UserInvalid, user_create, users_bulk_create
 from tests import factories

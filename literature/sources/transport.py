@@ -13,7 +13,7 @@ from django.conf import settings
 
 from literature.sources.cache import cache_key, cache_lookup, cache_store
 from literature.sources.ratelimit import wait_for_turn
-from reviewapp.retry import backoff_delay, retry_delay_from_headers
+from reviewapp.core.retry import backoff_delay, retry_delay_from_headers
 
 logger = logging.getLogger(__name__)
 

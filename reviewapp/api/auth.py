@@ -8,7 +8,7 @@ from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from reviewapp.api.errors import ApiError
+from reviewapp.core.errors import ServiceError
 
 
 class TokenCreateApi(APIView):
@@ -24,7 +24,9 @@ class TokenCreateApi(APIView):
         data.is_valid(raise_exception=True)
         user = authenticate(request, **data.validated_data)
         if user is None or not user.is_active:
-            raise ApiError("invalid_credentials", "Unknown username or wrong password.", status.HTTP_400_BAD_REQUEST)
+            raise ServiceError(
+                "Unknown username or wrong password.", code="invalid_credentials", status=status.HTTP_400_BAD_REQUEST
+            )
         token, _ = Token.objects.get_or_create(user=user)
         return Response({"token": token.key})
 

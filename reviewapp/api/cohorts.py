@@ -3,38 +3,27 @@
 Coordinators and analysts read; only coordinators write. Reviewers get 403 on every route here.
 """
 
-from django.contrib.auth.models import User
 from django.shortcuts import get_object_or_404
 from django.urls import path
 from rest_framework import serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from reviewapp.api.errors import ApiError
-from reviewapp.api.permissions import CanReadAll, IsCoordinator
-from reviewapp.api.routing import by_method
-from reviewapp.models import Assignment, Cohort, Conflict, Proposal
+from reviewapp.core.errors import NotFound
+from reviewapp.core.roles import CanReadAll, IsCoordinator
+from reviewapp.core.routing import by_method
+from reviewapp.models import Assignment, Cohort, Conflict
 from reviewapp.selectors import cohorts as cohort_selectors
+from reviewapp.selectors.users import users_named
 from reviewapp.services import cohorts as cohort_services
+from reviewapp.services.cohorts import MAX_REVIEWERS_PER_PROPOSAL
 
 
 def _cohort(cohort_id: int) -> Cohort:
     try:
         return cohort_selectors.cohort_get(cohort_id=cohort_id)
     except Cohort.DoesNotExist:
-        raise ApiError("not_found", f"There is no cohort {cohort_id}.", status.HTTP_404_NOT_FOUND) from None
-
-
-def _service_error(error: cohort_services.CohortError) -> ApiError:
-    return ApiError(error.code, error.message)
-
-
-def _users_by_name(usernames: list[str]) -> list[User]:
-    users = {u.username: u for u in User.objects.filter(username__in=usernames)}
-    unknown = [name for name in usernames if name not in users]
-    if unknown:
-        raise ApiError("unknown_reviewer", f"No account is named {', '.join(unknown)}.")
-    return [users[name] for name in usernames]
+        raise NotFound(f"There is no cohort {cohort_id}.") from None
 
 
 class CohortOutputSerializer(serializers.Serializer):
@@ -67,7 +56,7 @@ class CohortCreateApi(APIView):
     class InputSerializer(serializers.Serializer):
         name = serializers.CharField(max_length=200)
         description = serializers.CharField(required=False, allow_blank=True, default="")
-        reviewers_per_proposal = serializers.IntegerField(min_value=1, max_value=100, default=3)
+        reviewers_per_proposal = serializers.IntegerField(min_value=1, max_value=MAX_REVIEWERS_PER_PROPOSAL, default=3)
         seed = serializers.IntegerField(default=0)
 
     class OutputSerializer(CohortOutputSerializer):
@@ -76,10 +65,8 @@ class CohortCreateApi(APIView):
     def post(self, request):
         data = self.InputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        try:
-            cohort = cohort_services.cohort_create(**data.validated_data, user=request.user)
-        except cohort_services.CohortError as error:
-            raise _service_error(error) from None
+        cohort = cohort_services.cohort_create(**data.validated_data, user=request.user)
+
         return Response(self.OutputSerializer(_cohort(cohort.pk)).data, status=status.HTTP_201_CREATED)
 
 
@@ -106,11 +93,17 @@ class CohortStatusApi(APIView):
         cohort = _cohort(cohort_id)
         data = self.InputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        try:
-            cohort_services.cohort_set_status(cohort=cohort, status=data.validated_data["status"], user=request.user)
-        except cohort_services.CohortError as error:
-            raise _service_error(error) from None
+        cohort_services.cohort_set_status(cohort=cohort, status=data.validated_data["status"], user=request.user)
+
         return Response(self.OutputSerializer(_cohort(cohort_id)).data)
+
+
+class AssignmentRules(serializers.Serializer):
+    """What an assignment request may ask for, on the API and on the cohort page alike."""
+
+    per_proposal = serializers.IntegerField(min_value=1, max_value=MAX_REVIEWERS_PER_PROPOSAL)
+    seed = serializers.IntegerField(required=False)
+    max_load = serializers.IntegerField(min_value=1, required=False)
 
 
 class CohortAssignApi(APIView):
@@ -118,11 +111,8 @@ class CohortAssignApi(APIView):
 
     permission_classes = [IsCoordinator]
 
-    class InputSerializer(serializers.Serializer):
+    class InputSerializer(AssignmentRules):
         reviewers = serializers.ListField(child=serializers.CharField(), allow_empty=False)
-        per_proposal = serializers.IntegerField(min_value=1, max_value=100)
-        seed = serializers.IntegerField(required=False)
-        max_load = serializers.IntegerField(min_value=1, required=False)
 
     class OutputSerializer(serializers.Serializer):
         created = serializers.IntegerField()
@@ -132,18 +122,16 @@ class CohortAssignApi(APIView):
         cohort = _cohort(cohort_id)
         data = self.InputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        reviewers = _users_by_name(data.validated_data["reviewers"])
-        try:
-            result = cohort_services.cohort_assign(
-                cohort=cohort,
-                reviewers=reviewers,
-                per_proposal=data.validated_data["per_proposal"],
-                seed=data.validated_data.get("seed", cohort.seed),
-                max_load=data.validated_data.get("max_load"),
-                user=request.user,
-            )
-        except cohort_services.CohortError as error:
-            raise _service_error(error) from None
+        reviewers = users_named(data.validated_data["reviewers"])
+        result = cohort_services.cohort_assign(
+            cohort=cohort,
+            reviewers=reviewers,
+            per_proposal=data.validated_data["per_proposal"],
+            seed=data.validated_data.get("seed", cohort.seed),
+            max_load=data.validated_data.get("max_load"),
+            user=request.user,
+        )
+
         return Response(self.OutputSerializer(result).data, status=status.HTTP_201_CREATED)
 
 
@@ -204,10 +192,8 @@ class AssignmentDeleteApi(APIView):
 
     def delete(self, request, assignment_id: int):
         assignment = get_object_or_404(Assignment, pk=assignment_id)
-        try:
-            cohort_services.assignment_remove(assignment=assignment, user=request.user)
-        except cohort_services.CohortError as error:
-            raise _service_error(error) from None
+        cohort_services.assignment_remove(assignment=assignment, user=request.user)
+
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
@@ -227,13 +213,9 @@ class AssignmentReassignApi(APIView):
         assignment = get_object_or_404(Assignment, pk=assignment_id)
         data = self.InputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        (reviewer,) = _users_by_name([data.validated_data["reviewer"]])
-        try:
-            assignment = cohort_services.assignment_reassign(
-                assignment=assignment, reviewer=reviewer, user=request.user
-            )
-        except cohort_services.CohortError as error:
-            raise _service_error(error) from None
+        (reviewer,) = users_named([data.validated_data["reviewer"]])
+        assignment = cohort_services.assignment_reassign(assignment=assignment, reviewer=reviewer, user=request.user)
+
         return Response(self.OutputSerializer(assignment).data)
 
 
@@ -261,23 +243,17 @@ class ConflictCreateApi(APIView):
         data = self.InputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         values = data.validated_data
-        (reviewer,) = _users_by_name([values["reviewer"]])
-        proposal = None
-        if values["proposal"]:
-            proposal = Proposal.objects.filter(external_id=values["proposal"]).first()
-            if proposal is None:
-                raise ApiError("unknown_proposal", f"There is no proposal {values['proposal']}.")
-        try:
-            conflict = cohort_services.conflict_declare(
-                reviewer=reviewer,
-                kind=values["kind"],
-                proposal=proposal,
-                author=values["author"],
-                note=values["note"],
-                user=request.user,
-            )
-        except cohort_services.CohortError as error:
-            raise _service_error(error) from None
+        (reviewer,) = users_named([values["reviewer"]])
+        proposal = cohort_selectors.proposal_with_id(values["proposal"]) if values["proposal"] else None
+        conflict = cohort_services.conflict_declare(
+            reviewer=reviewer,
+            kind=values["kind"],
+            proposal=proposal,
+            author=values["author"],
+            note=values["note"],
+            user=request.user,
+        )
+
         return Response(self.OutputSerializer(conflict).data, status=status.HTTP_201_CREATED)
 
 

@@ -9,13 +9,12 @@ from django.http import FileResponse, StreamingHttpResponse
 from django.urls import path
 from django.utils.http import content_disposition_header
 from django.utils.text import slugify
-from rest_framework import status
 from rest_framework.negotiation import BaseContentNegotiation
 from rest_framework.views import APIView
 
-from reviewapp import roles
-from reviewapp.api.errors import ApiError
-from reviewapp.api.permissions import CanReadAll
+from reviewapp.core import roles
+from reviewapp.core.errors import NotFound, ServiceError
+from reviewapp.core.roles import CanReadAll
 from reviewapp.models import Cohort
 from reviewapp.selectors.exports import csv_chunks, review_export_long_rows, review_export_rows, write_xlsx
 
@@ -35,7 +34,7 @@ class FileContentNegotiation(BaseContentNegotiation):
 def _get_cohort(cohort_id: int) -> Cohort:
     cohort = Cohort.objects.filter(pk=cohort_id).first()
     if cohort is None:
-        raise ApiError("not_found", "There is no cohort with this id.", status.HTTP_404_NOT_FOUND)
+        raise NotFound("There is no cohort with this id.")
     return cohort
 
 
@@ -51,7 +50,7 @@ class CohortReviewsCsvApi(APIView):
         cohort = _get_cohort(cohort_id)
         layout = request.query_params.get("layout", "wide")
         if layout not in LAYOUTS:
-            raise ApiError("invalid_layout", "The layout must be 'wide' or 'long'.")
+            raise ServiceError("The layout must be 'wide' or 'long'.", code="invalid_layout")
         rows = LAYOUTS[layout](cohort=cohort, unblinded=roles.can_coordinate(request.user))
         response = StreamingHttpResponse(csv_chunks(rows), content_type="text/csv; charset=utf-8")
         suffix = "reviews.csv" if layout == "wide" else "reviews-long.csv"

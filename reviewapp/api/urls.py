@@ -1,6 +1,6 @@
-"""/api/v1/: each area's module owns its routes."""
+"""/api/v1/ of the human review: each area's module owns its routes."""
 
-from reviewapp.api import auth, benchmarks, cohorts, exports, imports, users
+from reviewapp.api import auth, cohorts, exports, imports, users
 
 urlpatterns = [
     *auth.urlpatterns,
@@ -8,5 +8,4 @@ urlpatterns = [
     *cohorts.urlpatterns,
     *imports.urlpatterns,
     *exports.urlpatterns,
-    *benchmarks.urlpatterns,
 ]

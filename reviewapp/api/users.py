@@ -5,10 +5,8 @@ from rest_framework import serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from reviewapp.api.errors import ApiError
-from reviewapp.api.permissions import IsCoordinator
-from reviewapp.roles import ROLES
-from reviewapp.services.users import UserInvalid, user_create
+from reviewapp.core.roles import ROLES, IsCoordinator
+from reviewapp.services.users import user_create
 
 
 class UserCreateApi(APIView):
@@ -28,10 +26,8 @@ class UserCreateApi(APIView):
     def post(self, request):
         data = self.InputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        try:
-            account, password = user_create(**data.validated_data, user=request.user)
-        except UserInvalid as error:
-            raise ApiError("invalid_user", str(error), errors=error.errors) from None
+        account, password = user_create(**data.validated_data, user=request.user)
+
         body = {"username": account.username, "email": account.email, "role": data.validated_data["role"]}
         # The only time the password leaves the server; it is stored hashed.
         return Response(self.OutputSerializer({**body, "password": password}).data, status=status.HTTP_201_CREATED)

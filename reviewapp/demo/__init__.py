@@ -16,8 +16,8 @@ from django.utils import timezone
 
 from literature.demo import demo_references_load
 from reviewapp import protocol
+from reviewapp.core.roles import ANALYST, COORDINATOR, REVIEWER
 from reviewapp.models import Assignment, Cohort
-from reviewapp.roles import ANALYST, COORDINATOR, REVIEWER
 from reviewapp.services.cohorts import cohort_assign, cohort_create
 from reviewapp.services.imports import cohort_import_file
 from reviewapp.services.reviews import review_save, review_submit

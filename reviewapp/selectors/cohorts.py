@@ -11,7 +11,8 @@ from django.db import connection
 from django.db.models import Aggregate, Count, FloatField, OuterRef, Q, QuerySet, Subquery
 from django.db.models.functions import Coalesce
 
-from reviewapp.models import Assignment, Cohort, Review
+from reviewapp.core.errors import ServiceError
+from reviewapp.models import Assignment, Cohort, Proposal, Review
 
 ASSIGNMENT_STATES = {
     "not_started": Q(review__isnull=True),
@@ -177,3 +178,13 @@ def assignment_state(assignment: Assignment) -> str:
     if assignment.deferred_at:
         return "deferred"
     return "not_started" if review is None else "in_progress"
+
+
+def proposal_with_id(external_id: str, *, cohort: Cohort | None = None) -> Proposal:
+    """The proposal with this imported id (in the cohort, when one is named); ServiceError when there is none."""
+    proposals = Proposal.objects.all() if cohort is None else Proposal.objects.filter(cohorts=cohort)
+    proposal = proposals.filter(external_id=external_id).first()
+    if proposal is None:
+        where = "This cohort has" if cohort is not None else "There is"
+        raise ServiceError(f"{where} no proposal “{external_id}”.", code="unknown_proposal")
+    return proposal

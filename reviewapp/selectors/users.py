@@ -3,7 +3,8 @@
 from django.contrib.auth.models import User
 from django.db.models import Q, QuerySet
 
-from reviewapp.roles import REVIEWER, ROLE_PERMISSION, ROLES
+from reviewapp.core.errors import ServiceError
+from reviewapp.core.roles import REVIEWER, ROLE_PERMISSION, ROLES
 
 
 def _holding(codename: str) -> Q:
@@ -25,3 +26,20 @@ def user_list() -> QuerySet[User]:
 def user_roles(user: User) -> list[str]:
     """The product roles a user holds through their groups (uses prefetched groups)."""
     return [group.name for group in user.groups.all() if group.name in ROLES]
+
+
+def users_named(usernames: list[str]) -> list[User]:
+    """The accounts with these usernames, in the same order; ServiceError naming any that does not exist."""
+    users = {user.username: user for user in User.objects.filter(username__in=usernames)}
+    unknown = [name for name in usernames if name not in users]
+    if unknown:
+        raise ServiceError(f"No account is named {', '.join(unknown)}.", code="unknown_reviewer")
+    return [users[name] for name in usernames]
+
+
+def reviewer_named(username: str) -> User:
+    """The active reviewer with this username; ServiceError when there is none."""
+    reviewer = reviewer_queryset().filter(username=username).first()
+    if reviewer is None:
+        raise ServiceError(f"No reviewer is named “{username}”.", code="unknown_reviewer")
+    return reviewer

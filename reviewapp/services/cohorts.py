@@ -10,18 +10,16 @@ from django.contrib.auth.models import User
 from django.db import transaction
 from django.db.models import F, Max
 
+from reviewapp.core.errors import ServiceError
 from reviewapp.models import Assignment, AuditEvent, Cohort, Conflict, Proposal
 from reviewapp.selectors.users import reviewer_queryset
 
+# The most reviewers one proposal may be given, on every way in (page, API, service).
+MAX_REVIEWERS_PER_PROPOSAL = 100
 
-class CohortError(Exception):
+
+class CohortError(ServiceError):
     """A change the rules of cohorts refuse; the message is written for the coordinator."""
-
-    code = "invalid_request"
-
-    def __init__(self, message: str):
-        super().__init__(message)
-        self.message = message
 
 
 class AssignmentImpossible(CohortError):
@@ -65,8 +63,8 @@ def cohort_create(
     name = name.strip()
     if not name:
         raise CohortError("A cohort needs a name.")
-    if reviewers_per_proposal < 1:
-        raise CohortError("A cohort needs at least one reviewer per proposal.")
+    if not 1 <= reviewers_per_proposal <= MAX_REVIEWERS_PER_PROPOSAL:
+        raise CohortError(f"A cohort needs 1 to {MAX_REVIEWERS_PER_PROPOSAL} reviewers per proposal.")
     if Cohort.objects.filter(name__iexact=name).exists():
         raise CohortError(f"A cohort named “{name}” already exists.")
     cohort = Cohort.objects.create(
@@ -249,8 +247,8 @@ def cohort_assign(
     eligible reviewers, ties broken by a generator seeded with `seed`, so the same inputs give the same result.
     """
     cohort = _lock_for_assignment(cohort)
-    if per_proposal < 1:
-        raise AssignmentImpossible("Each proposal needs at least one reviewer (k ≥ 1).")
+    if not 1 <= per_proposal <= MAX_REVIEWERS_PER_PROPOSAL:
+        raise AssignmentImpossible(f"Each proposal needs 1 to {MAX_REVIEWERS_PER_PROPOSAL} reviewers (k).")
     if max_load is not None and max_load < 1:
         raise AssignmentImpossible("The maximum load must be at least one assignment per reviewer.")
     reviewers = sorted({r.pk: r for r in reviewers}.values(), key=lambda r: r.pk)

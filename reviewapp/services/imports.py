@@ -17,6 +17,7 @@ from pathlib import PurePath
 
 from django.db import IntegrityError, transaction
 
+from reviewapp.core.errors import ServiceError
 from reviewapp.models import Cohort, ImportBatch, Proposal, ResearchTask
 from reviewapp.services.tabular_files import ImportInvalid, TableFile, as_text, clean_text, file_invalid, problem
 
@@ -70,8 +71,11 @@ class ImportResult:
     already_imported: bool
 
 
-class CohortFrozen(Exception):
+class CohortFrozen(ServiceError):
     """Proposals are added to a cohort only while it is a draft."""
+
+    code = "cohort_frozen"
+    status = 409
 
 
 def task_content_sha256(values) -> str:

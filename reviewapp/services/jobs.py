@@ -1,7 +1,7 @@
 """Background jobs: long work done by a Celery worker, with a state every page can show.
 
-A job is created queued and enqueued once its row is committed. The worker claims it with a conditional
-UPDATE (queued → running), so a redelivered message finds nothing to do. The result file is kept under
+A job is created queued and enqueued once its row is committed. The worker claims it (reviewapp.core.claims:
+queued → running), so a redelivered message finds nothing to do. The result file is kept under
 VAR_DIR/exports; a failure keeps a plain sentence for the user, the traceback goes to the log.
 """
 
@@ -13,9 +13,11 @@ from pathlib import Path
 
 from django.conf import settings
 from django.db import transaction
-from django.utils import timezone
 from django.utils.text import slugify
 
+from reviewapp.core.claims import work_claim, work_finish
+from reviewapp.core.errors import ServiceError
+from reviewapp.core.queue import enqueue_on_commit
 from reviewapp.models import BackgroundJob, Cohort
 from reviewapp.selectors.exports import review_export_count, review_export_rows, write_xlsx
 
@@ -24,8 +26,10 @@ logger = logging.getLogger(__name__)
 ProgressCallback = Callable[[int, int], None]
 
 
-class JobError(Exception):
+class JobError(ServiceError):
     """A failure whose message is a sentence meant for the user who started the job."""
+
+    code = "job_failed"
 
 
 @dataclass(frozen=True)
@@ -65,16 +69,15 @@ def _run_reviews_xlsx(job: BackgroundJob, report_progress: ProgressCallback) -> 
     return JobResult(path=final, name=f"{slugify(cohort.name) or 'cohort'}-{cohort.pk}-reviews.xlsx")
 
 
-def _run_benchmark_judging(job: BackgroundJob, report_progress: ProgressCallback) -> JobResult:
-    from reviewapp.services.judging import judging_job_run  # it imports this module
-
-    return judging_job_run(job, report_progress)
-
-
+# Kinds of job by name. Other rooms add theirs with `job_kind_register` when their app is ready.
 JOB_KINDS: dict[str, JobKind] = {
     "reviews_xlsx": JobKind(label="Reviews spreadsheet (XLSX)", run=_run_reviews_xlsx),
-    "benchmark_judging": JobKind(label="Judge scores of a benchmark set", run=_run_benchmark_judging),
 }
+JOB_TASK = "reviewapp.background_job"
+
+
+def job_kind_register(name: str, kind: JobKind) -> None:
+    JOB_KINDS[name] = kind
 
 
 def job_label(job: BackgroundJob) -> str:
@@ -87,19 +90,8 @@ def job_create(*, kind: str, params: dict, user) -> BackgroundJob:
     if kind not in JOB_KINDS:
         raise ValueError(f"Unknown job kind {kind!r}")
     job = BackgroundJob.objects.create(kind=kind, params=params, created_by=user)
-    # Imported here: the task module imports this one.
-    from reviewapp.tasks import run_background_job
-
-    transaction.on_commit(lambda: run_background_job.delay(job.pk))
+    enqueue_on_commit(JOB_TASK, job.pk)
     return job
-
-
-def job_claim(*, job_id: int) -> bool:
-    """Move a queued job to running; False when another delivery (or nobody's job) got there first."""
-    claimed = BackgroundJob.objects.filter(pk=job_id, state=BackgroundJob.State.QUEUED).update(
-        state=BackgroundJob.State.RUNNING, started_at=timezone.now()
-    )
-    return claimed == 1
 
 
 def _job_report_progress(job_id: int) -> ProgressCallback:
@@ -114,7 +106,8 @@ def job_run(*, job_id: int) -> None:
 
     Not one transaction: progress updates must be visible to the job's page while the work goes on.
     """
-    if not job_claim(job_id=job_id):
+    token = work_claim(BackgroundJob, job_id)
+    if token is None:
         logger.info("Background job %s was not queued; nothing to do", job_id)
         return
     job = BackgroundJob.objects.get(pk=job_id)
@@ -122,25 +115,12 @@ def job_run(*, job_id: int) -> None:
         result = JOB_KINDS[job.kind].run(job, _job_report_progress(job_id))
     except JobError as exc:
         logger.warning("Background job %s (%s) failed: %s", job_id, job.kind, exc)
-        job_fail(job_id=job_id, error=str(exc))
+        work_finish(BackgroundJob, job_id, token, failed=True, error=exc.message)
         return
     except Exception as exc:
         logger.exception("Background job %s (%s) failed", job_id, job.kind)
         summary = str(exc).splitlines()[0][:300] if str(exc) else exc.__class__.__name__
-        job_fail(
-            job_id=job_id,
-            error=f"The job stopped with an unexpected error ({summary}). The worker's log has the details.",
-        )
+        error = f"The job stopped with an unexpected error ({summary}). The worker's log has the details."
+        work_finish(BackgroundJob, job_id, token, failed=True, error=error)
         return
-    BackgroundJob.objects.filter(pk=job_id, state=BackgroundJob.State.RUNNING).update(
-        state=BackgroundJob.State.SUCCEEDED,
-        result_path=str(result.path),
-        result_name=result.name,
-        finished_at=timezone.now(),
-    )
-
-
-def job_fail(*, job_id: int, error: str) -> None:
-    BackgroundJob.objects.filter(pk=job_id).update(
-        state=BackgroundJob.State.FAILED, error=error, finished_at=timezone.now()
-    )
+    work_finish(BackgroundJob, job_id, token, result_path=str(result.path), result_name=result.name)

@@ -7,7 +7,9 @@ from django.db import IntegrityError, transaction
 from django.db.models import F
 from django.utils import timezone
 
-from reviewapp import protocol, roles
+from reviewapp import protocol
+from reviewapp.core import roles
+from reviewapp.core.errors import ServiceError
 from reviewapp.models import Assignment, AuditEvent, Cohort, Review
 
 # Time on task counts the gaps between saves, but at most this much per gap, so idle time is not counted.
@@ -30,38 +32,49 @@ ANSWER_FIELDS = (
 )
 
 
-class ReviewError(Exception):
+class ReviewError(ServiceError):
     """A review write that cannot be done; the message is written for the reviewer."""
 
 
 class StaleReview(ReviewError):
+    code = "stale_review"
+    status = 409
+
     def __init__(self):
         super().__init__("This review was changed in another tab or window since this page loaded.")
 
 
 class ReviewLocked(ReviewError):
-    pass
+    code = "review_locked"
+    status = 409
 
 
 class ReviewNotSubmitted(ReviewError):
-    pass
+    code = "review_not_submitted"
+    status = 409
 
 
 class ReviewInvalid(ReviewError):
     """Values outside the protocol's scales; nothing was saved."""
 
+    code = "invalid_review"
+    status = 422
+
     def __init__(self, errors: dict[str, str]):
         self.errors = errors
-        super().__init__(" ".join(errors.values()))
+        super().__init__(" ".join(errors.values()), fields=errors)
 
 
 class ReviewIncomplete(ReviewError):
     """Submission refused because questions are unanswered; the answers given were saved as a draft."""
 
+    code = "review_incomplete"
+    status = 422
+
     def __init__(self, errors: dict[str, str], review: Review):
         self.errors = errors
         self.review = review
-        super().__init__(" ".join(errors.values()))
+        super().__init__(" ".join(errors.values()), fields=errors)
 
 
 def _check_writable(assignment: Assignment, reviewer) -> None:

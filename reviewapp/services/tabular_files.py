@@ -16,15 +16,19 @@ from pathlib import PurePath
 from openpyxl import load_workbook
 from openpyxl.utils import get_column_letter
 
+from reviewapp.core.errors import ServiceError
+
 FILE = "file"  # the table of a problem with the file as a whole
 FORMATS = ("json", "csv", "xlsx")
 
 
-class ImportInvalid(Exception):
+class ImportInvalid(ServiceError):
     """The file cannot be imported. rows: [{"table", "row", "field", "message"}], every problem found."""
 
+    code = "invalid_import"
+
     def __init__(self, rows: list[dict]):
-        super().__init__(f"{len(rows)} problem(s) in the import file")
+        super().__init__(f"The file has {len(rows)} problem(s); nothing was imported.", rows=rows)
         self.rows = rows
 
 

@@ -14,19 +14,22 @@ from django.core.validators import validate_email
 from django.db import transaction
 from django.db.models.functions import Lower
 
+from reviewapp.core.errors import ServiceError
+from reviewapp.core.roles import ROLES
 from reviewapp.models import AuditEvent
-from reviewapp.roles import ROLES
 
 CSV_COLUMNS = ("username", "email", "role")
 MAX_CSV_ROWS = 1000
 
 
-class UserInvalid(Exception):
+class UserInvalid(ServiceError):
     """Account details that cannot be accepted; `errors` lists {"row", "field", "message"} (row is None for one)."""
+
+    code = "invalid_user"
 
     def __init__(self, errors: list[dict]):
         self.errors = errors
-        super().__init__("; ".join(_describe(error) for error in errors))
+        super().__init__("; ".join(_describe(error) for error in errors), errors=errors)
 
 
 def _describe(error: dict) -> str:

@@ -11,13 +11,18 @@ from django.template.loader import render_to_string
 from django.urls import path, reverse
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_POST
+from rest_framework import serializers
 
-from reviewapp import roles
-from reviewapp.models import Assignment, Cohort, Conflict, Proposal
+from reviewapp.api.cohorts import AssignmentRules, CohortCreateApi, CohortStatusApi, ConflictCreateApi
+from reviewapp.api.users import UserCreateApi
+from reviewapp.core import roles
+from reviewapp.core.errors import InputInvalid, ServiceError, page_errors, validated
+from reviewapp.models import Assignment, Cohort, Conflict
 from reviewapp.selectors import cohorts as cohort_selectors
-from reviewapp.selectors.users import reviewer_queryset, user_list, user_roles
+from reviewapp.selectors.users import reviewer_named, reviewer_queryset, user_list, user_roles
 from reviewapp.services import cohorts as cohort_services
-from reviewapp.services.users import UserInvalid, user_create, users_bulk_create
+from reviewapp.services import reviews as review_services
+from reviewapp.services.users import user_create, users_bulk_create
 
 ASSIGNMENTS_PER_PAGE = 50
 USERS_PER_PAGE = 100
@@ -38,6 +43,22 @@ def _get_assignment_for_coordinator(request, cohort_id: int, assignment_id: int)
     return get_object_or_404(Assignment, pk=assignment_id, cohort_id=cohort_id)
 
 
+class AssignPageInput(AssignmentRules):
+    """The assign form names reviewers by their account ids."""
+
+    reviewers = serializers.ListField(child=serializers.IntegerField(), allow_empty=False)
+
+
+def _field_errors(error: ServiceError) -> list[dict]:
+    """A refusal as the {"row", "field", "message"} lines the people page lists."""
+    if isinstance(error, InputInvalid):
+        fields = error.details["fields"].items()
+        return [
+            {"row": None, "field": name, "message": str(problem)} for name, problems in fields for problem in problems
+        ]
+    return error.details.get("errors") or [{"row": None, "field": "", "message": error.message}]
+
+
 def _int_or_none(value: str | None) -> int | None:
     try:
         return int(value) if value not in (None, "") else None
@@ -54,26 +75,12 @@ def cohort_list(request):
     form, errors, status = {"reviewers_per_proposal": 3, "seed": 0}, [], 200
     if request.method == "POST":
         roles.require_coordinator(request.user)
-        form = {
-            key: request.POST.get(key, "").strip() for key in ("name", "description", "reviewers_per_proposal", "seed")
-        }
-        per_proposal, seed = _int_or_none(form["reviewers_per_proposal"]), _int_or_none(form["seed"] or "0")
-        if per_proposal is None or seed is None:
-            errors.append("Reviewers per proposal and seed must be whole numbers.")
-        else:
-            try:
-                cohort = cohort_services.cohort_create(
-                    name=form["name"],
-                    description=form["description"],
-                    reviewers_per_proposal=per_proposal,
-                    seed=seed,
-                    user=request.user,
-                )
-            except cohort_services.CohortError as error:
-                errors.append(error.message)
-            else:
-                messages.success(request, f"Cohort “{cohort.name}” created. Import its proposals next.")
-                return redirect("cohort-detail", cohort_id=cohort.pk)
+        form = request.POST
+        with page_errors(into=errors):
+            values = validated(CohortCreateApi.InputSerializer, request.POST)
+            cohort = cohort_services.cohort_create(**values, user=request.user)
+            messages.success(request, f"Cohort “{cohort.name}” created. Import its proposals next.")
+            return redirect("cohort-detail", cohort_id=cohort.pk)
         status = 400
     context = {"cohorts": cohort_selectors.cohorts_with_counts(), "form": form, "errors": errors}
     return render(request, "reviewapp/cohort_list.html", context, status=status)
@@ -145,13 +152,9 @@ def cohort_detail(request, cohort_id: int):
 def cohort_status(request, cohort_id: int):
     cohort = _get_cohort_for_user(request, cohort_id)
     roles.require_coordinator(request.user)
-    try:
-        cohort = cohort_services.cohort_set_status(
-            cohort=cohort, status=request.POST.get("status", ""), user=request.user
-        )
-    except cohort_services.CohortError as error:
-        messages.error(request, error.message)
-    else:
+    with page_errors(request):
+        values = validated(CohortStatusApi.InputSerializer, request.POST)
+        cohort = cohort_services.cohort_set_status(cohort=cohort, status=values["status"], user=request.user)
         messages.success(request, f"The cohort is now {cohort.get_status_display().lower()}.")
     return redirect("cohort-detail", cohort_id=cohort.pk)
 
@@ -161,42 +164,33 @@ def cohort_status(request, cohort_id: int):
 def cohort_assign(request, cohort_id: int):
     cohort = _get_cohort_for_user(request, cohort_id)
     roles.require_coordinator(request.user)
-    chosen = {pk for pk in map(_int_or_none, request.POST.getlist("reviewers")) if pk is not None}
     form = {
-        "reviewers": chosen,
-        "per_proposal": request.POST.get("per_proposal", ""),
-        "seed": request.POST.get("seed", ""),
-        "max_load": request.POST.get("max_load", ""),
+        "reviewers": {pk for pk in map(_int_or_none, request.POST.getlist("reviewers")) if pk is not None},
+        **{key: request.POST.get(key, "") for key in ("per_proposal", "seed", "max_load")},
     }
-    per_proposal, seed = _int_or_none(form["per_proposal"]), _int_or_none(form["seed"] or str(cohort.seed))
-    max_load = _int_or_none(form["max_load"])
-    if per_proposal is None or seed is None or (form["max_load"] and max_load is None):
-        error = "Reviewers per proposal, seed and maximum load must be whole numbers."
-    elif not chosen:
-        error = "Choose the reviewers to assign."
-    else:
-        try:
-            result = cohort_services.cohort_assign(
-                cohort=cohort,
-                reviewers=list(reviewer_queryset().filter(pk__in=chosen)),
-                per_proposal=per_proposal,
-                seed=seed,
-                max_load=max_load,
-                user=request.user,
-            )
-        except cohort_services.CohortError as exc:
-            error = exc.message
-        else:
-            loads = sorted(result.loads.values())
-            spread = f" Each reviewer now holds {loads[0]}–{loads[-1]} assignments." if loads else ""
-            messages.success(request, f"{result.created} assignments created.{spread}")
-            return redirect("cohort-detail", cohort_id=cohort.pk)
-    context = _detail_context(request, cohort, assign=form, assign_error=error)
+    errors = []
+    with page_errors(into=errors):
+        values = validated(AssignPageInput, request.POST)
+        result = cohort_services.cohort_assign(
+            cohort=cohort,
+            reviewers=list(reviewer_queryset().filter(pk__in=values["reviewers"])),
+            per_proposal=values["per_proposal"],
+            seed=values.get("seed", cohort.seed),
+            max_load=values.get("max_load"),
+            user=request.user,
+        )
+        loads = sorted(result.loads.values())
+        spread = f" Each reviewer now holds {loads[0]}–{loads[-1]} assignments." if loads else ""
+        messages.success(request, f"{result.created} assignments created.{spread}")
+        return redirect("cohort-detail", cohort_id=cohort.pk)
+    context = _detail_context(request, cohort, assign=form, assign_error=" ".join(errors))
     return render(request, "reviewapp/cohort_detail.html", context, status=400)
 
 
-def _after_assignment_change(request, cohort_id: int, message: str, ok: bool):
+def _after_assignment_change(request, cohort_id: int, outcome: page_errors, success: str = ""):
     """htmx: refresh the assignments table and progress in place; otherwise back to the cohort page."""
+    ok = outcome.ok
+    message = success if ok else outcome.error.message
     filters = _filters(request.POST, prefix="filter_")
     if request.htmx:
         cohort = cohort_selectors.cohort_get(cohort_id=cohort_id)
@@ -221,20 +215,16 @@ def assignment_add(request, cohort_id: int):
     cohort = _get_cohort_for_user(request, cohort_id)
     roles.require_coordinator(request.user)
     username, external_id = request.POST.get("reviewer", "").strip(), request.POST.get("proposal_id", "").strip()
-    reviewer = reviewer_queryset().filter(username=username).first()
-    proposal = Proposal.objects.filter(external_id=external_id, cohorts=cohort).first()
-    if reviewer is None:
-        return _after_assignment_change(request, cohort.pk, f"No reviewer is named “{username}”.", ok=False)
-    if proposal is None:
-        return _after_assignment_change(request, cohort.pk, f"This cohort has no proposal “{external_id}”.", ok=False)
-    try:
+    success = ""
+    with page_errors() as outcome:
         assignment = cohort_services.assignment_add(
-            cohort=cohort, reviewer=reviewer, proposal=proposal, user=request.user
+            cohort=cohort,
+            reviewer=reviewer_named(username),
+            proposal=cohort_selectors.proposal_with_id(external_id, cohort=cohort),
+            user=request.user,
         )
-    except cohort_services.CohortError as error:
-        return _after_assignment_change(request, cohort.pk, error.message, ok=False)
-    message = f"{username} will review {external_id} (position {assignment.position} in their queue)."
-    return _after_assignment_change(request, cohort.pk, message, ok=True)
+        success = f"{username} will review {external_id} (position {assignment.position} in their queue)."
+    return _after_assignment_change(request, cohort.pk, outcome, success)
 
 
 @login_required
@@ -242,47 +232,36 @@ def assignment_add(request, cohort_id: int):
 def assignment_remove(request, cohort_id: int, assignment_id: int):
     assignment = _get_assignment_for_coordinator(request, cohort_id, assignment_id)
     label = f"{assignment.reviewer.username} on {assignment.proposal.external_id}"
-    try:
+    with page_errors() as outcome:
         cohort_services.assignment_remove(assignment=assignment, user=request.user)
-    except cohort_services.CohortError as error:
-        return _after_assignment_change(request, cohort_id, error.message, ok=False)
-    return _after_assignment_change(request, cohort_id, f"Removed {label}.", ok=True)
+    return _after_assignment_change(request, cohort_id, outcome, f"Removed {label}.")
 
 
 @login_required
 @require_POST
 def assignment_reassign(request, cohort_id: int, assignment_id: int):
     assignment = _get_assignment_for_coordinator(request, cohort_id, assignment_id)
-    username = request.POST.get("reviewer", "").strip()
-    reviewer = reviewer_queryset().filter(username=username).first()
-    if reviewer is None:
-        return _after_assignment_change(request, cohort_id, f"No reviewer is named “{username}”.", ok=False)
-    previous = assignment.reviewer.username
-    try:
-        assignment = cohort_services.assignment_reassign(assignment=assignment, reviewer=reviewer, user=request.user)
-    except cohort_services.CohortError as error:
-        return _after_assignment_change(request, cohort_id, error.message, ok=False)
-    message = f"{assignment.proposal.external_id} moved from {previous} to {username}."
-    return _after_assignment_change(request, cohort_id, message, ok=True)
+    username, previous = request.POST.get("reviewer", "").strip(), assignment.reviewer.username
+    with page_errors() as outcome:
+        assignment = cohort_services.assignment_reassign(
+            assignment=assignment, reviewer=reviewer_named(username), user=request.user
+        )
+    success = f"{assignment.proposal.external_id} moved from {previous} to {username}."
+    return _after_assignment_change(request, cohort_id, outcome, success)
 
 
 @login_required
 @require_POST
 def review_reopen(request, cohort_id: int, assignment_id: int):
     """Send a submitted review back to its reviewer as a draft (the review service audit-logs it)."""
-    from reviewapp.services.reviews import ReviewError
-    from reviewapp.services.reviews import review_reopen as reopen
-
     assignment = _get_assignment_for_coordinator(request, cohort_id, assignment_id)
-    review = getattr(assignment, "review", None)
-    if review is None:
-        return _after_assignment_change(request, cohort_id, "This assignment has no review to reopen.", ok=False)
-    try:
-        reopen(review=review, user=request.user)
-    except ReviewError as error:
-        return _after_assignment_change(request, cohort_id, str(error), ok=False)
-    message = f"The review of {assignment.proposal.external_id} by {assignment.reviewer.username} is open again."
-    return _after_assignment_change(request, cohort_id, message, ok=True)
+    with page_errors() as outcome:
+        review = getattr(assignment, "review", None)
+        if review is None:
+            raise ServiceError("This assignment has no review to reopen.")
+        review_services.review_reopen(review=review, user=request.user)
+    success = f"The review of {assignment.proposal.external_id} by {assignment.reviewer.username} is open again."
+    return _after_assignment_change(request, cohort_id, outcome, success)
 
 
 # People
@@ -318,13 +297,12 @@ def user_list_page(request):
 def user_create_page(request):
     roles.require_coordinator(request.user)
     form = {key: request.POST.get(key, "").strip() for key in ("username", "email", "role")}
-    try:
-        account, password = user_create(**form, user=request.user)
-    except UserInvalid as error:
-        context = _people_context(request, new_user=form, create_errors=error.errors)
-        return render(request, "reviewapp/user_list.html", context, status=400)
-    # Rendered, not redirected: the password must not pass through the session's message store.
-    return render(request, "reviewapp/user_list.html", _people_context(request, created=[(account, password)]))
+    with page_errors() as outcome:
+        account, password = user_create(**validated(UserCreateApi.InputSerializer, form), user=request.user)
+        # Rendered, not redirected: the password must not pass through the session's message store.
+        return render(request, "reviewapp/user_list.html", _people_context(request, created=[(account, password)]))
+    context = _people_context(request, new_user=form, create_errors=_field_errors(outcome.error))
+    return render(request, "reviewapp/user_list.html", context, status=400)
 
 
 @never_cache  # the answer carries one-time passwords
@@ -338,12 +316,11 @@ def users_bulk_create_page(request):
     except UnicodeDecodeError:
         errors = [{"row": None, "field": "file", "message": "The file is not UTF-8 text."}]
         return render(request, "reviewapp/user_list.html", _people_context(request, bulk_errors=errors), status=400)
-    try:
+    with page_errors() as outcome:
         created = users_bulk_create(csv_text=csv_text, user=request.user)
-    except UserInvalid as error:
-        context = _people_context(request, bulk_errors=error.errors, csv_text="" if upload else csv_text)
-        return render(request, "reviewapp/user_list.html", context, status=400)
-    return render(request, "reviewapp/user_list.html", _people_context(request, created=created))
+        return render(request, "reviewapp/user_list.html", _people_context(request, created=created))
+    context = _people_context(request, bulk_errors=_field_errors(outcome.error), csv_text="" if upload else csv_text)
+    return render(request, "reviewapp/user_list.html", context, status=400)
 
 
 @login_required
@@ -351,28 +328,22 @@ def users_bulk_create_page(request):
 def conflict_declare_page(request):
     roles.require_coordinator(request.user)
     form = {key: request.POST.get(key, "").strip() for key in ("reviewer", "kind", "proposal_id", "author", "note")}
-    reviewer = reviewer_queryset().filter(username=form["reviewer"]).first()
-    proposal = Proposal.objects.filter(external_id=form["proposal_id"]).first() if form["proposal_id"] else None
-    if reviewer is None:
-        error = f"No reviewer is named “{form['reviewer']}”."
-    elif form["proposal_id"] and proposal is None:
-        error = f"There is no proposal “{form['proposal_id']}”."
-    else:
-        try:
-            cohort_services.conflict_declare(
-                reviewer=reviewer,
-                kind=form["kind"],
-                proposal=proposal,
-                author=form["author"],
-                note=form["note"],
-                user=request.user,
-            )
-        except cohort_services.CohortError as exc:
-            error = exc.message
-        else:
-            messages.success(request, f"Conflict recorded for {reviewer.username}; automatic assignment excludes it.")
-            return redirect(reverse("user-list") + "#conflicts")
-    context = _people_context(request, conflict_form=form, conflict_error=error)
+    errors = []
+    with page_errors(into=errors):
+        values = validated(ConflictCreateApi.InputSerializer, {**form, "proposal": form["proposal_id"]})
+        conflict = cohort_services.conflict_declare(
+            reviewer=reviewer_named(values["reviewer"]),
+            kind=values["kind"],
+            proposal=cohort_selectors.proposal_with_id(values["proposal"]) if values["proposal"] else None,
+            author=values["author"],
+            note=values["note"],
+            user=request.user,
+        )
+        messages.success(
+            request, f"Conflict recorded for {conflict.reviewer.username}; automatic assignment excludes it."
+        )
+        return redirect(reverse("user-list") + "#conflicts")
+    context = _people_context(request, conflict_form=form, conflict_error=" ".join(errors))
     return render(request, "reviewapp/user_list.html", context, status=400)
 
 

@@ -15,7 +15,7 @@ from django.urls import path
 from django.utils import timezone
 from django.views.decorators.http import require_POST
 
-from reviewapp import roles
+from reviewapp.core import roles
 from reviewapp.models import BackgroundJob, Cohort
 from reviewapp.services import jobs
 

@@ -2,7 +2,7 @@ from django.contrib.auth.decorators import login_required
 from django.shortcuts import redirect
 from django.urls import path
 
-from reviewapp import roles
+from reviewapp.core import roles
 
 
 @login_required

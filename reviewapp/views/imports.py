@@ -6,14 +6,14 @@ from django.shortcuts import get_object_or_404, render
 from django.urls import path
 from django.views.decorators.http import require_http_methods
 
-from reviewapp import roles
+from reviewapp.api.imports import import_upload
+from reviewapp.core import roles
+from reviewapp.core.errors import page_errors
 from reviewapp.models import Cohort
 from reviewapp.services.imports import (
     PROPOSAL_FIELDS,
     REQUIRED,
     TASK_FIELDS,
-    CohortFrozen,
-    ImportInvalid,
     cohort_import_file,
 )
 
@@ -31,19 +31,14 @@ def cohort_import(request, cohort_id):
     cohort = _get_cohort_for_coordinator(request, cohort_id)
     context = {"cohort": cohort, "result": None, "problems": None, "refusal": None}
     if request.method == "POST":
-        upload = request.FILES.get("file")
-        if upload is None:
-            message = "Choose a file to import."
-            context["problems"] = [{"table": "file", "row": None, "field": "file", "message": message}]
-        else:
-            try:
-                context["result"] = cohort_import_file(
-                    cohort=cohort, filename=upload.name, content=upload.read(), user=request.user
-                )
-            except ImportInvalid as exc:
-                context["problems"] = exc.rows
-            except CohortFrozen as exc:
-                context["refusal"] = str(exc)
+        with page_errors() as outcome:
+            upload = import_upload(request.FILES)
+            context["result"] = cohort_import_file(
+                cohort=cohort, filename=upload.name, content=upload.read(), user=request.user
+            )
+        if outcome.error is not None:
+            context["problems"] = outcome.error.details.get("rows")
+            context["refusal"] = "" if context["problems"] else outcome.error.message
     context["batches"] = cohort.imports.select_related("created_by").order_by("-created_at")
     context["columns"] = [
         ("tasks", [(name, name in REQUIRED["tasks"]) for name in TASK_FIELDS]),

@@ -19,10 +19,12 @@ from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods
 from django_htmx.http import HttpResponseClientRedirect, reswap, retarget
 
-from reviewapp import protocol, roles
+from reviewapp import protocol
+from reviewapp.core import roles
 from reviewapp.models import Assignment, Cohort
 from reviewapp.selectors import packets, reviews
 from reviewapp.services.reviews import (
+    ReviewError,
     ReviewIncomplete,
     ReviewInvalid,
     ReviewLocked,
@@ -225,23 +227,20 @@ def _save_or_submit(request, assignment, action: str):
             version=version,
             opened_at=_opened_at(request.POST.get("opened", "")),
         )
-    except StaleReview:
-        if request.htmx:
-            return _save_status(request, STALE, 409)
-        messages.error(request, f"Not saved — {STALE}")
-        return redirect("review-page", assignment.pk)
-    except (ReviewLocked, ReviewInvalid) as error:
-        if request.htmx:
-            return _save_status(request, str(error), 409 if isinstance(error, ReviewLocked) else 422)
-        messages.error(request, f"Not saved — {error}")
-        return redirect("review-page", assignment.pk)
     except ReviewIncomplete as error:
         state = reviews.review_state_from(error.review)
         if request.htmx:
             context = {**_page_context(assignment, state, error.errors), "submit_failed": True}
-            response = render(request, f"{PAGE_TEMPLATE}#review_form", context, status=422)
+            response = render(request, f"{PAGE_TEMPLATE}#review_form", context, status=error.status)
             return reswap(retarget(response, "#review-form"), "outerHTML")
-        return _render_page(request, assignment, state, errors=error.errors, status=422)
+        return _render_page(request, assignment, state, errors=error.errors, status=error.status)
+    except ReviewError as error:
+        # Stale, locked or out of the scales: nothing was saved, and the indicator says why.
+        message = STALE if isinstance(error, StaleReview) else error.message
+        if request.htmx:
+            return _save_status(request, message, error.status)
+        messages.error(request, f"Not saved — {message}")
+        return redirect("review-page", assignment.pk)
 
     if action == "submit":
         messages.success(request, "Review submitted.")

@@ -16,11 +16,11 @@ from rest_framework.renderers import JSONRenderer
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from reviewapp.api.errors import ApiError
-from reviewapp.api.permissions import CanReadAll
+from reviewapp.core.errors import NotFound, ServiceError
+from reviewapp.core.roles import CanReadAll
 from screening import selectors
 from screening.models import Run, Translation
-from screening.services.runs import ClientHypothesis, RunRefused, client_address, run_create
+from screening.services.runs import ClientHypothesis, client_address, run_create
 
 QUESTION_MIN, QUESTION_MAX, BACKGROUND_MAX = 10, 2000, 8000
 HYPOTHESES_MAX = 100
@@ -48,9 +48,9 @@ def _read_body(request) -> dict:
     try:
         data = request.data
     except (ParseError, UnsupportedMediaType):
-        raise ApiError("invalid_body", "The body must be a JSON object.") from None
+        raise ServiceError("The body must be a JSON object.", code="invalid_body") from None
     if not isinstance(data, dict):
-        raise ApiError("invalid_body", "The body must be a JSON object.")
+        raise ServiceError("The body must be a JSON object.", code="invalid_body")
     return data
 
 
@@ -58,34 +58,29 @@ def _validated(serializer_class, data: dict) -> dict:
     serializer = serializer_class(data=data)
     if not serializer.is_valid():
         names = ", ".join(sorted(serializer.errors))
-        raise ApiError("invalid_body", f"These fields are missing or of the wrong type: {names}.")
+        raise ServiceError(f"These fields are missing or of the wrong type: {names}.", code="invalid_body")
     return serializer.validated_data
 
 
 def _check_lengths(values: dict) -> None:
     question, background = values["question"], values.get("background") or ""
     if len(question) < QUESTION_MIN:
-        raise ApiError("question_too_short", f"The question needs at least {QUESTION_MIN} characters.")
+        raise ServiceError(f"The question needs at least {QUESTION_MIN} characters.", code="question_too_short")
     if len(question) > QUESTION_MAX:
-        raise ApiError("question_too_long", f"The question may have at most {QUESTION_MAX} characters.")
+        raise ServiceError(f"The question may have at most {QUESTION_MAX} characters.", code="question_too_long")
     if len(background) > BACKGROUND_MAX:
-        raise ApiError("background_too_long", f"The background may have at most {BACKGROUND_MAX} characters.")
+        raise ServiceError(f"The background may have at most {BACKGROUND_MAX} characters.", code="background_too_long")
 
 
 def _start(request, values: dict, hypotheses=None) -> Response:
-    try:
-        run = run_create(
-            question=values["question"],
-            background=values.get("background") or "",
-            language=values.get("language") or Run.Language.EN,
-            client_address=client_address(request.META),
-            hypotheses=hypotheses,
-        )
-    except RunRefused as refused:
-        error = ApiError(refused.code, refused.detail, refused.status)
-        # DRF turns `wait` into the Retry-After header.
-        error.wait = refused.retry_after
-        raise error from None
+    run = run_create(
+        question=values["question"],
+        background=values.get("background") or "",
+        language=values.get("language") or Run.Language.EN,
+        client_address=client_address(request.META),
+        hypotheses=hypotheses,
+    )
+
     poll = request.build_absolute_uri(reverse("open-hypothesis-api-run", args=[run.public_id]))
     body = {
         "id": str(run.public_id),
@@ -206,7 +201,7 @@ def run_representation(run: Run, language: str | None = None) -> dict:
 def _get_run(run_id) -> Run:
     run = selectors.run_get(run_id)
     if run is None:
-        raise ApiError("not_found", "There is no run with this id.", status.HTTP_404_NOT_FOUND)
+        raise NotFound("There is no run with this id.")
     return run
 
 
@@ -221,7 +216,7 @@ class RunDetailApi(APIView):
     def get(self, request, run_id):
         language = request.query_params.get("lang") or None
         if language is not None and language not in Run.Language.values:
-            raise ApiError("invalid_body", "lang must be en or ru.")
+            raise ServiceError("lang must be en or ru.", code="invalid_body")
         cache_key = f"open-hypothesis:run:{run_id}:{language or 'en'}"
         body = cache.get(cache_key)
         if body is None:

@@ -5,6 +5,8 @@ import uuid
 from django.db import models
 from django.db.models import Q
 
+from reviewapp.core.claims import ClaimedWork, ClaimState
+
 __all__ = ["Run", "RunWorkItem", "Hypothesis", "Forecast", "Translation", "PROTOCOL", "STEPS"]
 
 PROTOCOL = "open-hypothesis-v2"
@@ -66,6 +68,8 @@ class Run(models.Model):
     # A keyed hash of the client's address: enough to count its runs, not enough to recover it.
     client_hash = models.CharField(max_length=64, blank=True)
     shuffle_seed = models.BigIntegerField()
+    # The literature check counts only references published before this date (a benchmark set's run: its task's date).
+    published_before = models.DateField(null=True, blank=True)
     # The endpoints the run used, by role, as they were when it started (rosters and endpoints may change later).
     roster = models.JSONField(default=dict)
     simulated = models.BooleanField(default=False, help_text="simulated endpoints produced (part of) its data")
@@ -94,11 +98,10 @@ class Run(models.Model):
         return self.status not in self.ACTIVE_STATUSES
 
 
-class RunWorkItem(models.Model):
+class RunWorkItem(ClaimedWork):
     """One unit of a run's work (one generator, one forecasting model, the literature step, the translation).
 
-    A worker claims it with a conditional UPDATE and a fresh token, and records its result only while it still
-    holds the token, so a redelivered or superseded task cannot record anything twice.
+    Claimed and recorded through reviewapp.core.claims: a redelivered or superseded task cannot record anything twice.
     """
 
     class Step(models.TextChoices):
@@ -108,22 +111,12 @@ class RunWorkItem(models.Model):
         NOVELTY = "novelty", "Literature check"
         TRANSLATE = "translate", "Translation"
 
-    class State(models.TextChoices):
-        PENDING = "pending", "Pending"
-        RUNNING = "running", "Running"
-        DONE = "done", "Done"
-        FAILED = "failed", "Failed"
+    State = ClaimState
 
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="work_items")
     step = models.CharField(max_length=10, choices=Step.choices)
     # Position of the endpoint in the run's roster for this step.
     slot = models.PositiveSmallIntegerField(default=0)
-    state = models.CharField(max_length=10, choices=State.choices, default=State.PENDING)
-    claim_token = models.UUIDField(null=True, blank=True)
-    attempts = models.PositiveSmallIntegerField(default=0)
-    claimed_at = models.DateTimeField(null=True, blank=True)
-    finished_at = models.DateTimeField(null=True, blank=True)
-    error = models.TextField(blank=True)
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["run", "step", "slot"], name="one_work_item_per_run_step_slot")]

@@ -14,6 +14,8 @@ from django.db import transaction
 from django.db.models import Count, F, Q
 from django.utils import timezone
 
+from reviewapp.core.queue import enqueue_on_commit
+from screening import hooks
 from screening.models import Hypothesis, Run, RunWorkItem, Translation
 
 logger = logging.getLogger(__name__)
@@ -21,6 +23,8 @@ logger = logging.getLogger(__name__)
 S = Run.Status
 Step = RunWorkItem.Step
 UNFINISHED = (RunWorkItem.State.PENDING, RunWorkItem.State.RUNNING)
+# The Celery tasks of the pipeline, by name (screening.tasks).
+RUN_ADVANCE_TASK, WORK_ITEM_TASK = "screening.run_advance", "screening.work_item"
 # Roster role of each step that calls models.
 ROLE_OF_STEP = {Step.GENERATE: "generator", Step.STAGE1: "stage1", Step.STAGE2: "stage2", Step.TRANSLATE: "translator"}
 
@@ -173,10 +177,8 @@ def _pool(run: Run) -> None:
         hypothesis.position = position
         hypothesis.label = f"H{position}"
     Hypothesis.objects.bulk_update(hypotheses, ["position", "label"], batch_size=500)
-    # A benchmark set's run draws its random control now: the pool is frozen and no forecast has been asked yet.
-    from reviewapp.services.benchmarks import benchmark_run_pooled  # reviewapp imports screening
-
-    benchmark_run_pooled(run=run)
+    # The pool is frozen and no forecast has been asked yet: consumers record what must precede the forecasts.
+    hooks.run_pooled.send(sender=Run, run=run)
 
 
 def _select(run: Run) -> None:
@@ -194,15 +196,13 @@ def _select(run: Run) -> None:
 def _create_items(run: Run, step: str, count: int = 0, *, slots=None) -> None:
     slots = range(count) if slots is None else slots
     RunWorkItem.objects.bulk_create([RunWorkItem(run=run, step=step, slot=slot) for slot in slots])
-    _enqueue(list(RunWorkItem.objects.filter(run=run, step=step).values_list("pk", flat=True)))
+    _enqueue(RunWorkItem.objects.filter(run=run, step=step))
 
 
-def _enqueue(item_pks) -> None:
-    # Imported here: the tasks module imports the services.
-    from screening.tasks import work_item_task
-
-    for pk in item_pks:
-        transaction.on_commit(lambda pk=pk: work_item_task.delay(pk))
+def _enqueue(items) -> None:
+    """Send each work item to a worker, once the transaction commits."""
+    for pk in items.values_list("pk", flat=True):
+        enqueue_on_commit(WORK_ITEM_TASK, pk)
 
 
 def _member_name(run: Run, item: RunWorkItem) -> str:
@@ -260,12 +260,6 @@ def run_resume(*, run_id: int, last_progress_at) -> bool:
             logger.info("Restarting run %s (restart %s)", run.public_id, run.resume_count)
             # A worker that died while holding an item will never finish it; a slow one loses its claim.
             unfinished.filter(state=RunWorkItem.State.RUNNING).update(state=RunWorkItem.State.PENDING, claim_token=None)
-            _enqueue(list(unfinished.values_list("pk", flat=True)))
-        transaction.on_commit(lambda: _advance_later(run_id))
+            _enqueue(unfinished)
+        enqueue_on_commit(RUN_ADVANCE_TASK, run_id)
     return True
-
-
-def _advance_later(run_id: int) -> None:
-    from screening.tasks import run_advance_task
-
-    run_advance_task.delay(run_id)

@@ -17,7 +17,11 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
-from screening.models import STEPS, Hypothesis, ModelEndpoint, Roster, RosterMember, Run
+from reviewapp.core.errors import ServiceError
+from reviewapp.core.queue import enqueue_on_commit
+from screening.llm.models import ModelEndpoint, Roster, RosterMember
+from screening.models import STEPS, Hypothesis, Run
+from screening.services.progress import RUN_ADVANCE_TASK
 
 WINDOW = timedelta(hours=24)
 # Any constant shared by every process; it names the lock that serializes run creation.
@@ -27,15 +31,8 @@ _DEFAULT_RUN_SECONDS = 600
 CLIENT_SOURCE = "client"
 
 
-class RunRefused(Exception):
-    """A run the public limits or the configuration refuse. `code` and `detail` go to the client as they are."""
-
-    def __init__(self, code: str, detail: str, *, status: int, retry_after: int | None = None):
-        super().__init__(detail)
-        self.code = code
-        self.detail = detail
-        self.status = status
-        self.retry_after = retry_after
+class RunRefused(ServiceError):
+    """A run the public limits or the configuration refuse; the code and message go to the client as they are."""
 
 
 @dataclass(frozen=True)
@@ -104,10 +101,7 @@ def run_create(
                 )
                 for index, hypothesis in enumerate(hypotheses)
             )
-        # Imported here: the tasks module imports the services.
-        from screening.tasks import run_advance_task
-
-        transaction.on_commit(lambda: run_advance_task.delay(run.pk))
+        enqueue_on_commit(RUN_ADVANCE_TASK, run.pk)
     return run
 
 
@@ -122,7 +116,7 @@ def _roster_snapshot(kind: str) -> dict:
     """The default roster's endpoints by role, as recorded on the run."""
     roster = Roster.objects.filter(is_default=True).first()
     if roster is None:
-        raise RunRefused("not_configured", "No model roster is configured yet; try again later.", status=503)
+        raise RunRefused("No model roster is configured yet; try again later.", code="not_configured", status=503)
     members = (
         RosterMember.objects.filter(roster=roster, endpoint__enabled=True)
         .select_related("endpoint")
@@ -135,10 +129,16 @@ def _roster_snapshot(kind: str) -> dict:
     if kind == Run.Kind.GENERATE:
         needed.append(RosterMember.Role.GENERATOR)
     if any(not roles[role] for role in needed):
-        raise RunRefused("not_configured", "The model roster is incomplete; try again later.", status=503)
+        raise RunRefused("The model roster is incomplete; try again later.", code="not_configured", status=503)
     # The protocol has one stage-1 model.
     roles[RosterMember.Role.STAGE1] = roles[RosterMember.Role.STAGE1][:1]
     return {"name": roster.name, "roles": roles}
+
+
+def run_literature_cutoff_set(*, run: Run, published_before) -> None:
+    """Count only references published before this date in the run's literature check (None: all of them)."""
+    Run.objects.filter(pk=run.pk).update(published_before=published_before)
+    run.published_before = published_before
 
 
 def endpoint_snapshot(endpoint: ModelEndpoint) -> dict:
@@ -177,8 +177,8 @@ def _check_limits(address_hash: str, now) -> None:
     if len(client_times) >= client_limit:
         frees_at = client_times[len(client_times) - client_limit] + WINDOW
         raise RunRefused(
-            "client_limit",
             f"This address has started {client_limit} runs in the last 24 hours, the most allowed.",
+            code="client_limit",
             status=429,
             retry_after=_seconds_until(frees_at, now),
         )
@@ -189,8 +189,8 @@ def _check_limits(address_hash: str, now) -> None:
     if len(day_times) >= daily_cap:
         frees_at = day_times[len(day_times) - daily_cap] + WINDOW
         raise RunRefused(
-            "daily_cap",
             f"The service has started {daily_cap} runs in the last 24 hours, the most it takes.",
+            code="daily_cap",
             status=429,
             retry_after=_seconds_until(frees_at, now),
         )
@@ -205,8 +205,8 @@ def _check_limits(address_hash: str, now) -> None:
         # A place frees when the oldest waiting run ends: estimated from how long recent runs took.
         frees_at = waiting[len(waiting) - queue_limit] + timedelta(seconds=_typical_run_seconds())
         raise RunRefused(
-            "queue_full",
             f"{len(waiting)} runs are waiting, the most the service queues; try again later.",
+            code="queue_full",
             status=503,
             retry_after=max(settings.OPEN_HYPOTHESIS_POLL_SECONDS, _seconds_until(frees_at, now)),
         )

@@ -1,6 +1,8 @@
-"""Doing one work item of a run: a generator's request, a forecasting model's answers, the literature step or the
-translation. Model calls happen outside any transaction; their results are written in one transaction together with
-the item's end, and only while the worker still holds the item's claim (see RunWorkItem).
+"""Doing one work item of a run: a generator's request, a forecasting model's answers, the translation, or the
+literature step's check of a selected hypothesis (the literature room's, registered through screening.hooks).
+
+Model calls happen outside any transaction; their results are written in one transaction together with the item's
+end, and only while the worker still holds the item's claim (see reviewapp.core.claims).
 """
 
 import logging
@@ -10,12 +12,13 @@ from dataclasses import dataclass
 
 from django.conf import settings
 from django.db import DatabaseError, transaction
-from django.db.models import F
 from django.utils import timezone
 
-from literature import novelty
-from screening import parsing, prompts, providers
-from screening.models import Forecast, Hypothesis, ModelEndpoint, Run, RunWorkItem, Translation
+from reviewapp.core.claims import work_claim, work_finish, work_release
+from screening import hooks, llm, parsing, prompts
+from screening.llm.models import ModelEndpoint
+from screening.models import Forecast, Hypothesis, Run, RunWorkItem, Translation
+from screening.selectors import run_role_endpoint
 from screening.services.progress import ROLE_OF_STEP, run_advance
 
 logger = logging.getLogger(__name__)
@@ -53,10 +56,10 @@ def work_item_perform(*, item_id: int) -> None:
     token = _claim(item)
     if token is not None:
         try:
-            outcome = _PERFORM[item.step](item)
+            outcome = _performer(item.step)(item)
         except DatabaseError:
             # Transient: give the item back so that the task's retry can claim it again.
-            RunWorkItem.objects.filter(pk=item.pk, claim_token=token).update(state=State.PENDING, claim_token=None)
+            work_release(RunWorkItem, item.pk, token)
             raise
         except Exception as exc:
             logger.exception("Work item %s of run %s failed", item.pk, item.run.public_id)
@@ -69,22 +72,16 @@ def _claim(item: RunWorkItem) -> uuid.UUID | None:
     """A fresh token if this worker now holds the item; None if the item is not pending or its step is over."""
     if item.run.status != STATUS_OF_STEP[item.step]:
         return None
-    token = uuid.uuid4()
-    claimed = RunWorkItem.objects.filter(pk=item.pk, state=State.PENDING).update(
-        state=State.RUNNING, claim_token=token, claimed_at=timezone.now(), attempts=F("attempts") + 1
-    )
-    if not claimed:
-        return None
-    _touch(item.run_id)
+    token = work_claim(RunWorkItem, item.pk)
+    if token is not None:
+        _touch(item.run_id)
     return token
 
 
 def _record(item: RunWorkItem, token: uuid.UUID, outcome: Outcome) -> None:
     now = timezone.now()
     with transaction.atomic():
-        held = RunWorkItem.objects.filter(pk=item.pk, state=State.RUNNING, claim_token=token).update(
-            state=State.DONE if outcome.ok else State.FAILED, finished_at=now, error=outcome.error[:2000]
-        )
+        held = work_finish(RunWorkItem, item.pk, token, failed=not outcome.ok, error=outcome.error)
         if not held:
             # The sweeper gave the item to another worker meanwhile: that worker records it.
             logger.info("Work item %s was taken over; its result is not recorded twice", item.pk)
@@ -100,8 +97,8 @@ def _touch(run_id: int) -> None:
 
 
 def _endpoint(item: RunWorkItem) -> tuple[dict, ModelEndpoint | None]:
-    member = item.run.roster["roles"][ROLE_OF_STEP[item.step]][item.slot]
-    return member, ModelEndpoint.objects.filter(pk=member["endpoint_id"]).first()
+    role = ROLE_OF_STEP[item.step]
+    return item.run.roster["roles"][role][item.slot], run_role_endpoint(item.run, role, item.slot)
 
 
 # Generation ----------------------------------------------------------------------------------------------------
@@ -113,7 +110,7 @@ def _generate(item: RunWorkItem) -> Outcome:
     if endpoint is None:
         return Outcome(ok=False, error=f"the endpoint {member['display_name']} no longer exists")
     system, user = prompts.generation_messages(question=run.question, background=run.background)
-    completion = providers.complete(
+    completion = llm.complete(
         endpoint=endpoint,
         system=system,
         user=user,
@@ -161,7 +158,7 @@ def ask_forecasts(
     parse = parse or parsing.parse_forecasts
     result = None
     for attempt in (1, 2):
-        completion = providers.complete(
+        completion = llm.complete(
             endpoint=endpoint,
             system=system,
             user=user,
@@ -269,37 +266,11 @@ def _single(run: Run, endpoint: ModelEndpoint, items, stage: int) -> dict:
 # Literature ----------------------------------------------------------------------------------------------------
 
 
-def _check_novelty(item: RunWorkItem) -> Outcome:
-    """The literature check (SPEC §5) of one selected hypothesis: the item's slot is its position in the pool. The
-    judge is the roster's literature judge. All published literature counts, except for a benchmark set's run: it
-    answers a research task, and only what was published before the task's article counts (the article itself
-    would otherwise "report" every hypothesis that found its result)."""
-    run = item.run
-    hypothesis = run.hypotheses.filter(selected=True, position=item.slot).first()
-    if hypothesis is None:
-        return Outcome(ok=False, error=f"no selected hypothesis at position {item.slot}")
-    judges = run.roster["roles"].get("novelty", [])
-    endpoint = ModelEndpoint.objects.filter(pk=judges[0]["endpoint_id"]).first() if judges else None
-    cutoff = Run.objects.filter(pk=run.pk).values_list("benchmark_task__task__published", flat=True).first()
-    text = prompts.hypothesis_text(hypothesis.statement, hypothesis.mechanism, hypothesis.prediction)
-    result = novelty.novelty_check(hypothesis_text=text, endpoint=endpoint, run=run, published_before=cutoff)
-
-    def write():
-        Hypothesis.objects.filter(pk=hypothesis.pk).update(
-            literature_verdict=result.verdict,
-            literature_evidence=result.evidence,
-            literature_reference=result.reference,
-        )
-        novelty.novelty_check_record(
-            result=result,
-            hypothesis_text=text,
-            endpoint=endpoint,
-            run=run,
-            hypothesis=hypothesis,
-            published_before=cutoff,
-        )
-
-    return Outcome(ok=True, write=write)
+def hypothesis_literature_record(*, hypothesis: Hypothesis, verdict: str, evidence: str, reference: dict | None):
+    """The literature room's verdict on a selected hypothesis (written in the transaction that records its item)."""
+    Hypothesis.objects.filter(pk=hypothesis.pk).update(
+        literature_verdict=verdict, literature_evidence=evidence, literature_reference=reference
+    )
 
 
 # Translation ---------------------------------------------------------------------------------------------------
@@ -307,8 +278,7 @@ def _check_novelty(item: RunWorkItem) -> Outcome:
 
 def _translate(item: RunWorkItem) -> Outcome:
     run = item.run
-    translators = run.roster["roles"].get("translator", [])
-    endpoint = ModelEndpoint.objects.filter(pk=translators[0]["endpoint_id"]).first() if translators else None
+    endpoint = run_role_endpoint(run, "translator")
     error = ""
     rendered = {}
     if endpoint is None:
@@ -339,7 +309,7 @@ def _translate_batch(run: Run, endpoint: ModelEndpoint, batch) -> dict | None:
     system, user = prompts.translation_messages(items=items)
     labels = {h.label for h in batch}
     for attempt in (1, 2):
-        completion = providers.complete(
+        completion = llm.complete(
             endpoint=endpoint, system=system, user=user, purpose="translate", run=run, protocol_attempt=attempt
         )
         _touch(run.pk)
@@ -355,8 +325,8 @@ _TRANSLATED_FIELDS = ("statement", "mechanism", "prediction")
 def _read_translations(text: str | None, labels: set[str]) -> dict | None:
     """{label: {statement, mechanism, prediction}} when the reply renders every hypothesis once, else None."""
     try:
-        obj = parsing.extract_json(text)
-    except parsing.ReplyParseError:
+        obj = llm.extract_json(text)
+    except llm.ReplyParseError:
         return None
     entries = obj.get("translations") if isinstance(obj, dict) else None
     if not isinstance(entries, list):
@@ -365,7 +335,7 @@ def _read_translations(text: str | None, labels: set[str]) -> dict | None:
     for entry in entries:
         if not isinstance(entry, dict):
             return None
-        label = parsing.normalize_label(entry.get("id"))
+        label = llm.normalize_label(entry.get("id"))
         fields = {name: entry.get(name) for name in _TRANSLATED_FIELDS}
         if label not in labels or label in rendered or not all(isinstance(v, str) for v in fields.values()):
             return None
@@ -373,10 +343,20 @@ def _read_translations(text: str | None, labels: set[str]) -> dict | None:
     return rendered if set(rendered) == labels else None
 
 
+def _no_literature_check(item: RunWorkItem) -> Outcome:
+    return Outcome(ok=False, error="no literature check is installed")
+
+
+def _performer(step: str) -> Callable[[RunWorkItem], Outcome]:
+    """This room's function for a step; the literature step's is the literature room's (screening.hooks)."""
+    if step == Step.NOVELTY:
+        return hooks.literature_step() or _no_literature_check
+    return _PERFORM[step]
+
+
 _PERFORM = {
     Step.GENERATE: _generate,
     Step.STAGE1: _forecast,
     Step.STAGE2: _forecast,
-    Step.NOVELTY: _check_novelty,
     Step.TRANSLATE: _translate,
 }

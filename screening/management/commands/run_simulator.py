@@ -6,7 +6,7 @@ from pathlib import Path
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
-from screening.simulator import SimulatedModelServer, SimulatorConfig
+from screening.llm.simulator import SimulatedModelServer, SimulatorConfig
 
 
 class Command(BaseCommand):

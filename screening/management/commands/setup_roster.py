@@ -7,7 +7,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand
 from django.db import transaction
 
-from screening.models import ModelEndpoint, Roster, RosterMember
+from screening.llm.models import ModelEndpoint, Roster, RosterMember
 
 DEFAULT_ROSTER_NAME = "Open Hypothesis (seed 000)"
 

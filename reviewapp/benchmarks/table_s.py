@@ -21,9 +21,10 @@ from openpyxl.styles import Alignment, Font
 from openpyxl.utils import get_column_letter
 
 from reviewapp.analysis.judges import company_key
-from reviewapp.bundle import DATA_FILES, bundle_files, yes_no
-from reviewapp.models import BenchmarkSet, Judge
-from reviewapp.selectors.benchmarks import HypothesisRow, benchmark_imports, benchmark_judges, benchmark_rows
+from reviewapp.benchmarks.bundle import DATA_FILES, bundle_files, yes_no
+from reviewapp.benchmarks.models import BenchmarkSet, Judge
+from reviewapp.benchmarks.selectors import benchmark_imports, benchmark_judges, benchmark_rows
+from reviewapp.benchmarks.statistics import HypothesisRow
 
 COUNTS_SHEET, SOURCES_SHEET = "Counts", "Sources"
 BASE_COLUMNS = (

@@ -14,19 +14,19 @@ from rest_framework import serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from reviewapp.api.errors import ApiError
 from reviewapp.api.exports import FileContentNegotiation
-from reviewapp.api.permissions import CanReadAll, IsCoordinator
-from reviewapp.api.routing import by_method
-from reviewapp.bundle import bundle_zip
-from reviewapp.models import BenchmarkSet, Judge
-from reviewapp.selectors import benchmarks as selectors
-from reviewapp.services import benchmarks as services
-from reviewapp.services.benchmark_imports import benchmark_import_file
-from reviewapp.services.imports import ImportInvalid
-from reviewapp.services.judging import judging_start
-from reviewapp.table_s import write_table_s
-from screening.models import ModelEndpoint, Roster
+from reviewapp.benchmarks import selectors
+from reviewapp.benchmarks.bundle import bundle_zip
+from reviewapp.benchmarks.models import BenchmarkSet, Judge
+from reviewapp.benchmarks.services import sets as services
+from reviewapp.benchmarks.services.imports import benchmark_import_file
+from reviewapp.benchmarks.services.judging import judging_start
+from reviewapp.benchmarks.statistics import statistics_as_dict
+from reviewapp.benchmarks.table_s import write_table_s
+from reviewapp.core.errors import NotFound, ServiceError
+from reviewapp.core.roles import CanReadAll, IsCoordinator
+from reviewapp.core.routing import by_method
+from screening.llm.models import ModelEndpoint, Roster
 
 XLSX = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
 
@@ -35,11 +35,7 @@ def _benchmark(benchmark_id: int) -> BenchmarkSet:
     try:
         return selectors.benchmark_get(benchmark_id=benchmark_id)
     except BenchmarkSet.DoesNotExist:
-        raise ApiError("not_found", f"There is no benchmark set {benchmark_id}.", status.HTTP_404_NOT_FOUND) from None
-
-
-def _service_error(error: services.BenchmarkError) -> ApiError:
-    return ApiError(error.code, error.message)
+        raise NotFound(f"There is no benchmark set {benchmark_id}.") from None
 
 
 def _filename(benchmark: BenchmarkSet, suffix: str) -> str:
@@ -83,17 +79,15 @@ class BenchmarkCreateApi(APIView):
         if values["roster"]:
             roster = Roster.objects.filter(name=values["roster"]).first()
             if roster is None:
-                raise ApiError("unknown_roster", f"There is no roster named {values['roster']}.")
-        try:
-            benchmark = services.benchmark_create(
-                name=values["name"],
-                description=values["description"],
-                roster=roster,
-                seed=values["seed"],
-                user=request.user,
-            )
-        except services.BenchmarkError as error:
-            raise _service_error(error) from None
+                raise ServiceError(f"There is no roster named {values['roster']}.", code="unknown_roster")
+        benchmark = services.benchmark_create(
+            name=values["name"],
+            description=values["description"],
+            roster=roster,
+            seed=values["seed"],
+            user=request.user,
+        )
+
         return Response(BenchmarkOutputSerializer(_benchmark(benchmark.pk)).data, status=status.HTTP_201_CREATED)
 
 
@@ -157,20 +151,16 @@ class BenchmarkImportApi(APIView):
         benchmark = _benchmark(benchmark_id)
         data = self.InputSerializer(data=request.data)
         if not data.is_valid():
-            raise ApiError(
-                "invalid_import",
+            raise ServiceError(
                 "Send the file to import as the multipart field “file”.",
+                code="invalid_import",
                 rows=[{"table": "file", "row": None, "field": "file", "message": "No file was sent."}],
             )
         upload = data.validated_data["file"]
-        try:
-            result = benchmark_import_file(
-                benchmark=benchmark, filename=upload.name, content=upload.read(), user=request.user
-            )
-        except ImportInvalid as exc:
-            raise ApiError(
-                "invalid_import", f"The file has {len(exc.rows)} problem(s); nothing was imported.", rows=exc.rows
-            ) from exc
+        result = benchmark_import_file(
+            benchmark=benchmark, filename=upload.name, content=upload.read(), user=request.user
+        )
+
         return Response(self.OutputSerializer(result).data)
 
 
@@ -181,10 +171,8 @@ class BenchmarkRunApi(APIView):
 
     def post(self, request, benchmark_id: int):
         benchmark = _benchmark(benchmark_id)
-        try:
-            runs = services.benchmark_run(benchmark=benchmark)
-        except services.BenchmarkError as error:
-            raise _service_error(error) from None
+        runs = services.benchmark_run(benchmark=benchmark)
+
         started = [{"id": str(run.public_id), "shuffle_seed": run.shuffle_seed} for run in runs]
         return Response({"started": started}, status=status.HTTP_202_ACCEPTED)
 
@@ -224,13 +212,11 @@ class JudgeAddApi(APIView):
         if values["endpoint"]:
             endpoint = ModelEndpoint.objects.filter(display_name=values["endpoint"]).first()
             if endpoint is None:
-                raise ApiError("unknown_endpoint", f"There is no model endpoint named {values['endpoint']}.")
-        try:
-            judge = services.judge_add(
-                benchmark=benchmark, name=values["name"], company=values["company"], endpoint=endpoint
-            )
-        except services.BenchmarkError as error:
-            raise _service_error(error) from None
+                raise ServiceError(f"There is no model endpoint named {values['endpoint']}.", code="unknown_endpoint")
+        judge = services.judge_add(
+            benchmark=benchmark, name=values["name"], company=values["company"], endpoint=endpoint
+        )
+
         return Response(JudgeSerializer(judge).data, status=status.HTTP_201_CREATED)
 
 
@@ -252,11 +238,9 @@ class JudgingStartApi(APIView):
             judges = list(Judge.objects.filter(benchmark=benchmark, name__in=names))
             unknown = sorted(set(names) - {judge.name for judge in judges})
             if unknown:
-                raise ApiError("unknown_judge", f"The set has no judge named {', '.join(unknown)}.")
-        try:
-            jobs = judging_start(benchmark=benchmark, user=request.user, judges=judges)
-        except services.BenchmarkError as error:
-            raise _service_error(error) from None
+                raise ServiceError(f"The set has no judge named {', '.join(unknown)}.", code="unknown_judge")
+        jobs = judging_start(benchmark=benchmark, user=request.user, judges=judges)
+
         return Response(
             {"jobs": [{"id": job.pk, "judge_id": job.params["judge_id"], "state": job.state} for job in jobs]},
             status=status.HTTP_202_ACCEPTED,
@@ -303,7 +287,7 @@ class StatisticsApi(APIView):
 
     def get(self, request, benchmark_id: int):
         benchmark = _benchmark(benchmark_id)
-        return Response(selectors.statistics_as_dict(selectors.benchmark_statistics(benchmark)))
+        return Response(statistics_as_dict(selectors.benchmark_statistics(benchmark)))
 
 
 class TableSApi(APIView):

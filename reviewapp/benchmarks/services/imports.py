@@ -24,15 +24,15 @@ from django.db import IntegrityError, transaction
 from django.db.models import Max
 
 from reviewapp.analysis.judges import company_key, judge_score
-from reviewapp.models import (
+from reviewapp.benchmarks.models import (
     BenchmarkHypothesis,
     BenchmarkImport,
     BenchmarkSet,
     BenchmarkTask,
     Judge,
     JudgeScore,
-    ResearchTask,
 )
+from reviewapp.models import ResearchTask
 
 # The cohort import's task validation, shared so that tasks are imported the same way everywhere.
 from reviewapp.services.imports import (

@@ -6,7 +6,6 @@ so that the judge table, Table S, the published bundle and the statistics all re
 computed from the stored scores each time (reviewapp.analysis.judge_outcome_for), never stored.
 """
 
-import dataclasses
 import hashlib
 import json
 from collections import defaultdict
@@ -18,20 +17,18 @@ from django.db.models.functions import Coalesce
 
 from reviewapp import analysis
 from reviewapp.analysis import JudgeOutcome
-from reviewapp.models import (
+from reviewapp.benchmarks.models import (
     BenchmarkHypothesis,
     BenchmarkImport,
     BenchmarkSet,
     BenchmarkTask,
-    Cohort,
     Judge,
     JudgeScore,
     RandomControlDraw,
-    Review,
 )
-from reviewapp.protocol import CRITERION_FIELDS
-from screening.models import Forecast, Hypothesis, ModelCall, Run
-from screening.prompts import hypothesis_text
+from reviewapp.benchmarks.statistics import BenchmarkStatistics, HypothesisRow, compute_statistics
+from screening.llm.models import ModelCall
+from screening.models import Forecast, Hypothesis, Run
 
 # Run statuses in which a run's selection is decided (it is made when stage 2 ends).
 SELECTION_DECIDED = (Run.Status.CHECKING_NOVELTY, Run.Status.COMPLETED, Run.Status.FAILED_AT_NOVELTY)
@@ -39,7 +36,6 @@ FIRST_STAGE = {Hypothesis.Stage1.KEPT: True, Hypothesis.Stage1.DISCARDED: False}
 # The statistics page resamples tasks this many times (seed 001 uses 10,000); the result is cached per data.
 PAGE_RESAMPLES = analysis.DEFAULT_RESAMPLES
 STATISTICS_CACHE_SECONDS = 24 * 3600
-ALL_GENERATORS = "All generators"
 
 
 def _count_of(model) -> Coalesce:
@@ -187,57 +183,6 @@ def benchmark_progress(benchmark: BenchmarkSet) -> SetProgress:
 # The hypothesis rows ---------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class HypothesisRow:
-    """One hypothesis of a set with everything the analyses need, wherever it came from."""
-
-    pk: int
-    task_key: str
-    task_position: int
-    question: str
-    reference_statement: str
-    key: str
-    position: int
-    source: str  # "run" or "import"
-    generator: str
-    generator_company: str
-    statement: str
-    mechanism: str
-    prediction: str
-    first_stage: bool | None
-    selected: bool | None  # None: no selection was made (the run stopped before it, or is still working)
-    forecasts: dict  # model → True, False or None
-    random_answer: bool | None
-    scores: dict  # judge name → score or None, in the judges' listed order
-    outcome: JudgeOutcome | None  # None when the outcome rule does not apply (see outcome_note)
-    outcome_note: str
-
-    @property
-    def text(self) -> str:
-        """The full text, as the forecasting models and the judges read it."""
-        return hypothesis_text(self.statement, self.mechanism, self.prediction)
-
-    @property
-    def status(self) -> str:
-        return self.outcome.status if self.outcome is not None else "not_judged"
-
-    @property
-    def primary(self) -> bool | None:
-        return self.outcome.primary if self.outcome is not None else None
-
-    @property
-    def strict(self) -> bool | None:
-        return self.outcome.strict if self.outcome is not None else None
-
-    @property
-    def borderline(self) -> bool | None:
-        return self.outcome.borderline if self.outcome is not None else None
-
-    @property
-    def excluded_judges(self) -> tuple[str, ...]:
-        return self.outcome.excluded_judges if self.outcome is not None else ()
-
-
 def hypothesis_outcome(scores: dict, judge_company: dict, generator_company: str) -> tuple[JudgeOutcome | None, str]:
     """The outcome of SPEC §6 from one hypothesis's scores by judge name, and a note when the rule cannot apply."""
     try:
@@ -329,48 +274,7 @@ def generators_of(rows: list[HypothesisRow]) -> list[tuple[str, str]]:
     return sorted({(row.generator, row.generator_company) for row in rows})
 
 
-# Statistics ---------------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class SingleModelList:
-    """One forecasting model's "yes" list cut at random to the group's list length (seed 001 Ж)."""
-
-    model: str
-    positives: int
-    positive_matches: int
-    group_length: int
-    group_matches: int
-    control: analysis.RandomControl | None  # None when the model said yes to fewer hypotheses than the group chose
-
-
-@dataclass(frozen=True)
-class GeneratorStatistics:
-    generator: str
-    company: str
-    hypotheses: int
-    no_selection: int  # hypotheses whose run stopped before its selection (technical gaps, never negatives)
-    primary: analysis.SelectionSummary | None
-    strict: analysis.SelectionSummary | None
-    random_list: analysis.RandomControl | None  # a uniformly random list of the selection's length (М.3, Н.6)
-    drawn_control: analysis.SelectionSummary | None  # the stored random yes/no answers as a selection (Н.3)
-    single_model_lists: tuple[SingleModelList, ...]
-
-
-@dataclass(frozen=True)
-class BenchmarkStatistics:
-    benchmark_id: int
-    fingerprint: str
-    resamples: int
-    seed: int
-    hypotheses: int
-    judged: int
-    rule_not_applicable: int  # hypotheses whose judges do not fit the outcome rule (see the judge table)
-    judges: tuple[str, ...]
-    generators: tuple[GeneratorStatistics, ...]  # each generator, then all generators together
-    votes_primary: analysis.OtherCompanyVotes | None
-    votes_strict: analysis.OtherCompanyVotes | None
-    agreement: analysis.JudgeAgreement | None
+# Statistics (computed by reviewapp.benchmarks.statistics, cached per data) ----------------------------------
 
 
 def rows_fingerprint(rows: list[HypothesisRow]) -> str:
@@ -390,59 +294,6 @@ def rows_fingerprint(rows: list[HypothesisRow]) -> str:
         ]
         digest.update(json.dumps(record, ensure_ascii=False).encode())
     return digest.hexdigest()
-
-
-def _summary(rows: list[tuple], resamples: int, seed: int) -> analysis.SelectionSummary | None:
-    return analysis.selection_summary(rows, resamples, seed) if rows else None
-
-
-def _single_model_lists(decided: list[HypothesisRow]) -> tuple[SingleModelList, ...]:
-    """Seed 001 Ж: each model's judged "yes" list, against a random cut of it to the group's length."""
-    judged = [row for row in decided if row.primary is not None]
-    group = [row for row in judged if row.selected]
-    if not group:
-        return ()
-    models = sorted({model for row in judged for model in row.forecasts})
-    lists = []
-    for model in models:
-        positives = [row.primary for row in judged if row.forecasts.get(model) is True]
-        control = None
-        if len(positives) >= len(group):
-            control = analysis.random_control(len(positives), sum(positives), len(group))
-        lists.append(
-            SingleModelList(
-                model=model,
-                positives=len(positives),
-                positive_matches=sum(positives),
-                group_length=len(group),
-                group_matches=sum(row.primary for row in group),
-                control=control,
-            )
-        )
-    return tuple(lists)
-
-
-def _generator_statistics(
-    name: str, company: str, rows: list[HypothesisRow], resamples: int, seed: int
-) -> GeneratorStatistics:
-    decided = [row for row in rows if row.selected is not None]
-    primary = _summary([(r.task_key, r.selected, r.primary) for r in decided], resamples, seed)
-    strict = _summary([(r.task_key, r.selected, r.strict) for r in decided], resamples, seed)
-    random_list = None
-    if primary is not None and primary.hypotheses:
-        random_list = analysis.random_control(primary.hypotheses, primary.matches, primary.selected)
-    drawn = [(r.task_key, r.random_answer, r.primary) for r in rows if r.random_answer is not None]
-    return GeneratorStatistics(
-        generator=name,
-        company=company,
-        hypotheses=len(rows),
-        no_selection=len(rows) - len(decided),
-        primary=primary,
-        strict=strict,
-        random_list=random_list,
-        drawn_control=_summary(drawn, resamples, seed),
-        single_model_lists=_single_model_lists(decided),
-    )
 
 
 def benchmark_statistics(
@@ -466,103 +317,3 @@ def benchmark_statistics(
     statistics = compute_statistics(benchmark.pk, rows, judges, resamples=resamples, seed=seed, fingerprint=fingerprint)
     cache.set(key, statistics, STATISTICS_CACHE_SECONDS)
     return statistics
-
-
-def compute_statistics(
-    benchmark_id: int,
-    rows: list[HypothesisRow],
-    judges: list[Judge],
-    *,
-    resamples: int,
-    seed: int,
-    fingerprint: str = "",
-) -> BenchmarkStatistics:
-    by_generator = defaultdict(list)
-    for row in rows:
-        by_generator[(row.generator, row.generator_company)].append(row)
-    generators = [
-        _generator_statistics(name, company, by_generator[(name, company)], resamples, seed)
-        for name, company in sorted(by_generator)
-    ]
-    if len(by_generator) > 1:
-        generators.append(_generator_statistics(ALL_GENERATORS, "", rows, resamples, seed))
-    judge_company = {judge.name: judge.company for judge in judges}
-    # Other-company votes exist only where the outcome rule applies (three deciding judges).
-    applicable = [
-        {"generator_company": row.generator_company, "scores": row.scores} for row in rows if row.outcome is not None
-    ]
-    votes = {threshold: None for threshold in (3, 4)}
-    if applicable and judge_company:
-        votes = {t: analysis.other_company_votes(applicable, judge_company, threshold=t) for t in votes}
-    agreement = None
-    if len(judges) >= 2 and rows:
-        agreement = analysis.judge_agreement(
-            [{"task": row.task_key, "scores": row.scores} for row in rows],
-            [judge.name for judge in judges],
-            resamples=resamples,
-            seed=seed,
-        )
-    return BenchmarkStatistics(
-        benchmark_id=benchmark_id,
-        fingerprint=fingerprint,
-        resamples=resamples,
-        seed=seed,
-        hypotheses=len(rows),
-        judged=sum(row.primary is not None for row in rows),
-        rule_not_applicable=sum(row.outcome is None for row in rows),
-        judges=tuple(judge.name for judge in judges),
-        generators=tuple(generators),
-        votes_primary=votes[3],
-        votes_strict=votes[4],
-        agreement=agreement,
-    )
-
-
-def statistics_as_dict(statistics: BenchmarkStatistics) -> dict:
-    """JSON-ready statistics (None where a statistic is undefined)."""
-    return dataclasses.asdict(statistics)
-
-
-# Human review analysis of a cohort ---------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class CohortReviewAnalysis:
-    cohort: Cohort
-    submitted_reviews: int
-    revisions: analysis.RevisionOutcomes
-    revision_pairs: int  # parent → child pairs with both in the cohort
-    agreement: tuple[analysis.ReviewerAgreement, ...]  # overall, then the six criteria, then the recommendation
-
-
-REVIEW_AGREEMENT_FIELDS = ("overall", *CRITERION_FIELDS, "recommendation", "flaw_verdict")
-
-
-def cohort_review_analysis(cohort: Cohort) -> CohortReviewAnalysis:
-    """Revision outcomes of parent → child pairs (mean overall score of each proposal's submitted reviews in the
-    cohort) and reviewer agreement per criterion, from the cohort's submitted reviews."""
-    reviews = list(
-        Review.objects.filter(assignment__cohort=cohort, status=Review.Status.SUBMITTED).values(
-            "assignment__proposal_id", *REVIEW_AGREEMENT_FIELDS
-        )
-    )
-    overall = defaultdict(list)
-    for review in reviews:
-        review["proposal"] = review.pop("assignment__proposal_id")
-        overall[review["proposal"]].append(review["overall"])
-    members = set(cohort.proposals.values_list("pk", flat=True))
-    links = (
-        cohort.proposals.model.parents.through.objects.filter(from_proposal__in=members, to_proposal__in=members)
-        .values_list("to_proposal_id", "from_proposal_id", "from_proposal__author")
-        .order_by("to_proposal_id", "from_proposal_id")
-    )
-    pairs = [
-        (parent, child, author, overall.get(parent, []), overall.get(child, [])) for parent, child, author in links
-    ]
-    return CohortReviewAnalysis(
-        cohort=cohort,
-        submitted_reviews=len(reviews),
-        revisions=analysis.revision_outcomes(pairs),
-        revision_pairs=len(pairs),
-        agreement=tuple(analysis.reviewer_agreement(reviews, field) for field in REVIEW_AGREEMENT_FIELDS),
-    )

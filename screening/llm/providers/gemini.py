@@ -3,7 +3,7 @@
 import re
 from urllib.parse import quote
 
-from screening.providers.transport import Reply, error_of
+from screening.llm.providers.transport import Reply, error_of
 
 _CUT = {"MAX_TOKENS"}
 _FINE = {"STOP", "FINISH_REASON_UNSPECIFIED", ""}

@@ -1,6 +1,6 @@
 """OpenAI-compatible chat completions: OpenAI, xAI, OpenRouter, vLLM, Ollama, llama.cpp (SPEC Appendix B)."""
 
-from screening.providers.transport import Reply, error_of
+from screening.llm.providers.transport import Reply, error_of
 
 # Reasons a reply ended that leave it unusable: cut by the length limit, filtered, or asking to call a tool.
 _UNUSABLE_FINISH = {

@@ -7,9 +7,9 @@ outside `transaction.atomic`: concurrency slots and call records must be visible
 import hashlib
 import os
 
-from screening.models import ModelCall, ModelEndpoint
-from screening.providers import anthropic, gemini, openai_compat
-from screening.providers.transport import Completion, call_with_retries, encode_body
+from screening.llm.models import ModelCall, ModelEndpoint
+from screening.llm.providers import anthropic, gemini, openai_compat
+from screening.llm.providers.transport import Completion, call_with_retries, encode_body
 
 __all__ = ["Completion", "complete", "request_body"]
 
@@ -55,7 +55,7 @@ def complete(
 ) -> Completion:
     """Send one request (system + user message, tools off) and return the reply text.
 
-    Transient errors are retried (screening.providers.transport); every HTTP attempt is recorded as a ModelCall.
+    Transient errors are retried (screening.llm.providers.transport); every HTTP attempt is recorded as a ModelCall.
     json_schema is used only where a provider's native JSON output needs a schema (Anthropic)."""
     adapter = ADAPTERS[endpoint.protocol]
     body = request_body(endpoint, system=system, user=user, json_mode=json_mode, json_schema=json_schema)

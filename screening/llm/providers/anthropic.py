@@ -2,7 +2,7 @@
 
 import re
 
-from screening.providers.transport import Reply, error_of
+from screening.llm.providers.transport import Reply, error_of
 
 ANTHROPIC_VERSION = "2023-06-01"
 

@@ -1,5 +1,5 @@
-"""Pages of benchmark sets and the analysts' statistics: the sets, a set's progress, its import, the judge table,
-the statistics with their plots and downloads, and the human review analysis of a cohort.
+"""Pages of benchmark sets and the analysts' statistics: the sets, a set's progress, its import, the judge table and
+the statistics with their plots and downloads.
 
 Coordinators and analysts read; only coordinators change anything. Reviewers reach none of it: judge scores,
 outcomes and reference statements are hidden from them.
@@ -10,20 +10,24 @@ from urllib.parse import urlencode
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
-from django.http import Http404, HttpResponse
-from django.shortcuts import get_object_or_404, redirect, render
+from django.http import Http404
+from django.shortcuts import redirect, render
 from django.urls import path
 from django.utils.text import slugify
 from django.views.decorators.http import require_http_methods, require_POST
 
-from reviewapp import figures, roles
-from reviewapp.models import BenchmarkSet, Cohort, Judge
-from reviewapp.selectors import benchmarks as selectors
-from reviewapp.services import benchmarks as services
-from reviewapp.services.benchmark_imports import FIELDS, FORECAST_COLUMN_PREFIX, REQUIRED, benchmark_import_file
+from reviewapp.benchmarks import selectors
+from reviewapp.benchmarks.figures import BENCHMARK_FIGURES
+from reviewapp.benchmarks.models import BenchmarkSet, Judge
+from reviewapp.benchmarks.services import sets as services
+from reviewapp.benchmarks.services.imports import FIELDS, FORECAST_COLUMN_PREFIX, REQUIRED, benchmark_import_file
+from reviewapp.benchmarks.services.judging import judging_jobs, judging_start
+from reviewapp.core import roles
+from reviewapp.figures import FORMATS, figure_file
+from reviewapp.models import Cohort
 from reviewapp.services.imports import ImportInvalid
-from reviewapp.services.judging import judging_jobs, judging_start
-from screening.models import ModelEndpoint, Roster
+from reviewapp.views.analysis import figure_response
+from screening.llm.models import ModelEndpoint, Roster
 
 JUDGE_TABLE_PAGE = 100
 OUTCOME_FILTERS = {
@@ -47,11 +51,6 @@ def _get_benchmark_for_user(request, benchmark_id: int) -> BenchmarkSet:
 def _get_benchmark_for_coordinator(request, benchmark_id: int) -> BenchmarkSet:
     roles.require_coordinator(request.user)
     return _get_benchmark_for_user(request, benchmark_id)
-
-
-def _get_cohort_for_user(request, cohort_id: int) -> Cohort:
-    roles.require_read_all(request.user)
-    return get_object_or_404(Cohort, pk=cohort_id)
 
 
 def _int_or_none(value: str | None) -> int | None:
@@ -329,49 +328,20 @@ def benchmark_statistics(request, benchmark_id: int):
             for pair in (agreement.pairs if agreement else ())
         ],
         "votes": [votes for votes in (statistics.votes_primary, statistics.votes_strict) if votes is not None],
-        "figures": figures.BENCHMARK_FIGURES,
+        "figures": BENCHMARK_FIGURES,
         "cohorts": Cohort.objects.order_by("-created_at", "-pk")[:50],
     }
     return render(request, "reviewapp/benchmark_statistics.html", context)
 
 
-def _file_response(content: bytes, file_format: str, filename: str) -> HttpResponse:
-    response = HttpResponse(content, content_type=figures.FORMATS[file_format])
-    disposition = "attachment" if file_format == "csv" else "inline"
-    response["Content-Disposition"] = f'{disposition}; filename="{filename}"'
-    return response
-
-
 @login_required
 def benchmark_figure(request, benchmark_id: int, figure: str, file_format: str):
     benchmark = _get_benchmark_for_user(request, benchmark_id)
-    spec = figures.BENCHMARK_FIGURES.get(figure)
-    if spec is None or file_format not in figures.FORMATS or (file_format != "csv" and spec.plot is None):
+    spec = BENCHMARK_FIGURES.get(figure)
+    if spec is None or file_format not in FORMATS or (file_format != "csv" and spec.plot is None):
         raise Http404("This set has no such figure or file.")
-    content = figures.figure_file(spec, selectors.benchmark_statistics(benchmark), file_format)
-    return _file_response(content, file_format, f"{slugify(benchmark.name) or 'set'}-{figure}.{file_format}")
-
-
-@login_required
-def cohort_statistics(request, cohort_id: int):
-    cohort = _get_cohort_for_user(request, cohort_id)
-    context = {
-        "cohort": cohort,
-        "analysis": selectors.cohort_review_analysis(cohort),
-        "figures": figures.COHORT_FIGURES,
-    }
-    return render(request, "reviewapp/benchmark_cohort_statistics.html", context)
-
-
-@login_required
-def cohort_figure(request, cohort_id: int, cohort_figure: str, file_format: str):
-    cohort = _get_cohort_for_user(request, cohort_id)
-    spec = figures.COHORT_FIGURES.get(cohort_figure)
-    if spec is None or file_format not in figures.FORMATS:
-        raise Http404("This cohort has no such figure or file.")
-    content = figures.figure_file(spec, selectors.cohort_review_analysis(cohort), file_format)
-    name = f"{slugify(cohort.name) or 'cohort'}-{cohort_figure}.{file_format}"
-    return _file_response(content, file_format, name)
+    content = figure_file(spec, selectors.benchmark_statistics(benchmark), file_format)
+    return figure_response(content, file_format, f"{slugify(benchmark.name) or 'set'}-{figure}.{file_format}")
 
 
 urlpatterns = [
@@ -388,11 +358,5 @@ urlpatterns = [
         "benchmarks/<int:benchmark_id>/figures/<slug:figure>.<slug:file_format>",
         benchmark_figure,
         name="benchmark-figure",
-    ),
-    path("cohorts/<int:cohort_id>/statistics/", cohort_statistics, name="cohort-statistics"),
-    path(
-        "cohorts/<int:cohort_id>/figures/<slug:cohort_figure>.<slug:file_format>",
-        cohort_figure,
-        name="cohort-figure",
     ),
 ]

@@ -5,7 +5,7 @@ A judge reads one task at a time: the research question, the reference statement
 task's hypotheses, numbered H1, H2… in an order shuffled with the set's seed, never with their authors. It answers
 with JSON; a reply that is not JSON or misses, repeats or mis-scores a hypothesis is asked once more, as forecasts
 are, and after the second try its valid scores are kept. Every request is a recorded model call
-(screening.providers.complete). The work runs as one background job per judge, so each judge has a page with its
+(screening.llm.providers.complete). The work runs as one background job per judge, so each judge has a page with its
 state and progress, and a job started again only asks for the scores still missing.
 """
 
@@ -19,11 +19,12 @@ from django.db import transaction
 from django.utils.text import slugify
 
 from reviewapp.analysis.judges import SCORES
-from reviewapp.models import BackgroundJob, BenchmarkHypothesis, BenchmarkSet, BenchmarkTask, Judge, JudgeScore
+from reviewapp.benchmarks.models import BenchmarkHypothesis, BenchmarkSet, BenchmarkTask, Judge, JudgeScore
+from reviewapp.benchmarks.services.sets import BenchmarkError
+from reviewapp.models import BackgroundJob
 from reviewapp.selectors.exports import spreadsheet_text
-from reviewapp.services.benchmarks import BenchmarkError
 from reviewapp.services.jobs import JobError, JobResult, ProgressCallback, exports_dir, job_create
-from screening import parsing, providers
+from screening import llm
 from screening.prompts import hypothesis_text
 
 logger = logging.getLogger(__name__)
@@ -108,8 +109,8 @@ def parse_judge_scores(text: str | None, labels: list[str]) -> JudgeReply:
     """Read {"scores": [{"id", "score", "reason"}]}. A score must be a JSON integer 0–5; a repeated id gives none."""
     scores: dict[str, tuple[int, str] | None] = dict.fromkeys(labels)
     try:
-        obj = parsing.extract_json(text)
-    except parsing.ReplyParseError as exc:
+        obj = llm.extract_json(text)
+    except llm.ReplyParseError as exc:
         return JudgeReply(scores, parsed=False, complete=False, problems=[f"{exc.kind}: {exc}"])
     items = obj.get("scores") if isinstance(obj, dict) else obj if isinstance(obj, list) else None
     if not isinstance(items, list):
@@ -117,7 +118,7 @@ def parse_judge_scores(text: str | None, labels: list[str]) -> JudgeReply:
     problems: list[str] = []
     seen: dict[str, int] = {}
     for position, item in enumerate(items, start=1):
-        label = parsing.normalize_label(item.get("id")) if isinstance(item, dict) else None
+        label = llm.normalize_label(item.get("id")) if isinstance(item, dict) else None
         if label is None or label not in scores:
             problems.append(f"item {position} names no hypothesis of the request")
             continue
@@ -233,7 +234,7 @@ def _judge_batch(judge: Judge, benchmark_task: BenchmarkTask, batch: list[Benchm
     )
     reply, call = None, None
     for attempt in (1, 2):
-        completion = providers.complete(
+        completion = llm.complete(
             endpoint=judge.endpoint,
             system=system,
             user=user,

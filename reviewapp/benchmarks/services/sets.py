@@ -15,22 +15,21 @@ from django.db import IntegrityError, transaction
 from django.db.models import Max
 from django.utils import timezone
 
-from reviewapp.models import BenchmarkHypothesis, BenchmarkSet, BenchmarkTask, Judge, RandomControlDraw
-from screening.models import STEPS, ModelEndpoint, Roster, RosterMember, Run
-from screening.services.runs import endpoint_snapshot
+from reviewapp.benchmarks.models import BenchmarkHypothesis, BenchmarkSet, BenchmarkTask, Judge, RandomControlDraw
+from reviewapp.core.errors import ServiceError
+from reviewapp.core.queue import enqueue_on_commit
+from screening.llm.models import ModelEndpoint, Roster, RosterMember
+from screening.models import STEPS, Run
+from screening.services.progress import RUN_ADVANCE_TASK
+from screening.services.runs import endpoint_snapshot, run_literature_cutoff_set
 
 RANDOM_CONTROL_GENERATOR = "python secrets.randbelow(2)"
 # The fields of each hypothesis the frozen set's sha256 covers, in this order (docs/analysis.md shows the recipe).
 FROZEN_FIELDS = ("id", "generator", "generator_company", "statement", "mechanism", "prediction")
 
 
-class BenchmarkError(Exception):
+class BenchmarkError(ServiceError):
     """A change the rules of benchmark sets refuse; the message is written for the coordinator."""
-
-    def __init__(self, message: str, code: str = "invalid_request"):
-        super().__init__(message)
-        self.message = message
-        self.code = code
 
 
 @transaction.atomic
@@ -118,8 +117,6 @@ def benchmark_run(*, benchmark: BenchmarkSet) -> list[Run]:
 
     The runs are the coordinator's, not a public client's: they do not count against a client address and are
     not refused by the public limits. Each is enqueued when the transaction commits."""
-    from screening.tasks import run_advance_task  # the tasks module imports services
-
     with transaction.atomic():
         benchmark = BenchmarkSet.objects.select_for_update().get(pk=benchmark.pk)
         if benchmark.roster is None:
@@ -148,7 +145,7 @@ def benchmark_run(*, benchmark: BenchmarkSet) -> list[Run]:
             benchmark_task.run = run
             benchmark_task.save(update_fields=["run"])
             runs.append(run)
-            transaction.on_commit(lambda pk=run.pk: run_advance_task.delay(pk))
+            enqueue_on_commit(RUN_ADVANCE_TASK, run.pk)
         if benchmark.started_at is None:
             benchmark.started_at = timezone.now()
             benchmark.save(update_fields=["started_at"])
@@ -189,10 +186,12 @@ def random_control_draw(*, benchmark_task: BenchmarkTask, hypotheses: list[dict]
 def benchmark_run_pooled(*, run: Run) -> None:
     """Called by the screening state machine right after it pooled and numbered a run's hypotheses, inside that
     transaction and before the stage-1 request exists: a set's run records its hypotheses and draws its random
-    control here. Any other run is left alone."""
-    benchmark_task = BenchmarkTask.objects.filter(run=run).first()
+    control here, and sets the run's literature cutoff to its task's publication date. Any other run is left alone."""
+    benchmark_task = BenchmarkTask.objects.select_related("task").filter(run=run).first()
     if benchmark_task is None:
         return
+    # The run answers the task: only what was published before the task's article counts in its literature check.
+    run_literature_cutoff_set(run=run, published_before=benchmark_task.task.published)
     pooled = list(run.hypotheses.exclude(label="").order_by("position"))
     try:
         with transaction.atomic():

@@ -23,7 +23,7 @@ import uuid
 from dataclasses import dataclass, fields
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-from screening.parsing import ReplyParseError, extract_json
+from screening.llm.replies import ReplyParseError, extract_json
 
 logger = logging.getLogger(__name__)
 

@@ -18,8 +18,8 @@ from django.conf import settings
 from django.db.models import Q
 from django.utils import timezone
 
-from reviewapp.retry import backoff_delay, retry_delay_from_headers
-from screening.models import EndpointSlot, ModelCall
+from reviewapp.core.retry import backoff_delay, retry_delay_from_headers
+from screening.llm.models import EndpointSlot, ModelCall
 
 logger = logging.getLogger(__name__)
 

@@ -19,15 +19,9 @@ import io
 import json
 import zipfile
 
-from reviewapp.models import BenchmarkSet, Judge, RandomControlDraw
-from reviewapp.selectors.benchmarks import (
-    HypothesisRow,
-    benchmark_imports,
-    benchmark_judges,
-    benchmark_rows,
-    benchmark_statistics,
-    statistics_as_dict,
-)
+from reviewapp.benchmarks.models import BenchmarkSet, Judge, RandomControlDraw
+from reviewapp.benchmarks.selectors import benchmark_imports, benchmark_judges, benchmark_rows, benchmark_statistics
+from reviewapp.benchmarks.statistics import HypothesisRow, statistics_as_dict
 from reviewapp.selectors.exports import spreadsheet_text
 
 DATA_FILES = ("report.json", "cohort.json", "selected.csv")

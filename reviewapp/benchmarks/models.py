@@ -1,0 +1,176 @@
+"""Benchmark sets: research tasks with reference statements, their hypotheses (from screening runs or imported with
+their forecasts), the random control drawn before any forecast, judges and their scores
+(docs/protocol.md#benchmark-sets).
+
+The tables kept the names they had when these records belonged to the review app (see migrations/0001_initial.py).
+"""
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+
+
+class BenchmarkSet(models.Model):
+    """Research tasks with reference statements and the roster that screens them, analysed together."""
+
+    name = models.CharField(max_length=200, unique=True)
+    description = models.TextField(blank=True)
+    roster = models.ForeignKey(
+        "screening.Roster", null=True, blank=True, on_delete=models.SET_NULL, related_name="benchmark_sets"
+    )
+    # Every run of the set takes its shuffle seed from this one (see reviewapp.benchmarks.services.sets).
+    seed = models.BigIntegerField()
+    tasks = models.ManyToManyField("reviewapp.ResearchTask", through="BenchmarkTask", related_name="benchmark_sets")
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True, help_text="when the set was first run")
+
+    class Meta:
+        db_table = "reviewapp_benchmarkset"
+
+    def __str__(self):
+        return self.name
+
+
+class BenchmarkTask(models.Model):
+    """One task of a set and the screening run that generated and screened its hypotheses (if it was run here)."""
+
+    benchmark = models.ForeignKey(BenchmarkSet, on_delete=models.CASCADE, related_name="benchmark_tasks")
+    task = models.ForeignKey("reviewapp.ResearchTask", on_delete=models.PROTECT, related_name="+")
+    position = models.PositiveIntegerField()
+    run = models.OneToOneField(
+        "screening.Run", null=True, blank=True, on_delete=models.SET_NULL, related_name="benchmark_task"
+    )
+
+    class Meta:
+        db_table = "reviewapp_benchmarktask"
+        constraints = [models.UniqueConstraint(fields=["benchmark", "task"], name="one_benchmark_task_per_task")]
+        ordering = ["benchmark", "position", "pk"]
+
+    def __str__(self):
+        return f"{self.benchmark} / {self.task}"
+
+
+class BenchmarkImport(models.Model):
+    """One file imported into a set. Its sha256 makes re-importing the same file a no-op."""
+
+    benchmark = models.ForeignKey(BenchmarkSet, on_delete=models.CASCADE, related_name="imports")
+    filename = models.CharField(max_length=255)
+    file_format = models.CharField(max_length=10)
+    sha256 = models.CharField(max_length=64)
+    task_count = models.PositiveIntegerField(default=0)
+    hypothesis_count = models.PositiveIntegerField(default=0)
+    score_count = models.PositiveIntegerField(default=0)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        db_table = "reviewapp_benchmarkimport"
+        constraints = [models.UniqueConstraint(fields=["benchmark", "sha256"], name="one_import_per_file_per_set")]
+
+    def __str__(self):
+        return f"{self.filename} ({self.sha256[:12]})"
+
+
+class BenchmarkHypothesis(models.Model):
+    """One hypothesis of a set: a screening run's (read through `hypothesis`) or imported with its forecasts.
+
+    The imported fields stay blank for a run's hypothesis: its text, author, forecasts and selection live on the
+    screening record, which keeps changing while the run screens it.
+    """
+
+    benchmark = models.ForeignKey(BenchmarkSet, on_delete=models.CASCADE, related_name="hypotheses")
+    benchmark_task = models.ForeignKey(BenchmarkTask, on_delete=models.CASCADE, related_name="hypotheses")
+    # The hypothesis id within its task: the run's blind number (H1, H2…) or the imported id.
+    key = models.CharField(max_length=200)
+    position = models.PositiveIntegerField(default=0)
+    hypothesis = models.OneToOneField(
+        "screening.Hypothesis", null=True, blank=True, on_delete=models.CASCADE, related_name="benchmark_entry"
+    )
+    # Imported hypotheses only.
+    generator = models.CharField(max_length=200, blank=True)
+    generator_company = models.CharField(max_length=200, blank=True)
+    statement = models.TextField(blank=True)
+    mechanism = models.TextField(blank=True)
+    prediction = models.TextField(blank=True)
+    forecasts = models.JSONField(default=dict, blank=True, help_text="model → true, false or null")
+    first_stage = models.BooleanField(null=True, blank=True, help_text="the stage-1 model's yes, when known")
+    selected = models.BooleanField(null=True, blank=True)
+    content_sha256 = models.CharField(max_length=64, blank=True)
+    import_batch = models.ForeignKey(BenchmarkImport, null=True, blank=True, on_delete=models.SET_NULL)
+
+    class Meta:
+        db_table = "reviewapp_benchmarkhypothesis"
+        constraints = [
+            models.UniqueConstraint(fields=["benchmark_task", "key"], name="one_benchmark_hypothesis_per_key"),
+        ]
+        ordering = ["benchmark_task__position", "position", "pk"]
+
+    def __str__(self):
+        return f"{self.benchmark_task} / {self.key}"
+
+
+class RandomControlDraw(models.Model):
+    """Random yes/no answers for a task's frozen hypotheses, drawn before any model forecast them (seed 001 М.3, Н.3).
+
+    `answers` maps each hypothesis key to the cryptographic generator's answer; `hypotheses_sha256` fingerprints the
+    frozen hypothesis set the answers belong to (see reviewapp.benchmarks.services.sets.frozen_set_sha256).
+    """
+
+    benchmark_task = models.OneToOneField(BenchmarkTask, on_delete=models.CASCADE, related_name="random_control")
+    drawn_at = models.DateTimeField()
+    hypotheses_sha256 = models.CharField(max_length=64)
+    hypothesis_count = models.PositiveIntegerField()
+    answers = models.JSONField()
+    generator = models.CharField(max_length=50, help_text="the cryptographic generator that drew the answers")
+
+    class Meta:
+        db_table = "reviewapp_randomcontroldraw"
+
+    def __str__(self):
+        return f"random control of {self.benchmark_task} at {self.drawn_at:%Y-%m-%d %H:%M:%S}"
+
+
+class Judge(models.Model):
+    """A judge of a set: a model endpoint or a named person, with the company the exclusion rule compares."""
+
+    benchmark = models.ForeignKey(BenchmarkSet, on_delete=models.CASCADE, related_name="judges")
+    name = models.CharField(max_length=200)
+    company = models.CharField(max_length=200)
+    endpoint = models.ForeignKey(
+        "screening.ModelEndpoint", null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    # The judges' listed order: Table S and every table show their scores in this order.
+    position = models.PositiveIntegerField()
+
+    class Meta:
+        db_table = "reviewapp_judge"
+        constraints = [models.UniqueConstraint(fields=["benchmark", "name"], name="one_judge_name_per_set")]
+        ordering = ["benchmark", "position", "pk"]
+
+    def __str__(self):
+        return f"{self.name} ({self.company})"
+
+
+class JudgeScore(models.Model):
+    """One judge's 0–5 score of how well a hypothesis matches its task's reference statement. Hidden from reviewers."""
+
+    judge = models.ForeignKey(Judge, on_delete=models.CASCADE, related_name="scores")
+    hypothesis = models.ForeignKey(BenchmarkHypothesis, on_delete=models.CASCADE, related_name="judge_scores")
+    score = models.PositiveSmallIntegerField()
+    reason = models.TextField(blank=True)
+    model_call = models.ForeignKey(
+        "screening.ModelCall", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    import_batch = models.ForeignKey(BenchmarkImport, null=True, blank=True, on_delete=models.SET_NULL)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        db_table = "reviewapp_judgescore"
+        constraints = [
+            models.UniqueConstraint(fields=["judge", "hypothesis"], name="one_score_per_judge_hypothesis"),
+            models.CheckConstraint(condition=Q(score__lte=5), name="judge_score_in_range"),
+        ]
+
+    def __str__(self):
+        return f"{self.judge} → {self.hypothesis}: {self.score}"

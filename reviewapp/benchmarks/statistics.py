@@ -1,0 +1,213 @@
+"""The statistics of a benchmark set (docs/protocol.md#statistics), computed from its hypothesis rows: pure
+functions of the rows and the judges, no database reads (reviewapp.benchmarks.selectors reads and caches them)."""
+
+import dataclasses
+from collections import defaultdict
+from dataclasses import dataclass
+
+from reviewapp import analysis
+from reviewapp.analysis import JudgeOutcome
+from reviewapp.benchmarks.models import Judge
+from screening.prompts import hypothesis_text
+
+ALL_GENERATORS = "All generators"
+
+
+@dataclass(frozen=True)
+class HypothesisRow:
+    """One hypothesis of a set with everything the analyses need, wherever it came from."""
+
+    pk: int
+    task_key: str
+    task_position: int
+    question: str
+    reference_statement: str
+    key: str
+    position: int
+    source: str  # "run" or "import"
+    generator: str
+    generator_company: str
+    statement: str
+    mechanism: str
+    prediction: str
+    first_stage: bool | None
+    selected: bool | None  # None: no selection was made (the run stopped before it, or is still working)
+    forecasts: dict  # model → True, False or None
+    random_answer: bool | None
+    scores: dict  # judge name → score or None, in the judges' listed order
+    outcome: JudgeOutcome | None  # None when the outcome rule does not apply (see outcome_note)
+    outcome_note: str
+
+    @property
+    def text(self) -> str:
+        """The full text, as the forecasting models and the judges read it."""
+        return hypothesis_text(self.statement, self.mechanism, self.prediction)
+
+    @property
+    def status(self) -> str:
+        return self.outcome.status if self.outcome is not None else "not_judged"
+
+    @property
+    def primary(self) -> bool | None:
+        return self.outcome.primary if self.outcome is not None else None
+
+    @property
+    def strict(self) -> bool | None:
+        return self.outcome.strict if self.outcome is not None else None
+
+    @property
+    def borderline(self) -> bool | None:
+        return self.outcome.borderline if self.outcome is not None else None
+
+    @property
+    def excluded_judges(self) -> tuple[str, ...]:
+        return self.outcome.excluded_judges if self.outcome is not None else ()
+
+
+@dataclass(frozen=True)
+class SingleModelList:
+    """One forecasting model's "yes" list cut at random to the group's list length (seed 001 Ж)."""
+
+    model: str
+    positives: int
+    positive_matches: int
+    group_length: int
+    group_matches: int
+    control: analysis.RandomControl | None  # None when the model said yes to fewer hypotheses than the group chose
+
+
+@dataclass(frozen=True)
+class GeneratorStatistics:
+    generator: str
+    company: str
+    hypotheses: int
+    no_selection: int  # hypotheses whose run stopped before its selection (technical gaps, never negatives)
+    primary: analysis.SelectionSummary | None
+    strict: analysis.SelectionSummary | None
+    random_list: analysis.RandomControl | None  # a uniformly random list of the selection's length (М.3, Н.6)
+    drawn_control: analysis.SelectionSummary | None  # the stored random yes/no answers as a selection (Н.3)
+    single_model_lists: tuple[SingleModelList, ...]
+
+
+@dataclass(frozen=True)
+class BenchmarkStatistics:
+    benchmark_id: int
+    fingerprint: str
+    resamples: int
+    seed: int
+    hypotheses: int
+    judged: int
+    rule_not_applicable: int  # hypotheses whose judges do not fit the outcome rule (see the judge table)
+    judges: tuple[str, ...]
+    generators: tuple[GeneratorStatistics, ...]  # each generator, then all generators together
+    votes_primary: analysis.OtherCompanyVotes | None
+    votes_strict: analysis.OtherCompanyVotes | None
+    agreement: analysis.JudgeAgreement | None
+
+
+def _summary(rows: list[tuple], resamples: int, seed: int) -> analysis.SelectionSummary | None:
+    return analysis.selection_summary(rows, resamples, seed) if rows else None
+
+
+def _single_model_lists(decided: list[HypothesisRow]) -> tuple[SingleModelList, ...]:
+    """Seed 001 Ж: each model's judged "yes" list, against a random cut of it to the group's length."""
+    judged = [row for row in decided if row.primary is not None]
+    group = [row for row in judged if row.selected]
+    if not group:
+        return ()
+    models = sorted({model for row in judged for model in row.forecasts})
+    lists = []
+    for model in models:
+        positives = [row.primary for row in judged if row.forecasts.get(model) is True]
+        control = None
+        if len(positives) >= len(group):
+            control = analysis.random_control(len(positives), sum(positives), len(group))
+        lists.append(
+            SingleModelList(
+                model=model,
+                positives=len(positives),
+                positive_matches=sum(positives),
+                group_length=len(group),
+                group_matches=sum(row.primary for row in group),
+                control=control,
+            )
+        )
+    return tuple(lists)
+
+
+def _generator_statistics(
+    name: str, company: str, rows: list[HypothesisRow], resamples: int, seed: int
+) -> GeneratorStatistics:
+    decided = [row for row in rows if row.selected is not None]
+    primary = _summary([(r.task_key, r.selected, r.primary) for r in decided], resamples, seed)
+    strict = _summary([(r.task_key, r.selected, r.strict) for r in decided], resamples, seed)
+    random_list = None
+    if primary is not None and primary.hypotheses:
+        random_list = analysis.random_control(primary.hypotheses, primary.matches, primary.selected)
+    drawn = [(r.task_key, r.random_answer, r.primary) for r in rows if r.random_answer is not None]
+    return GeneratorStatistics(
+        generator=name,
+        company=company,
+        hypotheses=len(rows),
+        no_selection=len(rows) - len(decided),
+        primary=primary,
+        strict=strict,
+        random_list=random_list,
+        drawn_control=_summary(drawn, resamples, seed),
+        single_model_lists=_single_model_lists(decided),
+    )
+
+
+def compute_statistics(
+    benchmark_id: int,
+    rows: list[HypothesisRow],
+    judges: list[Judge],
+    *,
+    resamples: int,
+    seed: int,
+    fingerprint: str = "",
+) -> BenchmarkStatistics:
+    by_generator = defaultdict(list)
+    for row in rows:
+        by_generator[(row.generator, row.generator_company)].append(row)
+    generators = [
+        _generator_statistics(name, company, by_generator[(name, company)], resamples, seed)
+        for name, company in sorted(by_generator)
+    ]
+    if len(by_generator) > 1:
+        generators.append(_generator_statistics(ALL_GENERATORS, "", rows, resamples, seed))
+    judge_company = {judge.name: judge.company for judge in judges}
+    # Other-company votes exist only where the outcome rule applies (three deciding judges).
+    applicable = [
+        {"generator_company": row.generator_company, "scores": row.scores} for row in rows if row.outcome is not None
+    ]
+    votes = {threshold: None for threshold in (3, 4)}
+    if applicable and judge_company:
+        votes = {t: analysis.other_company_votes(applicable, judge_company, threshold=t) for t in votes}
+    agreement = None
+    if len(judges) >= 2 and rows:
+        agreement = analysis.judge_agreement(
+            [{"task": row.task_key, "scores": row.scores} for row in rows],
+            [judge.name for judge in judges],
+            resamples=resamples,
+            seed=seed,
+        )
+    return BenchmarkStatistics(
+        benchmark_id=benchmark_id,
+        fingerprint=fingerprint,
+        resamples=resamples,
+        seed=seed,
+        hypotheses=len(rows),
+        judged=sum(row.primary is not None for row in rows),
+        rule_not_applicable=sum(row.outcome is None for row in rows),
+        judges=tuple(judge.name for judge in judges),
+        generators=tuple(generators),
+        votes_primary=votes[3],
+        votes_strict=votes[4],
+        agreement=agreement,
+    )
+
+
+def statistics_as_dict(statistics: BenchmarkStatistics) -> dict:
+    """JSON-ready statistics (None where a statistic is undefined)."""
+    return dataclasses.asdict(statistics)

@@ -1,0 +1,77 @@
+"""Claimed work: rows that a worker takes, does and records once, whatever the broker delivers twice.
+
+A model that mixes in ClaimedWork has a state (pending → running → done or failed) and a claim token. `work_claim`
+moves a pending row to running with a fresh token in one conditional UPDATE, so of two deliveries of the same task
+exactly one gets the token; `work_finish` records the end only while the token is still held, so a worker whose
+claim was taken over by the sweeper (`work_sweep`) records nothing; `work_release` gives the row back after a
+transient error, for the task's retry to claim it again.
+
+Models whose states have other names (e.g. a background job's "queued" and "succeeded") declare them as the class
+attributes PENDING, RUNNING, DONE and FAILED.
+"""
+
+import uuid
+from datetime import datetime
+
+from django.db import models
+from django.db.models import F, Q
+from django.utils import timezone
+
+
+class ClaimState(models.TextChoices):
+    PENDING = "pending", "Pending"
+    RUNNING = "running", "Running"
+    DONE = "done", "Done"
+    FAILED = "failed", "Failed"
+
+
+class ClaimedWork(models.Model):
+    PENDING, RUNNING, DONE, FAILED = ClaimState.PENDING, ClaimState.RUNNING, ClaimState.DONE, ClaimState.FAILED
+
+    state = models.CharField(max_length=10, choices=ClaimState.choices, default=ClaimState.PENDING)
+    claim_token = models.UUIDField(null=True, blank=True)
+    attempts = models.PositiveSmallIntegerField(default=0)
+    started_at = models.DateTimeField(null=True, blank=True, help_text="when a worker claimed it")
+    finished_at = models.DateTimeField(null=True, blank=True)
+    error = models.TextField(blank=True)
+
+    class Meta:
+        abstract = True
+
+
+def work_claim(model: type[ClaimedWork], pk, **conditions) -> uuid.UUID | None:
+    """A fresh token if the row was pending (and meets the conditions) and is now this worker's; else None."""
+    token = uuid.uuid4()
+    claimed = model.objects.filter(pk=pk, state=model.PENDING, **conditions).update(
+        state=model.RUNNING, claim_token=token, started_at=timezone.now(), attempts=F("attempts") + 1
+    )
+    return token if claimed else None
+
+
+def work_release(model: type[ClaimedWork], pk, token: uuid.UUID) -> None:
+    """Give a claimed row back (pending, no token) after a transient error, for a retry to claim."""
+    model.objects.filter(pk=pk, claim_token=token).update(state=model.PENDING, claim_token=None)
+
+
+def work_finish(model: type[ClaimedWork], pk, token: uuid.UUID, *, failed: bool = False, error: str = "", **fields):
+    """Record the end (done, or failed with its reason) and any fields, only while the token is held.
+
+    Returns whether it was recorded; call it in the transaction that writes the work's results."""
+    return (
+        model.objects.filter(pk=pk, state=model.RUNNING, claim_token=token).update(
+            state=model.FAILED if failed else model.DONE, finished_at=timezone.now(), error=error[:2000], **fields
+        )
+        == 1
+    )
+
+
+def work_sweep(model: type[ClaimedWork], *, claimed_before: datetime, max_attempts: int, reason: str, **conditions):
+    """Running rows claimed before the time (their worker died or hangs): back to pending without a token, or failed
+    with the reason once they used max_attempts. Returns the pks given back to pending, for re-enqueueing."""
+    stale = model.objects.filter(state=model.RUNNING, started_at__lt=claimed_before, **conditions)
+    stale.filter(attempts__gte=max_attempts).update(
+        state=model.FAILED, claim_token=None, finished_at=timezone.now(), error=reason
+    )
+    again = list(stale.filter(~Q(attempts__gte=max_attempts)).values_list("pk", flat=True))
+    model.objects.filter(pk__in=again, state=model.RUNNING).update(state=model.PENDING, claim_token=None)
+    return again

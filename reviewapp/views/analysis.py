@@ -1,0 +1,57 @@
+"""Pages of a cohort's human review analysis: revision outcomes and reviewer agreement, with plots and downloads."""
+
+from django.contrib.auth.decorators import login_required
+from django.http import Http404, HttpResponse
+from django.shortcuts import get_object_or_404, render
+from django.urls import path
+from django.utils.text import slugify
+
+from reviewapp.core import roles
+from reviewapp.figures import COHORT_FIGURES, FORMATS, figure_file
+from reviewapp.models import Cohort
+from reviewapp.selectors.analysis import cohort_review_analysis
+
+
+def _get_cohort_for_user(request, cohort_id: int) -> Cohort:
+    roles.require_read_all(request.user)
+    return get_object_or_404(Cohort, pk=cohort_id)
+
+
+def figure_response(content: bytes, file_format: str, filename: str) -> HttpResponse:
+    """A figure's file: its table as a CSV download, its plot shown in the browser."""
+    response = HttpResponse(content, content_type=FORMATS[file_format])
+    disposition = "attachment" if file_format == "csv" else "inline"
+    response["Content-Disposition"] = f'{disposition}; filename="{filename}"'
+    return response
+
+
+@login_required
+def cohort_statistics(request, cohort_id: int):
+    cohort = _get_cohort_for_user(request, cohort_id)
+    context = {
+        "cohort": cohort,
+        "analysis": cohort_review_analysis(cohort),
+        "figures": COHORT_FIGURES,
+    }
+    return render(request, "reviewapp/benchmark_cohort_statistics.html", context)
+
+
+@login_required
+def cohort_figure(request, cohort_id: int, cohort_figure: str, file_format: str):
+    cohort = _get_cohort_for_user(request, cohort_id)
+    spec = COHORT_FIGURES.get(cohort_figure)
+    if spec is None or file_format not in FORMATS:
+        raise Http404("This cohort has no such figure or file.")
+    content = figure_file(spec, cohort_review_analysis(cohort), file_format)
+    name = f"{slugify(cohort.name) or 'cohort'}-{cohort_figure}.{file_format}"
+    return figure_response(content, file_format, name)
+
+
+urlpatterns = [
+    path("cohorts/<int:cohort_id>/statistics/", cohort_statistics, name="cohort-statistics"),
+    path(
+        "cohorts/<int:cohort_id>/figures/<slug:cohort_figure>.<slug:file_format>",
+        cohort_figure,
+        name="cohort-figure",
+    ),
+]

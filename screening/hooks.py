@@ -1,0 +1,27 @@
+"""Where the screening pipeline hands work on to the rooms that consume its runs, without importing them
+(docs/architecture.md#how-a-run-flows).
+
+- `run_pooled`: a signal sent inside the transaction that pools and numbers a run's hypotheses, before any forecast
+  is asked (kwargs: `run`). Receivers record what must be fixed before forecasting; a benchmark set records its
+  hypotheses and draws its random control.
+- The literature step: the literature room registers the function that checks one selected hypothesis
+  (`literature_step_register`); the pipeline claims, records and moves on each such work item as it does its own.
+  Without a registered check the step's items fail with a reason the run shows.
+"""
+
+from collections.abc import Callable
+
+from django.dispatch import Signal
+
+run_pooled = Signal()
+
+_literature_step: list[Callable] = []
+
+
+def literature_step_register(perform: Callable) -> None:
+    """perform(item) → screening.services.work.Outcome, for one work item of a run's literature step."""
+    _literature_step[:] = [perform]
+
+
+def literature_step() -> Callable | None:
+    return _literature_step[0] if _literature_step else None
