@@ -11,22 +11,37 @@ from rest_framework.views import APIView
 
 from literature.models import NoveltyCheck
 from literature.novelty import proposal_novelty_check_request
-from literature.services import FORMATS, references_import
-from reviewapp.core.errors import ServiceError
+from literature.services import FORMATS, ImportInvalid, references_import
+from reviewapp.core.errors import InputInvalid, ServiceError, validated
 from reviewapp.core.roles import CanReadAll, IsCoordinator
 from reviewapp.models import Proposal
 from screening import llm
 from screening.llm.models import RosterMember
 
 
+class ReferenceImportInput(serializers.Serializer):
+    # An empty file reaches the importer, which explains the problem like any other.
+    file = serializers.FileField(allow_empty_file=True)
+    format = serializers.ChoiceField(choices=list(FORMATS))
+    mapping = serializers.CharField(required=False, allow_blank=True, trim_whitespace=True)
+
+
+def import_request(data) -> dict:
+    """The file, format and CSV column mapping of an import, from a page or the API (`references_import` keywords);
+    ImportInvalid naming the fields at fault."""
+    try:
+        values = validated(ReferenceImportInput, data)
+    except InputInvalid as error:
+        records = [
+            {"record": None, "id": "", "field": name, "message": " ".join(str(message) for message in messages)}
+            for name, messages in error.details["fields"].items()
+        ]
+        raise ImportInvalid(records) from None
+    return {"file": values["file"], "format": values["format"], "column_mapping": values.get("mapping") or None}
+
+
 class ReferenceImportApi(APIView):
     permission_classes = [IsCoordinator]
-
-    class InputSerializer(serializers.Serializer):
-        # An empty file reaches the importer, which explains the problem like any other.
-        file = serializers.FileField(allow_empty_file=True)
-        format = serializers.ChoiceField(choices=list(FORMATS))
-        mapping = serializers.CharField(required=False, allow_blank=True, trim_whitespace=True)
 
     class OutputSerializer(serializers.Serializer):
         import_id = serializers.IntegerField()
@@ -39,26 +54,8 @@ class ReferenceImportApi(APIView):
         seconds = serializers.FloatField()
 
     def post(self, request):
-        data = self.InputSerializer(data=request.data)
-        if not data.is_valid():
-            records = [
-                {"record": None, "id": "", "field": name, "message": " ".join(str(message) for message in messages)}
-                for name, messages in data.errors.items()
-            ]
-            raise ServiceError(
-                f"Send the file as the multipart field “file” and its “format”: one of {', '.join(FORMATS)}.",
-                code="invalid_import",
-                records=records,
-            )
-        upload = data.validated_data["file"]
-        summary = references_import(
-            file=upload,
-            format=data.validated_data["format"],
-            column_mapping=data.validated_data.get("mapping") or None,
-            user=request.user,
-            name=upload.name,
-        )
-
+        values = import_request(request.data)
+        summary = references_import(**values, user=request.user, name=values["file"].name)
         return Response(self.OutputSerializer(summary).data)
 
 
@@ -87,16 +84,15 @@ class NoveltyCheckCreateApi(APIView):
         published_before = serializers.DateField(required=False, allow_null=True)
 
     def post(self, request):
-        data = self.InputSerializer(data=request.data)
-        data.is_valid(raise_exception=True)
-        proposal = Proposal.objects.select_related("task").filter(external_id=data.validated_data["proposal"]).first()
+        data = validated(self.InputSerializer, request.data)
+        proposal = Proposal.objects.select_related("task").filter(external_id=data["proposal"]).first()
         if proposal is None:
-            raise ServiceError(f"No proposal has the id “{data.validated_data['proposal']}”.", code="unknown_proposal")
+            raise ServiceError(f"No proposal has the id “{data['proposal']}”.", code="unknown_proposal")
         endpoint = llm.roster_endpoint(RosterMember.Role.NOVELTY)
         if endpoint is None:
             raise ServiceError("The default roster names no literature judge.", code="not_configured", status=503)
         check = proposal_novelty_check_request(
-            proposal=proposal, endpoint=endpoint, published_before=data.validated_data.get("published_before")
+            proposal=proposal, endpoint=endpoint, published_before=data.get("published_before")
         )
         return Response(NoveltyCheckOutputSerializer(check).data, status=202)
 

@@ -5,9 +5,11 @@ from django.shortcuts import render
 from django.views.decorators.http import require_http_methods
 
 from literature import selectors
+from literature.api import import_request
 from literature.importers.csv_table import FIELD_HELP
-from literature.services import FORMATS, ImportInvalid, references_import
+from literature.services import FORMATS, references_import
 from reviewapp.core import roles
+from reviewapp.core.errors import page_errors
 
 # A page lists this many problems; the API returns them all.
 PROBLEMS_SHOWN = 200
@@ -20,20 +22,11 @@ def literature_home(request):
     context = {"result": None, "problems": None, "formats": FORMATS, "csv_fields": FIELD_HELP}
     chosen = request.POST.get("format", "pubmed_xml")
     if request.method == "POST":
-        upload = request.FILES.get("file")
-        if upload is None:
-            context["problems"] = [{"record": None, "id": "", "field": "file", "message": "Choose a file to import."}]
-        else:
-            try:
-                context["result"] = references_import(
-                    file=upload,
-                    format=chosen,
-                    column_mapping=request.POST.get("mapping", "").strip() or None,
-                    user=request.user,
-                    name=upload.name,
-                )
-            except ImportInvalid as exc:
-                context["problems"] = exc.problems
+        with page_errors() as outcome:
+            values = import_request({**request.POST.dict(), **request.FILES.dict()})
+            context["result"] = references_import(**values, user=request.user, name=values["file"].name)
+        if outcome.error is not None:
+            context["problems"] = outcome.error.details["records"]
     if context["problems"]:
         context["problem_count"] = len(context["problems"])
         context["problems"] = context["problems"][:PROBLEMS_SHOWN]

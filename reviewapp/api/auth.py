@@ -8,7 +8,7 @@ from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from reviewapp.core.errors import ServiceError
+from reviewapp.core.errors import ServiceError, validated
 
 
 class TokenCreateApi(APIView):
@@ -20,9 +20,8 @@ class TokenCreateApi(APIView):
         password = serializers.CharField(trim_whitespace=False)
 
     def post(self, request):
-        data = self.InputSerializer(data=request.data)
-        data.is_valid(raise_exception=True)
-        user = authenticate(request, **data.validated_data)
+        data = validated(self.InputSerializer, request.data)
+        user = authenticate(request, **data)
         if user is None or not user.is_active:
             raise ServiceError(
                 "Unknown username or wrong password.", code="invalid_credentials", status=status.HTTP_400_BAD_REQUEST

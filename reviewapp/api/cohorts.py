@@ -9,7 +9,7 @@ from rest_framework import serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from reviewapp.core.errors import NotFound
+from reviewapp.core.errors import NotFound, validated
 from reviewapp.core.roles import CanReadAll, IsCoordinator
 from reviewapp.core.routing import by_method
 from reviewapp.models import Assignment, Cohort, Conflict
@@ -63,9 +63,8 @@ class CohortCreateApi(APIView):
         pass
 
     def post(self, request):
-        data = self.InputSerializer(data=request.data)
-        data.is_valid(raise_exception=True)
-        cohort = cohort_services.cohort_create(**data.validated_data, user=request.user)
+        data = validated(self.InputSerializer, request.data)
+        cohort = cohort_services.cohort_create(**data, user=request.user)
 
         return Response(self.OutputSerializer(_cohort(cohort.pk)).data, status=status.HTTP_201_CREATED)
 
@@ -91,9 +90,8 @@ class CohortStatusApi(APIView):
 
     def post(self, request, cohort_id: int):
         cohort = _cohort(cohort_id)
-        data = self.InputSerializer(data=request.data)
-        data.is_valid(raise_exception=True)
-        cohort_services.cohort_set_status(cohort=cohort, status=data.validated_data["status"], user=request.user)
+        data = validated(self.InputSerializer, request.data)
+        cohort_services.cohort_set_status(cohort=cohort, status=data["status"], user=request.user)
 
         return Response(self.OutputSerializer(_cohort(cohort_id)).data)
 
@@ -120,15 +118,14 @@ class CohortAssignApi(APIView):
 
     def post(self, request, cohort_id: int):
         cohort = _cohort(cohort_id)
-        data = self.InputSerializer(data=request.data)
-        data.is_valid(raise_exception=True)
-        reviewers = users_named(data.validated_data["reviewers"])
+        data = validated(self.InputSerializer, request.data)
+        reviewers = users_named(data["reviewers"])
         result = cohort_services.cohort_assign(
             cohort=cohort,
             reviewers=reviewers,
-            per_proposal=data.validated_data["per_proposal"],
-            seed=data.validated_data.get("seed", cohort.seed),
-            max_load=data.validated_data.get("max_load"),
+            per_proposal=data["per_proposal"],
+            seed=data.get("seed", cohort.seed),
+            max_load=data.get("max_load"),
             user=request.user,
         )
 
@@ -160,10 +157,9 @@ class AssignmentListApi(APIView):
 
     def get(self, request, cohort_id: int):
         cohort = _cohort(cohort_id)
-        filters = self.FilterSerializer(data=request.query_params)
-        filters.is_valid(raise_exception=True)
-        limit, offset = filters.validated_data.pop("limit"), filters.validated_data.pop("offset")
-        assignments = cohort_selectors.cohort_assignments(cohort, **filters.validated_data)
+        filters = validated(self.FilterSerializer, request.query_params)
+        limit, offset = filters.pop("limit"), filters.pop("offset")
+        assignments = cohort_selectors.cohort_assignments(cohort, **filters)
         return Response(
             {
                 "count": assignments.count(),
@@ -211,9 +207,8 @@ class AssignmentReassignApi(APIView):
 
     def post(self, request, assignment_id: int):
         assignment = get_object_or_404(Assignment, pk=assignment_id)
-        data = self.InputSerializer(data=request.data)
-        data.is_valid(raise_exception=True)
-        (reviewer,) = users_named([data.validated_data["reviewer"]])
+        data = validated(self.InputSerializer, request.data)
+        (reviewer,) = users_named([data["reviewer"]])
         assignment = cohort_services.assignment_reassign(assignment=assignment, reviewer=reviewer, user=request.user)
 
         return Response(self.OutputSerializer(assignment).data)
@@ -240,9 +235,7 @@ class ConflictCreateApi(APIView):
         note = serializers.CharField()
 
     def post(self, request):
-        data = self.InputSerializer(data=request.data)
-        data.is_valid(raise_exception=True)
-        values = data.validated_data
+        values = validated(self.InputSerializer, request.data)
         (reviewer,) = users_named([values["reviewer"]])
         proposal = cohort_selectors.proposal_with_id(values["proposal"]) if values["proposal"] else None
         conflict = cohort_services.conflict_declare(

@@ -5,6 +5,7 @@ from rest_framework import serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from reviewapp.core.errors import validated
 from reviewapp.core.roles import ROLES, IsCoordinator
 from reviewapp.services.users import user_create
 
@@ -24,11 +25,10 @@ class UserCreateApi(APIView):
         password = serializers.CharField()
 
     def post(self, request):
-        data = self.InputSerializer(data=request.data)
-        data.is_valid(raise_exception=True)
-        account, password = user_create(**data.validated_data, user=request.user)
+        data = validated(self.InputSerializer, request.data)
+        account, password = user_create(**data, user=request.user)
 
-        body = {"username": account.username, "email": account.email, "role": data.validated_data["role"]}
+        body = {"username": account.username, "email": account.email, "role": data["role"]}
         # The only time the password leaves the server; it is stored hashed.
         return Response(self.OutputSerializer({**body, "password": password}).data, status=status.HTTP_201_CREATED)
 

@@ -15,6 +15,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from reviewapp.api.exports import FileContentNegotiation
+from reviewapp.api.imports import import_upload
 from reviewapp.benchmarks import selectors
 from reviewapp.benchmarks.bundle import bundle_zip
 from reviewapp.benchmarks.models import BenchmarkSet, Judge
@@ -23,7 +24,7 @@ from reviewapp.benchmarks.services.imports import benchmark_import_file
 from reviewapp.benchmarks.services.judging import judging_start
 from reviewapp.benchmarks.statistics import statistics_as_dict
 from reviewapp.benchmarks.table_s import write_table_s
-from reviewapp.core.errors import NotFound, ServiceError
+from reviewapp.core.errors import NotFound, ServiceError, validated
 from reviewapp.core.roles import CanReadAll, IsCoordinator
 from reviewapp.core.routing import by_method
 from screening.llm.models import ModelEndpoint, Roster
@@ -72,9 +73,7 @@ class BenchmarkCreateApi(APIView):
         seed = serializers.IntegerField(required=False, allow_null=True, default=None, min_value=0)
 
     def post(self, request):
-        data = self.InputSerializer(data=request.data)
-        data.is_valid(raise_exception=True)
-        values = data.validated_data
+        values = validated(self.InputSerializer, request.data)
         roster = None
         if values["roster"]:
             roster = Roster.objects.filter(name=values["roster"]).first()
@@ -149,14 +148,7 @@ class BenchmarkImportApi(APIView):
 
     def post(self, request, benchmark_id: int):
         benchmark = _benchmark(benchmark_id)
-        data = self.InputSerializer(data=request.data)
-        if not data.is_valid():
-            raise ServiceError(
-                "Send the file to import as the multipart field “file”.",
-                code="invalid_import",
-                rows=[{"table": "file", "row": None, "field": "file", "message": "No file was sent."}],
-            )
-        upload = data.validated_data["file"]
+        upload = import_upload(request.data)
         result = benchmark_import_file(
             benchmark=benchmark, filename=upload.name, content=upload.read(), user=request.user
         )
@@ -205,9 +197,7 @@ class JudgeAddApi(APIView):
 
     def post(self, request, benchmark_id: int):
         benchmark = _benchmark(benchmark_id)
-        data = self.InputSerializer(data=request.data)
-        data.is_valid(raise_exception=True)
-        values = data.validated_data
+        values = validated(self.InputSerializer, request.data)
         endpoint = None
         if values["endpoint"]:
             endpoint = ModelEndpoint.objects.filter(display_name=values["endpoint"]).first()
@@ -230,11 +220,10 @@ class JudgingStartApi(APIView):
 
     def post(self, request, benchmark_id: int):
         benchmark = _benchmark(benchmark_id)
-        data = self.InputSerializer(data=request.data)
-        data.is_valid(raise_exception=True)
+        data = validated(self.InputSerializer, request.data)
         judges = None
-        if "judges" in data.validated_data:
-            names = data.validated_data["judges"]
+        if "judges" in data:
+            names = data["judges"]
             judges = list(Judge.objects.filter(benchmark=benchmark, name__in=names))
             unknown = sorted(set(names) - {judge.name for judge in judges})
             if unknown:

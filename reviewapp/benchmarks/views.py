@@ -16,16 +16,18 @@ from django.urls import path
 from django.utils.text import slugify
 from django.views.decorators.http import require_http_methods, require_POST
 
+from reviewapp.api.imports import import_upload
 from reviewapp.benchmarks import selectors
+from reviewapp.benchmarks.api import BenchmarkCreateApi, JudgeAddApi
 from reviewapp.benchmarks.figures import BENCHMARK_FIGURES
 from reviewapp.benchmarks.models import BenchmarkSet, Judge
 from reviewapp.benchmarks.services import sets as services
 from reviewapp.benchmarks.services.imports import FIELDS, FORECAST_COLUMN_PREFIX, REQUIRED, benchmark_import_file
 from reviewapp.benchmarks.services.judging import judging_jobs, judging_start
 from reviewapp.core import roles
+from reviewapp.core.errors import page_errors, validated
 from reviewapp.figures import FORMATS, figure_file
 from reviewapp.models import Cohort
-from reviewapp.services.imports import ImportInvalid
 from reviewapp.views.analysis import figure_response
 from screening.llm.models import ModelEndpoint, Roster
 
@@ -71,20 +73,18 @@ def benchmark_list(request):
     if request.method == "POST":
         roles.require_coordinator(request.user)
         form = {key: request.POST.get(key, "").strip() for key in form}
-        seed, roster_id = _int_or_none(form["seed"]), _int_or_none(form["roster"])
-        roster = Roster.objects.filter(pk=roster_id).first() if roster_id else None
-        if form["seed"] and seed is None:
-            errors.append("The seed must be a whole number (or empty, to draw one).")
-        else:
-            try:
-                benchmark = services.benchmark_create(
-                    name=form["name"], description=form["description"], roster=roster, seed=seed, user=request.user
-                )
-            except services.BenchmarkError as error:
-                errors.append(error.message)
-            else:
-                messages.success(request, f"Set “{benchmark.name}” created. Import its tasks next.")
-                return redirect("benchmark-detail", benchmark_id=benchmark.pk)
+        roster_id = _int_or_none(form["roster"])
+        with page_errors(into=errors):
+            values = validated(BenchmarkCreateApi.InputSerializer, {**form, "roster": "", "seed": form["seed"] or None})
+            benchmark = services.benchmark_create(
+                name=values["name"],
+                description=values["description"],
+                roster=Roster.objects.filter(pk=roster_id).first() if roster_id else None,
+                seed=values["seed"],
+                user=request.user,
+            )
+            messages.success(request, f"Set “{benchmark.name}” created. Import its tasks next.")
+            return redirect("benchmark-detail", benchmark_id=benchmark.pk)
         status = 400
     context = {
         "benchmarks": selectors.benchmark_list(),
@@ -135,11 +135,8 @@ def benchmark_roster(request, benchmark_id: int):
 @require_POST
 def benchmark_run(request, benchmark_id: int):
     benchmark = _get_benchmark_for_coordinator(request, benchmark_id)
-    try:
+    with page_errors(request):
         runs = services.benchmark_run(benchmark=benchmark)
-    except services.BenchmarkError as error:
-        messages.error(request, error.message)
-    else:
         messages.success(request, f"{len(runs)} run{'s' if len(runs) != 1 else ''} started, one per task.")
     return redirect("benchmark-detail", benchmark_id=benchmark.pk)
 
@@ -150,16 +147,11 @@ def benchmark_judge_add(request, benchmark_id: int):
     benchmark = _get_benchmark_for_coordinator(request, benchmark_id)
     endpoint_id = _int_or_none(request.POST.get("endpoint"))
     endpoint = ModelEndpoint.objects.filter(pk=endpoint_id).first() if endpoint_id else None
-    try:
+    with page_errors(request):
+        values = validated(JudgeAddApi.InputSerializer, {**request.POST.dict(), "endpoint": ""})
         judge = services.judge_add(
-            benchmark=benchmark,
-            name=request.POST.get("name", ""),
-            company=request.POST.get("company", ""),
-            endpoint=endpoint,
+            benchmark=benchmark, name=values["name"], company=values["company"], endpoint=endpoint
         )
-    except services.BenchmarkError as error:
-        messages.error(request, error.message)
-    else:
         messages.success(request, f"{judge.name} ({judge.company}) is judge number {judge.position}.")
     return redirect("benchmark-detail", benchmark_id=benchmark.pk)
 
@@ -170,11 +162,8 @@ def benchmark_judging(request, benchmark_id: int):
     benchmark = _get_benchmark_for_coordinator(request, benchmark_id)
     judge_id = _int_or_none(request.POST.get("judge"))
     judges = list(Judge.objects.filter(benchmark=benchmark, pk=judge_id)) if judge_id else None
-    try:
+    with page_errors(request):
         jobs = judging_start(benchmark=benchmark, user=request.user, judges=judges)
-    except services.BenchmarkError as error:
-        messages.error(request, error.message)
-    else:
         if jobs:
             messages.success(
                 request, f"Judging started: {len(jobs)} job{'s' if len(jobs) != 1 else ''}, one per judge."
@@ -190,18 +179,13 @@ def benchmark_import(request, benchmark_id: int):
     benchmark = _get_benchmark_for_coordinator(request, benchmark_id)
     context = {"benchmark": benchmark, "result": None, "problems": None}
     if request.method == "POST":
-        upload = request.FILES.get("file")
-        if upload is None:
-            context["problems"] = [
-                {"table": "file", "row": None, "field": "file", "message": "Choose a file to import."}
-            ]
-        else:
-            try:
-                context["result"] = benchmark_import_file(
-                    benchmark=benchmark, filename=upload.name, content=upload.read(), user=request.user
-                )
-            except ImportInvalid as exc:
-                context["problems"] = exc.rows
+        with page_errors() as outcome:
+            upload = import_upload(request.FILES)
+            context["result"] = benchmark_import_file(
+                benchmark=benchmark, filename=upload.name, content=upload.read(), user=request.user
+            )
+        if outcome.error is not None:
+            context["problems"] = outcome.error.details.get("rows")
     context["imports"] = selectors.benchmark_imports(benchmark)
     context["columns"] = [
         (table, [(name, name in REQUIRED[table]) for name in fields if name != "forecasts"])
