@@ -3,8 +3,9 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 PORT ?= 8000
+BENCHMARKS := $(sort $(wildcard benchmarks/*_speed.py))
 
-.PHONY: run test lint install install-dev demo worker clean
+.PHONY: run test lint install install-dev demo worker bench clean
 
 $(BIN)/python:
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python 3.11 or newer is needed (set PYTHON=...)")'
@@ -22,23 +23,36 @@ $(VENV)/.installed-dev: requirements.txt requirements-dev.txt | $(BIN)/python
 install: $(VENV)/.installed
 install-dev: $(VENV)/.installed-dev
 
-run: install
+# The database, the default roster and the demo data, without starting anything.
+demo: install
 	$(BIN)/python manage.py migrate --noinput
-	$(BIN)/python manage.py collectstatic --noinput --verbosity 0
 	$(BIN)/python manage.py setup_roster
 	$(BIN)/python manage.py load_demo
+
+run: demo
+	$(BIN)/python manage.py collectstatic --noinput --verbosity 0
 	PORT=$(PORT) ./bin/run-local
+
+# One more Celery worker on this machine, for the database and broker the environment names (see the README).
+worker: install
+	$(BIN)/celery -A reviewapp worker --loglevel=INFO --pool threads --concurrency=$${CELERY_CONCURRENCY:-8}
 
 test: install-dev
 	$(BIN)/python -m pytest
 
+# Style, the rooms' import contracts (docs/architecture.md), migrations that models need, and type checks.
 lint: install-dev
 	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/lint-imports
+	$(BIN)/python manage.py makemigrations --check --dry-run
+	$(BIN)/mypy
+
+# Every benchmark under benchmarks/ (most need DATABASE_URL=postgres://…; see benchmarks/README.md).
+bench: install
+	@status=0; for script in $(BENCHMARKS); do \
+		echo "== $$script"; $(BIN)/python $$script || status=1; \
+	done; exit $$status
 
 clean:
 	rm -rf var
-
-.PHONY: bench
-# Speed against the targets for blinded review (needs DATABASE_URL=postgres://…; see benchmarks/README.md).
-bench: install
-	$(BIN)/python benchmarks/review_speed.py

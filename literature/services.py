@@ -202,7 +202,10 @@ def references_fetch(
     so a fetch that fails half-way keeps the pages it got (the response cache makes the next try cheap).
     Raises literature.sources.transport.SourceError (ReplayMiss, SourceUnavailable) when the source fails.
     """
-    searches = {"europepmc": europepmc.search, "pubmed": eutils.search}
+    searches: dict[str, Callable[..., Iterator[list[Parsed]]]] = {
+        "europepmc": europepmc.search,
+        "pubmed": eutils.search,
+    }
     if source not in searches:
         raise ValueError(f"unknown literature source {source!r}: use one of {', '.join(searches)}")
     started = time.monotonic()
@@ -273,6 +276,7 @@ def _write_file(parsed_records: Iterator[Parsed], writer: ReferenceWriter, progr
                 problems += [problem.as_dict() for problem in parsed.problems]
                 continue
             reference = parsed.reference
+            assert reference is not None  # a record has its reference exactly when it has no problems
             earlier = seen.get(reference.source_id)
             if earlier is not None:
                 if earlier[1] == reference.content_sha256:

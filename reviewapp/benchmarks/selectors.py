@@ -10,6 +10,8 @@ import hashlib
 import json
 from collections import defaultdict
 from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
 
 from django.core.cache import cache
 from django.db.models import Count, Min, OuterRef, Prefetch, Q, Subquery
@@ -32,7 +34,7 @@ from screening.models import Forecast, Hypothesis, Run
 
 # Run statuses in which a run's selection is decided (it is made when stage 2 ends).
 SELECTION_DECIDED = (Run.Status.CHECKING_NOVELTY, Run.Status.COMPLETED, Run.Status.FAILED_AT_NOVELTY)
-FIRST_STAGE = {Hypothesis.Stage1.KEPT: True, Hypothesis.Stage1.DISCARDED: False}
+FIRST_STAGE: dict[str, bool] = {Hypothesis.Stage1.KEPT: True, Hypothesis.Stage1.DISCARDED: False}
 # The statistics page resamples tasks this many times (seed 001 uses 10,000); the result is cached per data.
 PAGE_RESAMPLES = analysis.DEFAULT_RESAMPLES
 STATISTICS_CACHE_SECONDS = 24 * 3600
@@ -80,8 +82,8 @@ class TaskProgress:
     kept: int
     selected: int
     scores: int
-    control_drawn_at: object  # datetime or None
-    first_forecast_at: object  # the first stage-1 request of the run, or None
+    control_drawn_at: datetime | None
+    first_forecast_at: datetime | None  # the first stage-1 request of the run
 
     @property
     def status(self) -> str:
@@ -162,11 +164,11 @@ def benchmark_progress(benchmark: BenchmarkSet) -> SetProgress:
                 selected=count.get("selected", 0),
                 scores=scores.get(bt.pk, 0),
                 control_drawn_at=drawn.get(bt.pk),
-                first_forecast_at=first_forecasts.get(bt.run_id),
+                first_forecast_at=first_forecasts.get(bt.run_id) if bt.run_id is not None else None,
             )
         )
     runs = [row.run for row in rows if row.run is not None]
-    by_status = defaultdict(int)
+    by_status: defaultdict[str, int] = defaultdict(int)
     for run in runs:
         by_status[run.get_status_display()] += 1
     return SetProgress(
@@ -197,7 +199,7 @@ def benchmark_rows(benchmark: BenchmarkSet, judges: list[Judge] | None = None) -
     judges = benchmark_judges(benchmark) if judges is None else judges
     judge_name = {judge.pk: judge.name for judge in judges}
     judge_company = {judge.name: judge.company for judge in judges}
-    scores_of = defaultdict(dict)
+    scores_of: defaultdict[int, dict[str, int]] = defaultdict(dict)  # hypothesis → judge name → score
     for hypothesis_id, judge_id, score in JudgeScore.objects.filter(judge__benchmark=benchmark).values_list(
         "hypothesis_id", "judge_id", "score"
     ):
@@ -220,7 +222,7 @@ def benchmark_rows(benchmark: BenchmarkSet, judges: list[Judge] | None = None) -
         benchmark_task, task, screened = record.benchmark_task, record.benchmark_task.task, record.hypothesis
         if screened is not None:
             run = benchmark_task.run
-            fields = {
+            fields: dict[str, Any] = {
                 "source": "run",
                 "generator": screened.author_name,
                 "generator_company": screened.author_company,

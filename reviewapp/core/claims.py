@@ -42,7 +42,7 @@ class ClaimedWork(models.Model):
 def work_claim(model: type[ClaimedWork], pk, **conditions) -> uuid.UUID | None:
     """A fresh token if the row was pending (and meets the conditions) and is now this worker's; else None."""
     token = uuid.uuid4()
-    claimed = model.objects.filter(pk=pk, state=model.PENDING, **conditions).update(
+    claimed = model._default_manager.filter(pk=pk, state=model.PENDING, **conditions).update(
         state=model.RUNNING, claim_token=token, started_at=timezone.now(), attempts=F("attempts") + 1
     )
     return token if claimed else None
@@ -50,7 +50,7 @@ def work_claim(model: type[ClaimedWork], pk, **conditions) -> uuid.UUID | None:
 
 def work_release(model: type[ClaimedWork], pk, token: uuid.UUID) -> None:
     """Give a claimed row back (pending, no token) after a transient error, for a retry to claim."""
-    model.objects.filter(pk=pk, claim_token=token).update(state=model.PENDING, claim_token=None)
+    model._default_manager.filter(pk=pk, claim_token=token).update(state=model.PENDING, claim_token=None)
 
 
 def work_finish(model: type[ClaimedWork], pk, token: uuid.UUID, *, failed: bool = False, error: str = "", **fields):
@@ -58,7 +58,7 @@ def work_finish(model: type[ClaimedWork], pk, token: uuid.UUID, *, failed: bool 
 
     Returns whether it was recorded; call it in the transaction that writes the work's results."""
     return (
-        model.objects.filter(pk=pk, state=model.RUNNING, claim_token=token).update(
+        model._default_manager.filter(pk=pk, state=model.RUNNING, claim_token=token).update(
             state=model.FAILED if failed else model.DONE, finished_at=timezone.now(), error=error[:2000], **fields
         )
         == 1
@@ -68,10 +68,10 @@ def work_finish(model: type[ClaimedWork], pk, token: uuid.UUID, *, failed: bool 
 def work_sweep(model: type[ClaimedWork], *, claimed_before: datetime, max_attempts: int, reason: str, **conditions):
     """Running rows claimed before the time (their worker died or hangs): back to pending without a token, or failed
     with the reason once they used max_attempts. Returns the pks given back to pending, for re-enqueueing."""
-    stale = model.objects.filter(state=model.RUNNING, started_at__lt=claimed_before, **conditions)
+    stale = model._default_manager.filter(state=model.RUNNING, started_at__lt=claimed_before, **conditions)
     stale.filter(attempts__gte=max_attempts).update(
         state=model.FAILED, claim_token=None, finished_at=timezone.now(), error=reason
     )
     again = list(stale.filter(~Q(attempts__gte=max_attempts)).values_list("pk", flat=True))
-    model.objects.filter(pk__in=again, state=model.RUNNING).update(state=model.PENDING, claim_token=None)
+    model._default_manager.filter(pk__in=again, state=model.RUNNING).update(state=model.PENDING, claim_token=None)
     return again

@@ -18,7 +18,7 @@ class ServiceError(Exception):
     """A request the rules refuse. Subclasses name their code and status; details go into the API's answer."""
 
     code = "invalid_request"
-    status = status.HTTP_400_BAD_REQUEST
+    status: int = status.HTTP_400_BAD_REQUEST
 
     def __init__(
         self, message: str, *, code: str | None = None, status: int | None = None, retry_after=None, **details

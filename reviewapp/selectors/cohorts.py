@@ -5,7 +5,9 @@ Everything is counted in the database with a fixed number of queries, whatever t
 
 import statistics
 from collections import defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from django.db import connection
 from django.db.models import Aggregate, Count, FloatField, OuterRef, Q, QuerySet, Subquery
@@ -110,7 +112,7 @@ def cohort_progress(cohort: Cohort) -> CohortProgress:
     Two queries whatever the cohort's size.
     """
     assignments = Assignment.objects.filter(cohort=cohort).order_by()
-    rows = (
+    per_reviewer = (
         assignments.values("reviewer_id", "reviewer__username")
         .annotate(
             assigned=Count("pk"),
@@ -120,9 +122,10 @@ def cohort_progress(cohort: Cohort) -> CohortProgress:
         )
         .order_by("reviewer__username")
     )
+    rows: Iterable[dict[str, Any]] = per_reviewer
     if connection.vendor == "postgresql":
         median = _Median("review__seconds_spent", filter=_SUBMITTED)
-        rows = list(rows.annotate(median=median))
+        rows = list(per_reviewer.annotate(median=median))
         medians = {row["reviewer_id"]: row["median"] for row in rows}
         total_median = assignments.aggregate(m=median)["m"]
     else:

@@ -6,6 +6,7 @@ templates cannot reach hidden fields through relations.
 
 from dataclasses import dataclass
 from datetime import datetime
+from typing import cast
 
 from django.db.models.functions import Substr
 
@@ -105,8 +106,10 @@ def reviewer_queue(*, reviewer) -> ReviewQueue:
     )
     drafts = [item for item in items if item.status == ItemStatus.DRAFT]
     not_started = [item for item in items if item.status == ItemStatus.NOT_STARTED]
+    continue_item: QueueItem | None
     if drafts:
-        continue_item = max(drafts, key=lambda item: item.last_saved_at)
+        # A draft has a review, and a review always has a save time.
+        continue_item = max(drafts, key=lambda item: cast(datetime, item.last_saved_at))
     else:
         continue_item = not_started[0] if not_started else None
     return ReviewQueue(

@@ -38,7 +38,7 @@ class AssignResult:
 
 
 # Which status a cohort may move to from each status; closing is undone by opening again.
-STATUS_MOVES = {
+STATUS_MOVES: dict[str, set[str]] = {
     Cohort.Status.DRAFT: {Cohort.Status.OPEN},
     Cohort.Status.OPEN: {Cohort.Status.CLOSED},
     Cohort.Status.CLOSED: {Cohort.Status.OPEN},
@@ -122,7 +122,7 @@ def _conflicted(reviewer_id: int, proposal_id: int, author: str, conflicts) -> b
 
 
 def _conflicts_by_reviewer(reviewer_ids) -> dict[int, tuple[set[int], set[str]]]:
-    conflicts = defaultdict(lambda: (set(), set()))
+    conflicts: defaultdict[int, tuple[set[int], set[str]]] = defaultdict(lambda: (set(), set()))
     for reviewer_id, proposal_id, author in Conflict.objects.filter(reviewer_id__in=reviewer_ids).values_list(
         "reviewer_id", "proposal_id", "author"
     ):
@@ -185,7 +185,8 @@ def _pick_least_loaded(*, open_proposals, load, rng, max_load, per_proposal) -> 
     heapq.heapify(heap)
     picked = defaultdict(list)
     for proposal in open_proposals:
-        taken, passed_over = [], []
+        taken: list[int] = []
+        passed_over: list[int] = []
         while heap and len(taken) < proposal.need:
             reviewer_id = heapq.heappop(heap)[2]
             if max_load is not None and load[reviewer_id] >= max_load:

@@ -16,6 +16,7 @@ from functools import cache
 from pathlib import PurePath
 
 from django.db import IntegrityError, transaction
+from django.db.models import Field, Model
 
 from reviewapp.core.errors import ServiceError
 from reviewapp.models import Cohort, ImportBatch, Proposal, ResearchTask
@@ -203,9 +204,10 @@ def _clean_citations(value):
 def _clean_parents(value):
     """A list of proposal ids; in a CSV cell or a sheet the ids are separated by “;”."""
     if isinstance(value, list):
-        items = [as_text(item) for item in value]
-        if any(item is None for item in items):
+        texts = [as_text(item) for item in value]
+        if any(item is None for item in texts):
             return [], "Must be a list of proposal ids."
+        items = [item for item in texts if item is not None]
     else:
         text = as_text(value)
         if text is None:
@@ -220,12 +222,17 @@ _CLEANERS = {"published": _clean_date, "citations": _clean_citations, "parents":
 @cache
 def _max_length(table: str, name: str) -> int | None:
     if table == TASKS:
-        return ResearchTask._meta.get_field(name).max_length
+        return _field_max_length(ResearchTask, name)
     if name == "id":
-        return Proposal._meta.get_field("external_id").max_length
+        return _field_max_length(Proposal, "external_id")
     if name == "task":
-        return ResearchTask._meta.get_field("key").max_length
-    return Proposal._meta.get_field(name).max_length
+        return _field_max_length(ResearchTask, "key")
+    return _field_max_length(Proposal, name)
+
+
+def _field_max_length(model: type[Model], name: str) -> int | None:
+    field = model._meta.get_field(name)
+    return field.max_length if isinstance(field, Field) else None  # every column read here is a concrete field
 
 
 def _clean_table(table: str, rows, problems: list) -> list[dict]:
@@ -251,7 +258,7 @@ def _clean_table(table: str, rows, problems: list) -> list[dict]:
 
 def _check_within_file(tasks: list[dict], proposals: list[dict], problems: list) -> None:
     for table, records, name in ((TASKS, tasks, "key"), (PROPOSALS, proposals, "id")):
-        first_row = {}
+        first_row: dict[str, int] = {}  # value → the row it is first on
         for record in records:
             value = record[name]
             if value and value in first_row:
@@ -266,7 +273,7 @@ def _check_within_file(tasks: list[dict], proposals: list[dict], problems: list)
 
 def _revision_cycles(proposals: list[dict]) -> list[dict]:
     """Proposals of the file whose parents lead back round a cycle (revisions must form a DAG)."""
-    by_id = {}
+    by_id: dict[str, dict] = {}
     for record in proposals:
         by_id.setdefault(record["id"], record)
     waiting, children = {}, defaultdict(list)

@@ -86,7 +86,8 @@ def _check_writable(assignment: Assignment, reviewer) -> None:
 
 def _clean(data: dict) -> dict:
     """Check each given answer against the protocol; returns model field → value, or raises ReviewInvalid."""
-    cleaned, errors = {}, {}
+    cleaned: dict[str, object] = {}
+    errors: dict[str, str] = {}
     for field, value in data.items():
         if value is None:
             value = ""
@@ -257,6 +258,7 @@ def review_reopen(*, review: Review, user) -> Review:
     )
     if not reopened:
         raise ReviewNotSubmitted("This review is not submitted; there is nothing to reopen.")
+    assert submitted_at is not None  # it was submitted, and a submitted review has its time (a DB constraint)
     AuditEvent.objects.create(
         actor=user,
         action="review_reopened",

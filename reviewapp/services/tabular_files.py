@@ -12,6 +12,7 @@ import json
 from dataclasses import dataclass, field
 from datetime import date
 from pathlib import PurePath
+from typing import Any
 
 from openpyxl import load_workbook
 from openpyxl.utils import get_column_letter
@@ -137,7 +138,7 @@ class TableFile:
         except json.JSONDecodeError as exc:
             message = f"The file is not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})."
             raise file_invalid(message) from exc
-        if not isinstance(data, dict):
+        if not isinstance(data, _JsonObject):  # every JSON object is read as a _JsonObject
             raise file_invalid(f"The JSON file must be an object with {self.json_lists}.")
         problems = [problem(FILE, None, key, f"“{key}” is given twice.") for key in data.duplicate_keys]
         problems += [
@@ -145,7 +146,7 @@ class TableFile:
             for key in data
             if key not in self.fields
         ]
-        rows = {}
+        rows: dict[str, list[tuple[int, dict]]] = {}
         for table, fields in self.fields.items():
             entries = data.get(table)
             if entries is None:
@@ -155,7 +156,7 @@ class TableFile:
                 entries = []
             rows[table] = []
             for number, entry in enumerate(entries, start=1):
-                if not isinstance(entry, dict):
+                if not isinstance(entry, _JsonObject):
                     problems.append(problem(table, number, None, "Each entry must be an object."))
                     continue
                 problems += [problem(table, number, key, f"“{key}” is given twice.") for key in entry.duplicate_keys]
@@ -212,7 +213,7 @@ class TableFile:
             letter = get_column_letter(index + 1)
             if not name:
                 continue
-            if keys[index] is not None:
+            if keyed and keys[index] is not None:  # a column has a key only in a table with keyed columns
                 if not keys[index]:
                     message = f"The {keyed.label} column {letter} names no {keyed.key_name}."
                     problems.append(problem(table, 1, name, message))
@@ -237,7 +238,8 @@ class TableFile:
         for number, cells in numbered_rows:
             if all(_is_blank(cell) for cell in cells):
                 continue
-            values, keyed_values = {}, {}
+            values: dict[str, Any] = {}
+            keyed_values: dict[str, Any] = {}
             for index, cell in enumerate(cells):
                 name = columns[index] if index < len(columns) else ""
                 key = keys[index] if index < len(keys) else None

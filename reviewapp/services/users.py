@@ -121,7 +121,7 @@ def users_bulk_create(*, csv_text: str, user) -> list[tuple[User, str]]:
     if errors:
         raise UserInvalid(errors)
     taken = _existing_usernames(values["username"] for _, values in rows)
-    seen = {}
+    seen: dict[str, int] = {}  # username → the row it is first on
     for line, values in rows:
         values["role"] = values["role"].lower()
         errors += [{"row": line, "field": f, "message": m} for f, m in _field_errors(**values)]

@@ -45,7 +45,7 @@ class Run(models.Model):
         Status.CHECKING_NOVELTY,
     )
     # The step each working status runs, and the status a stop in that step ends in.
-    STEP_OF_STATUS = {
+    STEP_OF_STATUS: dict[str, str] = {
         Status.GENERATING: "generate",
         Status.SCREENING_STAGE1: "stage1",
         Status.SCREENING_STAGE2: "stage2",

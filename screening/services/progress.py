@@ -7,6 +7,7 @@ The work of a step is a set of RunWorkItem rows created with the transition and 
 
 import logging
 import random
+from collections.abc import Callable
 from datetime import timedelta
 
 from django.conf import settings
@@ -26,7 +27,12 @@ UNFINISHED = (RunWorkItem.State.PENDING, RunWorkItem.State.RUNNING)
 # The Celery tasks of the pipeline, by name (screening.tasks).
 RUN_ADVANCE_TASK, WORK_ITEM_TASK = "screening.run_advance", "screening.work_item"
 # Roster role of each step that calls models.
-ROLE_OF_STEP = {Step.GENERATE: "generator", Step.STAGE1: "stage1", Step.STAGE2: "stage2", Step.TRANSLATE: "translator"}
+ROLE_OF_STEP: dict[str, str] = {
+    Step.GENERATE: "generator",
+    Step.STAGE1: "stage1",
+    Step.STAGE2: "stage2",
+    Step.TRANSLATE: "translator",
+}
 
 
 def run_advance(*, run_id: int) -> None:
@@ -128,7 +134,7 @@ def _finish_novelty(run: Run, items) -> None:
             _create_items(run, Step.TRANSLATE, 1)
 
 
-_FINISH = {
+_FINISH: dict[str, Callable[[Run, list[RunWorkItem]], None]] = {
     Step.GENERATE: _finish_generate,
     Step.STAGE1: _finish_stage1,
     Step.STAGE2: _finish_stage2,

@@ -122,7 +122,7 @@ def _roster_snapshot(kind: str) -> dict:
         .select_related("endpoint")
         .order_by("role", "order", "pk")
     )
-    roles = {role: [] for role in RosterMember.Role.values}
+    roles: dict[str, list[dict]] = {role: [] for role in RosterMember.Role.values}
     for member in members:
         roles[member.role].append(endpoint_snapshot(member.endpoint))
     needed = [RosterMember.Role.STAGE1, RosterMember.Role.STAGE2]
@@ -218,7 +218,7 @@ def _typical_run_seconds() -> float:
         .order_by("-finished_at")
         .values_list("created_at", "finished_at")[:20]
     )
-    durations = [(finished - created).total_seconds() for created, finished in recent]
+    durations = [(finished - created).total_seconds() for created, finished in recent if finished is not None]
     return statistics.median(durations) if durations else _DEFAULT_RUN_SECONDS
 
 

@@ -28,7 +28,7 @@ State = RunWorkItem.State
 # Hypotheses per translation request, so that a reply stays well under the endpoints' token limits.
 TRANSLATION_BATCH = 10
 # The run status in which each step's items may be worked on.
-STATUS_OF_STEP = {
+STATUS_OF_STEP: dict[str, str] = {
     Step.GENERATE: Run.Status.GENERATING,
     Step.STAGE1: Run.Status.SCREENING_STAGE1,
     Step.STAGE2: Run.Status.SCREENING_STAGE2,
@@ -178,10 +178,10 @@ def _forecast(item: RunWorkItem) -> Outcome:
     run = item.run
     stage = 1 if item.step == Step.STAGE1 else 2
     member, endpoint = _endpoint(item)
-    hypotheses = run.hypotheses.exclude(label="").order_by("position")
+    asked = run.hypotheses.exclude(label="").order_by("position")
     if stage == 2:
-        hypotheses = hypotheses.filter(stage1=Hypothesis.Stage1.KEPT)
-    hypotheses = list(hypotheses)
+        asked = asked.filter(stage1=Hypothesis.Stage1.KEPT)
+    hypotheses = list(asked)
     labels = [h.label for h in hypotheses]
     items = [(h.label, prompts.hypothesis_text(h.statement, h.mechanism, h.prediction)) for h in hypotheses]
     model_key = member["model_id"]
@@ -196,8 +196,9 @@ def _forecast(item: RunWorkItem) -> Outcome:
         )
         error = "" if votes is not None else "no usable reply after asking twice"
     # The optional modes ask a model that answered the protocol's question; their answers sit beside its vote.
-    detailed = _detailed(run, endpoint, items, stage) if votes is not None else {}
-    single = _single(run, endpoint, items, stage) if votes is not None else {}
+    # (There are votes only when there is an endpoint.)
+    detailed = _detailed(run, endpoint, items, stage) if endpoint is not None and votes is not None else {}
+    single = _single(run, endpoint, items, stage) if endpoint is not None and votes is not None else {}
 
     def write():
         forecasts = []
@@ -354,7 +355,7 @@ def _performer(step: str) -> Callable[[RunWorkItem], Outcome]:
     return _PERFORM[step]
 
 
-_PERFORM = {
+_PERFORM: dict[str, Callable[[RunWorkItem], Outcome]] = {
     Step.GENERATE: _generate,
     Step.STAGE1: _forecast,
     Step.STAGE2: _forecast,

@@ -294,14 +294,14 @@ def _check_within_file(records: dict, problems: list) -> None:
         ),
     )
     for table, key_of, field, subject in keyed:
-        first_row = {}
+        first_row: dict[str | tuple[str, ...], int] = {}  # key → the row it is first on
         for record in records[table]:
             key = key_of(record)
             if all(key if isinstance(key, tuple) else (key,)) and key in first_row:
                 message = f"{subject.format(key)} is given twice in this file (first on row {first_row[key]})."
                 problems.append(problem(table, record["row"], field, message))
             first_row.setdefault(key, record["row"])
-    companies = {}
+    companies: dict[str, str] = {}  # judge → the company first given for it
     for record in records[SCORES]:
         if record["judge"] and record["judge_company"]:
             first = companies.setdefault(record["judge"], record["judge_company"])

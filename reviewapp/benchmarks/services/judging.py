@@ -225,6 +225,8 @@ def _text_of(hypothesis: BenchmarkHypothesis) -> str:
 
 def _judge_batch(judge: Judge, benchmark_task: BenchmarkTask, batch: list[BenchmarkHypothesis]) -> int:
     """Ask the judge about one batch (with one "ask once more") and record its scores; returns how many."""
+    endpoint = judge.endpoint
+    assert endpoint is not None  # only a model judge is asked (judging_job_run refuses a person)
     labels = [f"H{number}" for number in range(1, len(batch) + 1)]
     task = benchmark_task.task
     system, user = judge_messages(
@@ -235,7 +237,7 @@ def _judge_batch(judge: Judge, benchmark_task: BenchmarkTask, batch: list[Benchm
     reply, call = None, None
     for attempt in (1, 2):
         completion = llm.complete(
-            endpoint=judge.endpoint,
+            endpoint=endpoint,
             system=system,
             user=user,
             purpose=PURPOSE,

@@ -10,6 +10,7 @@ cryptographic generator, stored with the time and the sha256 of the frozen hypot
 import hashlib
 import json
 import secrets
+from typing import cast
 
 from django.db import IntegrityError, transaction
 from django.db.models import Max
@@ -98,7 +99,7 @@ def roster_snapshot(roster: Roster) -> dict:
         .select_related("endpoint")
         .order_by("role", "order", "pk")
     )
-    roles = {role: [] for role in RosterMember.Role.values}
+    roles: dict[str, list[dict]] = {role: [] for role in RosterMember.Role.values}
     for member in members:
         roles[member.role].append(endpoint_snapshot(member.endpoint))
     missing = [role for role in ("generator", "stage1", "stage2") if not roles[role]]
@@ -200,7 +201,7 @@ def benchmark_run_pooled(*, run: Run) -> None:
                     benchmark_id=benchmark_task.benchmark_id,
                     benchmark_task=benchmark_task,
                     key=hypothesis.label,
-                    position=hypothesis.position,
+                    position=cast(int, hypothesis.position),  # set with the label when the pool was numbered
                     hypothesis=hypothesis,
                 )
                 for hypothesis in pooled

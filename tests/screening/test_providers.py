@@ -98,10 +98,10 @@ def serve():
 
 
 @pytest.fixture(autouse=True)
-def fast_retries(settings, monkeypatch):
+def fast_retries(fast_retries, settings, monkeypatch):
+    """The shared fast retries, with room for four attempts, and the provider key set."""
     settings.PROVIDER_MAX_ATTEMPTS = 4
     settings.PROVIDER_MAX_SECONDS = 10
-    settings.PROVIDER_BACKOFF_BASE_SECONDS = 0.01
     settings.PROVIDER_BACKOFF_MAX_SECONDS = 0.05
     monkeypatch.setenv(KEY_VAR, KEY)
 

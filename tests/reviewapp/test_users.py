@@ -11,11 +11,6 @@ from reviewapp.services.users import UserInvalid, user_create, users_bulk_create
 from tests import factories
 
 
-@pytest.fixture(autouse=True)
-def fast_password_hashing(settings):
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-
-
 def test_a_new_account_logs_in_with_its_one_time_password_which_is_stored_only_hashed(client, coordinator):
     account, password = user_create(username="rev-jane", email="jane@example.org", role="reviewer", user=coordinator)
 

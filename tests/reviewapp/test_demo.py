@@ -2,7 +2,6 @@ import io
 import re
 from collections import Counter
 
-import pytest
 from django.contrib.auth.models import User
 from django.core.management import call_command
 from django.db.models import Count
@@ -21,12 +20,6 @@ from reviewapp.services.imports import cohort_import_file
 from tests import factories
 
 LOGIN_LINE = re.compile(r"^\s+(demo-[\w-]+)\s+(\w+)\s+(\S+)$", re.MULTILINE)
-
-
-@pytest.fixture(autouse=True)
-def fast_password_hashing(settings):
-    # Every load hashes five new passwords; the default hasher would make these tests slow.
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
 
 def load_demo() -> str:

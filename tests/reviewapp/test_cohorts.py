@@ -11,11 +11,6 @@ from reviewapp.services.cohorts import CohortError, cohort_assign, cohort_create
 from tests import factories
 
 
-@pytest.fixture(autouse=True)
-def fast_password_hashing(settings):
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-
-
 def submit(assignment: Assignment, seconds: int) -> Review:
     return Review.objects.create(
         assignment=assignment,

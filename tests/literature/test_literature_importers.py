@@ -15,7 +15,7 @@ from rest_framework.test import APIClient
 from literature.models import Reference, ReferenceImport
 from literature.services import WRITE_BATCH, ImportInvalid, references_import
 
-FIXTURES = Path(__file__).parent / "fixtures" / "literature"
+FIXTURES = Path(__file__).parent.parent / "fixtures" / "literature"
 CSV_MAPPING = {
     "title": "Article Title",
     "authors": "Authors",

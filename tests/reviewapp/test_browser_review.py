@@ -15,31 +15,7 @@ os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
 # The live server needs committed data; serialized rollback puts back the role groups the flush removes.
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True, serialized_rollback=True)]
 
-CHROMIUM_ARGS = [
-    "--headless=new",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
 SCREENSHOT = "/tmp/review-page.png"
-
-
-@pytest.fixture
-def page(chromium_path):
-    from playwright.sync_api import expect, sync_playwright
-
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=chromium_path, args=CHROMIUM_ARGS)
-        context = browser.new_context(viewport={"width": 1440, "height": 1000})
-        page = context.new_page()
-        page.set_default_timeout(15_000)
-        # CI shares two cores with the live server: give assertions the same patience as actions.
-        expect.set_options(timeout=15_000)
-        yield page
-        browser.close()
 
 
 def focused_name(page) -> str:

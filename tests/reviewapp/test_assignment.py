@@ -23,11 +23,6 @@ from reviewapp.services.cohorts import (
 from tests import factories
 
 
-@pytest.fixture(autouse=True)
-def fast_password_hashing(settings):
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-
-
 def make_reviewers(n: int, prefix: str = "rev") -> list[User]:
     return [factories.make_user("reviewer", username=f"{prefix}-{i:03d}") for i in range(n)]
 

@@ -21,8 +21,6 @@ from tests.screening_support import (
     STAGE1,
     STAGE2,
     TRANSLATOR,
-    Script,
-    ScriptedModelServer,
     drive,
     drop_broker_connections,
     factor,
@@ -33,29 +31,7 @@ from tests.screening_support import (
 
 QUESTION = "How does remodelling of the bone-marrow niche affect mutant clones?"
 
-
-@pytest.fixture(autouse=True)
-def fast_retries(settings):
-    settings.PROVIDER_BACKOFF_BASE_SECONDS = 0.01
-    settings.PROVIDER_BACKOFF_MAX_SECONDS = 0.02
-    settings.PROVIDER_MAX_ATTEMPTS = 2
-
-
-@pytest.fixture
-def script():
-    return Script()
-
-
-@pytest.fixture
-def server(script):
-    server = ScriptedModelServer(script)
-    yield server
-    server.stop()
-
-
-@pytest.fixture
-def roster(db, server):
-    return make_roster(server.base_url)
+pytestmark = pytest.mark.usefixtures("fast_retries")
 
 
 def start(**fields) -> Run:

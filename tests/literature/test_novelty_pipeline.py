@@ -24,8 +24,6 @@ from screening.services.runs import run_create
 from screening.services.work import work_item_perform
 from tests.screening_support import (
     GENERATORS,
-    Script,
-    ScriptedModelServer,
     celery_on_test_redis,
     close_worker_connection,
     drive,
@@ -42,24 +40,7 @@ CONTRADICTED = factor(GENERATORS[1], 2)
 REPORTING_SENTENCE = f"Raising {REPORTED} extends lifespan of male and female mice."
 CONTRADICTING_SENTENCE = f"Raising {CONTRADICTED} did not extend lifespan in mice of either sex."
 
-
-@pytest.fixture(autouse=True)
-def fast_retries(settings):
-    settings.PROVIDER_BACKOFF_BASE_SECONDS = 0.01
-    settings.PROVIDER_BACKOFF_MAX_SECONDS = 0.02
-    settings.PROVIDER_MAX_ATTEMPTS = 2
-
-
-@pytest.fixture
-def script():
-    return Script()
-
-
-@pytest.fixture
-def server(script):
-    server = ScriptedModelServer(script)
-    yield server
-    server.stop()
+pytestmark = pytest.mark.usefixtures("fast_retries")
 
 
 @pytest.fixture

@@ -15,8 +15,8 @@ from screening.models import Forecast, Hypothesis, Run
 from screening.services.cohorts import cohort_create_from_run
 from screening.services.runs import run_create
 from tests import factories
-from tests.screening_support import Script, ScriptedModelServer, drive, make_roster
-from tests.test_blinding import Crawl, _fill, _ids_for, _url_patterns
+from tests.reviewapp.test_blinding import Crawl, _fill, _ids_for, _url_patterns
+from tests.screening_support import drive, make_roster
 
 QUESTION = "Does remodelling of the bone-marrow niche change the fitness of mutant clones?"
 RUN_ID = uuid.UUID("c0ffee00-5eed-4bad-9e11-0123456789ab")
@@ -56,13 +56,6 @@ CANARIES = {
     "novelty reference title": "cnry-novelty-reference-5f3b",
     "proposal novelty verdict": "cnry-pverdict-4c2",
 }
-
-
-@pytest.fixture
-def server():
-    server = ScriptedModelServer(Script())
-    yield server
-    server.stop()
 
 
 @pytest.fixture

@@ -16,7 +16,7 @@ from reviewapp.models import Cohort, ImportBatch, Proposal, ResearchTask
 from reviewapp.services.imports import CohortFrozen, ImportInvalid, cohort_import_file
 from tests import factories
 
-FIXTURES = Path(__file__).parent / "fixtures" / "imports"
+FIXTURES = Path(__file__).parent.parent / "fixtures" / "imports"
 TASK = {"key": "T1", "question": "Does lowering IGF-1 in mid-life extend lifespan?"}
 PROPOSAL = {"id": "P1", "task": "T1", "statement": "Lowering IGF-1 at 12 months extends healthy lifespan."}
 

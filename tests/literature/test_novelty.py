@@ -16,7 +16,6 @@ from literature.tasks import novelty_check_task
 from literature.verdicts import JudgementUnreadable, Part, hypothesis_parts, parse_judgement, quote_occurs
 from screening.llm.models import ModelCall, ModelEndpoint
 from tests import factories
-from tests.screening_support import Script, ScriptedModelServer
 
 JUDGE = "novelty-judge"
 HYPOTHESIS = (
@@ -27,24 +26,7 @@ HYPOTHESIS = (
 REPORTING_TITLE = "CD38 on senescent macrophages and NAD+ in ageing fat"
 REPORTING_SENTENCE = "In aged mice, CD38 expressed by senescent macrophages lowered NAD+ in visceral adipose tissue."
 
-
-@pytest.fixture(autouse=True)
-def fast_retries(settings):
-    settings.PROVIDER_BACKOFF_BASE_SECONDS = 0.01
-    settings.PROVIDER_BACKOFF_MAX_SECONDS = 0.02
-    settings.PROVIDER_MAX_ATTEMPTS = 2
-
-
-@pytest.fixture
-def script():
-    return Script()
-
-
-@pytest.fixture
-def server(script):
-    server = ScriptedModelServer(script)
-    yield server
-    server.stop()
+pytestmark = pytest.mark.usefixtures("fast_retries")
 
 
 @pytest.fixture

@@ -10,32 +10,11 @@ from django.urls import reverse
 from reviewapp.models import Cohort, Proposal
 from screening.models import Run
 from screening.services.runs import run_create
-from tests.screening_support import GENERATORS, STAGE2, Script, ScriptedModelServer, drive, factor, make_roster
+from tests.screening_support import GENERATORS, STAGE2, drive, factor, make_roster
 
 QUESTION = "How does remodelling of the bone-marrow niche affect mutant clones?"
 
-
-@pytest.fixture(autouse=True)
-def fast_retries(settings):
-    settings.PROVIDER_BACKOFF_BASE_SECONDS = 0.01
-    settings.PROVIDER_MAX_ATTEMPTS = 2
-
-
-@pytest.fixture
-def script():
-    return Script()
-
-
-@pytest.fixture
-def server(script):
-    server = ScriptedModelServer(script)
-    yield server
-    server.stop()
-
-
-@pytest.fixture
-def roster(db, server):
-    return make_roster(server.base_url)
+pytestmark = pytest.mark.usefixtures("fast_retries")
 
 
 def start(address="192.0.2.10", **fields) -> Run:

@@ -13,8 +13,6 @@ from django.utils import timezone
 from screening.llm.models import ModelCall
 from screening.models import Run
 from tests.screening_support import (
-    Script,
-    ScriptedModelServer,
     drive,
     drop_broker_connections,
     make_roster,
@@ -30,24 +28,7 @@ HYPOTHESIS = {
     "prediction": "Blocking it.",
 }
 
-
-@pytest.fixture(autouse=True)
-def fast_retries(settings):
-    settings.PROVIDER_BACKOFF_BASE_SECONDS = 0.01
-    settings.PROVIDER_BACKOFF_MAX_SECONDS = 0.02
-    settings.PROVIDER_MAX_ATTEMPTS = 2
-
-
-@pytest.fixture
-def server():
-    server = ScriptedModelServer(Script())
-    yield server
-    server.stop()
-
-
-@pytest.fixture
-def roster(db, server):
-    return make_roster(server.base_url)
+pytestmark = pytest.mark.usefixtures("fast_retries")
 
 
 def post(client, path, body, address="198.51.100.7", **extra):
