@@ -1,5 +1,5 @@
-"""Speed of literature retrieval (SPEC §5): one hypothesis searched over 100,000 references, on PostgreSQL and on
-the embedded default (SQLite), against the target median of 100 ms.
+"""Speed of literature retrieval (docs/protocol.md#retrieval-and-the-lexical-gate): one hypothesis searched over 100,000
+references, on PostgreSQL and on the embedded default (SQLite), against the target median of 100 ms.
 
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres .venv/bin/python benchmarks/literature_retrieval_speed.py
     .venv/bin/python benchmarks/literature_retrieval_speed.py --backend sqlite --references 20000

@@ -100,9 +100,9 @@ class SourceRateLimit(models.Model):
 
 
 class NoveltyCheck(ClaimedWork):
-    """One literature novelty check of one hypothesis (SPEC §5): what retrieval found, what the judge answered and
-    the verdict. A check of a run's hypothesis is recorded with its result; an on-demand check of a proposal is
-    recorded when asked for and done by a worker (claimed through reviewapp.core.claims)."""
+    """One literature novelty check of one hypothesis (docs/protocol.md#literature-novelty-check): what retrieval found,
+    what the judge answered and the verdict. A check of a run's hypothesis is recorded with its result; an on-demand
+    check of a proposal is recorded when asked for and done by a worker (claimed through reviewapp.core.claims)."""
 
     class Verdict(models.TextChoices):
         REPORTED = "reported", "Reported"

@@ -1,5 +1,5 @@
-"""The novelty judge's request (SPEC §5): the hypothesis, its parts, the retrieved references, the verdict
-definitions of seed 000 §2 stated precisely, and a JSON answer with a verbatim quote."""
+"""The novelty judge's request (docs/protocol.md#the-judgement): the hypothesis, its parts, the retrieved references,
+the verdict definitions (docs/protocol.md#verdicts) stated precisely, and a JSON answer with a verbatim quote."""
 
 VERDICTS = ("reported", "contradicted", "components_reported", "not_reported")
 

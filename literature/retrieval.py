@@ -1,4 +1,4 @@
-"""Retrieval over the reference corpus and the lexical gate (SPEC §5).
+"""Retrieval over the reference corpus and the lexical gate (docs/protocol.md#retrieval-and-the-lexical-gate).
 
 One interface, `search()`, over two backends chosen by the database vendor:
 
@@ -25,7 +25,7 @@ literature_reference_unindexed on SQLite), and `index_references()` indexes what
 first, so a search always covers the whole corpus; after a large import, calling it (or `index_references_task`)
 moves that work off the first search. Writing a reference never waits for the index.
 
-The lexical gate (seed 002): a candidate must share at least GATE_MIN_SHARED_TERMS terms with the hypothesis.
+The lexical gate: a candidate must share at least GATE_MIN_SHARED_TERMS terms with the hypothesis.
 Terms are case-folded word tokens (runs of letters and digits) without the frozen stopword list
 (literature.stopwords; negations never count), without one-character tokens and numbers, with simple plural folding
 ("cells" → "cell", "studies" → "study", "processes" → "process"). Retrieval and the gate read the title and the first

@@ -1,5 +1,5 @@
-"""The frozen stopword list of the lexical gate (SPEC §5): words that never count as terms a hypothesis and a
-reference share.
+"""The frozen stopword list of the lexical gate (docs/protocol.md#retrieval-and-the-lexical-gate): words that never
+count as terms a hypothesis and a reference share.
 
 ENGLISH_STOP_WORDS is a copy of scikit-learn's English list (sklearn.feature_extraction.text.ENGLISH_STOP_WORDS,
 scikit-learn 1.7.2, 318 words), frozen here so that a library upgrade cannot change which references pass the gate.

@@ -101,7 +101,8 @@ class NoveltyResult:
 
 
 def split_sections(hypothesis_text: str) -> list[str]:
-    """Statement, mechanism and prediction of a hypothesis written as one text (seed 000 §3); missing ones empty."""
+    """Statement, mechanism and prediction of a hypothesis written as one text (docs/protocol.md#pooling-and-blinding);
+    missing ones empty."""
     sections = [section.strip() for section in _SECTION.split(hypothesis_text, maxsplit=2)]
     return sections + [""] * (3 - len(sections))
 

@@ -84,7 +84,8 @@ def revisions_table(review_analysis: CohortReviewAnalysis) -> list[list]:
 
 
 def revisions_plot(review_analysis: CohortReviewAnalysis) -> "Figure":
-    """Shares of revisions that improved, kept or worsened the mean overall score, per author (seed 002)."""
+    """Shares of revisions that improved, kept or worsened the mean overall score, per author
+    (docs/protocol.md#revision-analysis)."""
     outcomes = review_analysis.revisions
     groups = [*sorted(outcomes.by_author.items()), ("All authors", outcomes.overall)]
     groups = [(author, group) for author, group in groups if group.pairs]

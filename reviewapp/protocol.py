@@ -1,4 +1,5 @@
-"""The human review form of the protocol (seed 002): scales, anchors and the order they are asked in.
+"""The human review form of the protocol (docs/protocol.md#blinded-review-form): scales, anchors and the order they are
+asked in.
 
 Every point of every scale carries a written anchor shown beside it. "Can't judge" is a value of its own
 (CANT_JUDGE), stored as that literal, never as a number and never as missing.

@@ -163,7 +163,7 @@ PROVIDER_BACKOFF_BASE_SECONDS = float(env_str("PROVIDER_BACKOFF_BASE_SECONDS", "
 PROVIDER_BACKOFF_MAX_SECONDS = float(env_str("PROVIDER_BACKOFF_MAX_SECONDS", "120"))
 # The simulated model server (`manage.py run_simulator`); `setup_roster` points keyless endpoints at it.
 SIMULATOR_PORT = env_int("SIMULATOR_PORT", 8765)
-# Real provider addresses and model ids of the default roster (seed 000).
+# Real provider addresses and model ids of the default roster (docs/protocol.md#default-roster).
 OPENAI_BASE_URL = env_str("OPENAI_BASE_URL", "https://api.openai.com/v1")
 XAI_BASE_URL = env_str("XAI_BASE_URL", "https://api.x.ai/v1")
 ANTHROPIC_BASE_URL = env_str("ANTHROPIC_BASE_URL", "https://api.anthropic.com")
@@ -174,7 +174,8 @@ CLAUDE_OPUS_55_MODEL = env_str("CLAUDE_OPUS_55_MODEL", "claude-opus-5-5")
 CLAUDE_SONNET_55_MODEL = env_str("CLAUDE_SONNET_55_MODEL", "claude-sonnet-5-5")
 GEMINI_4_ARGON_MODEL = env_str("GEMINI_4_ARGON_MODEL", "gemini-4-argon")
 
-# Open Hypothesis public runs (SPEC §4.7): limits per client address and per day (24 h), and runs waiting at once.
+# Open Hypothesis public runs (docs/protocol.md#limits): limits per client address and per day (24 h), and runs waiting
+# at once.
 OPEN_HYPOTHESIS_CLIENT_LIMIT = env_int("OPEN_HYPOTHESIS_CLIENT_LIMIT", 3)
 OPEN_HYPOTHESIS_DAILY_CAP = env_int("OPEN_HYPOTHESIS_DAILY_CAP", 60)
 OPEN_HYPOTHESIS_QUEUE_LIMIT = env_int("OPEN_HYPOTHESIS_QUEUE_LIMIT", 20)
@@ -186,8 +187,8 @@ OPEN_HYPOTHESIS_POLL_SECONDS = 15
 OPEN_HYPOTHESIS_STALE_SECONDS = env_int("OPEN_HYPOTHESIS_STALE_SECONDS", int(PROVIDER_MAX_SECONDS) + 600)
 OPEN_HYPOTHESIS_MAX_RESUMES = env_int("OPEN_HYPOTHESIS_MAX_RESUMES", 3)
 OPEN_HYPOTHESIS_SWEEP_SECONDS = env_int("OPEN_HYPOTHESIS_SWEEP_SECONDS", 60)
-# Optional forecast modes of seed 001, stored beside the protocol's boolean: the detailed instruction (Б.1) and
-# the single-hypothesis question (Б.3).
+# Optional forecast modes (docs/protocol.md#forecast-modes), stored beside the protocol's boolean: the detailed
+# instruction and the single-hypothesis question.
 OPEN_HYPOTHESIS_DETAILED_FORECASTS = env_bool("OPEN_HYPOTHESIS_DETAILED_FORECASTS", False)
 OPEN_HYPOTHESIS_SINGLE_FORECASTS = env_bool("OPEN_HYPOTHESIS_SINGLE_FORECASTS", False)
 CELERY_BEAT_SCHEDULE = {
@@ -197,7 +198,8 @@ CELERY_BEAT_SCHEDULE = {
     },
 }
 
-# Literature sources (SPEC §5, Appendix C). Base addresses are settings so tests and mirrors can point elsewhere.
+# Literature sources (docs/protocol.md#literature-sources). Base addresses are settings so tests and mirrors can point
+# elsewhere.
 LITERATURE_EUROPEPMC_BASE_URL = env_str(
     "LITERATURE_EUROPEPMC_BASE_URL", "https://www.ebi.ac.uk/europepmc/webservices/rest"
 )

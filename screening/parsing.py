@@ -46,7 +46,8 @@ def _collect_by_id(items: list, expected: list[str], problems: list[str]) -> dic
 
 
 def parse_forecasts(text: str | None, expected_ids: list[str]) -> ForecastParse:
-    """Read a short-question reply ({"forecasts": [{"id": "H1", "confirmed": true}, ...]}, seed 000 §3).
+    """Read a short-question reply, {"forecasts": [{"id": "H1", "confirmed": true}, ...]}
+    (docs/protocol.md#reading-replies).
 
     A repeated id gives no vote for that id; "confirmed" must be a JSON boolean."""
     expected = [normalize_label(label) or label for label in expected_ids]
@@ -84,7 +85,8 @@ class DetailedForecast:
 
 @dataclass
 class DetailedForecastParse:
-    """The detailed instruction's reply (seed 001 Б.1), per expected id (None where the item was unusable)."""
+    """The detailed instruction's reply (docs/protocol.md#detailed-instruction), per expected id (None where the item
+    was unusable)."""
 
     forecasts: dict[str, DetailedForecast | None]
     parsed: bool

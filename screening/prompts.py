@@ -1,6 +1,8 @@
-"""The exact texts sent to models (SPEC §4.2, §4.4; seed 000 §3–4, seed 001 appendix B).
+"""The exact texts sent to models (docs/protocol.md#generation, docs/protocol.md#forecast-request and
+docs/protocol.md#forecast-modes).
 
-The protocol's texts are a contract: the test suite compares them byte for byte with the specification.
+The protocol's texts are a contract: docs/protocol.md quotes them and the test suite compares them byte for byte
+with that wording.
 """
 
 import json
@@ -31,7 +33,7 @@ FORECAST_REMINDER = (
     'Return a JSON object with a "forecasts" array. For each hypothesis include its "id" and a boolean "confirmed".'
 )
 
-# Seed 000 §3: without this sentence Grok describes a plan instead of answering.
+# Appended for Grok (docs/protocol.md#forecast-request): without it Grok describes a plan instead of answering.
 GROK_SUFFIX = (
     "You have no tools, no files and no internet access. Give your complete final answer in this single reply, in the "
     "requested format. Never describe what you are going to do; do it now. Your reply must start with { and be only "
@@ -78,12 +80,13 @@ HYPOTHESES_SCHEMA = {
 
 
 def hypothesis_text(statement: str, mechanism: str, prediction: str) -> str:
-    """One hypothesis as the forecasting models read it (seed 000 §3, step 1)."""
+    """One hypothesis as the forecasting models read it (docs/protocol.md#pooling-and-blinding)."""
     return f"{statement} Mechanism: {mechanism} Prediction: {prediction}"
 
 
 def generation_messages(*, question: str, background: str = "") -> tuple[str, str]:
-    """(system, user) for a generator (SPEC §4.2). Without a background its line and blank line are left out."""
+    """(system, user) for a generator (docs/protocol.md#generation). Without a background its line and blank line are
+    left out."""
     task = "TASK\n"
     if background:
         task += f"Research background: {background}\n\n"
@@ -103,10 +106,11 @@ def _context_blocks(question: str, background: str) -> str:
 def forecast_messages(
     *, question: str, background: str = "", items: list[tuple[str, str]], grok: bool
 ) -> tuple[str, str]:
-    """(system, user) for a stage-1 or stage-2 forecaster (SPEC §4.4). items: (label, hypothesis text) in order.
+    """(system, user) for a stage-1 or stage-2 forecaster (docs/protocol.md#forecast-request). items: (label, hypothesis
+    text) in order.
 
     For Grok the sentence is appended after a blank line to both messages and the user message then repeats the JSON
-    reminder; the separator is the project's choice (the seed gives the sentences, not the spacing)."""
+    reminder after another blank line."""
     user = (
         f"{FORECAST_QUESTION}\n\n"
         + _context_blocks(question, background)
@@ -117,9 +121,8 @@ def forecast_messages(
     return f"{FORECAST_SYSTEM}\n\n{GROK_SUFFIX}", f"{user}\n\n{GROK_SUFFIX}\n\n{FORECAST_REMINDER}"
 
 
-# Optional forecast modes from seed 001 appendix Б (Russian supplementary materials). The seed quotes these
-# instructions in English; the texts below are the project's rendering of them, with the seed's placeholders
-# filled in and, as in the protocol's short question, the BACKGROUND block left out when there is no background.
+# Optional forecast modes (docs/protocol.md#forecast-modes): the same models asked in other words. As in the
+# protocol's short question, the BACKGROUND block is left out when there is no background.
 
 DETAILED_FORECAST_SYSTEM = (
     "You advise researchers which causal hypotheses deserve experimental testing in the biology of ageing.\n"
@@ -167,7 +170,7 @@ _DETAILED_FORECAST_INSTRUCTIONS = (
 def detailed_forecast_messages(
     *, question: str, background: str = "", items: list[tuple[str, str]], grok: bool = False
 ) -> tuple[str, str]:
-    """(system, user) for the detailed instruction (seed 001, Б.1): p_experimental_support and
+    """(system, user) for the detailed instruction (docs/protocol.md#detailed-instruction): p_experimental_support and
     recommend_for_testing per hypothesis. Stored beside the protocol's boolean, never in its place."""
     user = (
         _context_blocks(question, background)
@@ -185,8 +188,8 @@ SINGLE_HYPOTHESIS_REMINDER = (
 
 
 def single_hypothesis_messages(*, label: str, text: str, grok: bool = False) -> tuple[str, str]:
-    """(system, user) for the one-hypothesis question (seed 001, Б.3). The seed's example id is a long number
-    ([H000000000001]); any label works, the reply names it back."""
+    """(system, user) for the one-hypothesis question (docs/protocol.md#single-hypothesis-question). A run
+    passes the hypothesis's blind number; any label works, the reply names it back."""
     user = f"{SINGLE_HYPOTHESIS_QUESTION}\n\nHYPOTHESIS\n[{label}] {text}\n\n{SINGLE_HYPOTHESIS_REMINDER}"
     if not grok:
         return FORECAST_SYSTEM, user

@@ -1,4 +1,4 @@
-"""Statistics of the hypothesis benchmark for analysts who script (SPEC §6–7, Appendix D; seed 001).
+"""Statistics of the hypothesis benchmark for analysts who script (docs/protocol.md#statistics).
 
 Pure functions over plain Python data (tuples, lists, dicts): no database access, so they work on an analyst's own
 exports as well as on the product's. Every result is a frozen dataclass of plain values;

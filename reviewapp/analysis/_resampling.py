@@ -1,4 +1,4 @@
-"""Resampling whole research tasks: the unit of every interval in seed 001 (М.6, Л, Н).
+"""Resampling whole research tasks: the unit of every interval (docs/protocol.md#task-bootstrap).
 
 The resample index matrix is part of the published contract so an analyst can reproduce any interval outside the
 product: tasks are numbered in order of first appearance in the rows, and resample r draws the tasks
@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-# Seed 001 М.6: the seed of the two-stage selection and random-control intervals.
+# The benchmark's seed for the two-stage selection and random-control intervals (docs/protocol.md#task-bootstrap).
 DEFAULT_SEED = 20261026
 DEFAULT_RESAMPLES = 10_000
 CONFIDENCE = 0.95

@@ -1,4 +1,4 @@
-"""Agreement between raters: judges, human reviewers and repeated forecast runs (seed 001 К, М.2, Л.7; SPEC §7)."""
+"""Agreement between raters: judges, human reviewers and repeated forecast runs (docs/protocol.md#agreement)."""
 
 import itertools
 from collections import defaultdict
@@ -40,10 +40,10 @@ def _kappa(a, b, **options) -> float | None:
 def cohen_kappa(a: Sequence, b: Sequence, threshold: int | None = 3) -> float | None:
     """Cohen's kappa of two raters on the same items (sklearn ``cohen_kappa_score``).
 
-    Seed 001 К: a judge's vote is positive when the score is ≥ ``threshold`` (3 for the primary outcome, 4 for the
+    A judge's vote is positive when the score is ≥ ``threshold`` (3 for the primary outcome, 4 for the
     strict one); kappa is 1 when the votes agree completely and 0 at the agreement expected for independent votes
     with each judge's own share of positive votes. ``threshold=None`` compares the values as given (yes/no
-    forecasts, Л.7). Returns None when kappa is undefined: both raters gave one and the same vote throughout.
+    forecasts of two runs). Returns None when kappa is undefined: both raters gave one and the same vote throughout.
     """
     a, b = _paired(a, b)
     if threshold is not None:
@@ -55,7 +55,7 @@ def cohen_kappa(a: Sequence, b: Sequence, threshold: int | None = 3) -> float | 
 
 
 def weighted_kappa(a: Sequence[int], b: Sequence[int]) -> float | None:
-    """Quadratic-weighted kappa of two judges' 0–5 scores (seed 001 М.2, К; SPEC Appendix D).
+    """Quadratic-weighted kappa of two judges' 0–5 scores (docs/protocol.md#judge-agreement).
 
     sklearn ``cohen_kappa_score(a, b, weights="quadratic", labels=list(range(6)))``: disagreement weights are
     (i − j)² over the whole 0–5 scale. The six labels are always passed: without them an unused score in the middle
@@ -70,13 +70,13 @@ def weighted_kappa(a: Sequence[int], b: Sequence[int]) -> float | None:
 
 
 def fleiss_kappa(table_rows: Iterable[Sequence[int]], threshold: int | None = None) -> float | None:
-    """Fleiss' kappa of the same number of raters per item (statsmodels; seed 001 К, second table).
+    """Fleiss' kappa of the same number of raters per item (statsmodels; docs/protocol.md#vote-distribution).
 
-    Each row holds one item's scores from its raters (the three other-company judges in seed 001; the raters may
+    Each row holds one item's scores from its raters (the three other-company judges of an outcome; the raters may
     differ from item to item). Scores 0–5 are counted per category with
     ``statsmodels.stats.inter_rater.aggregate_raters(rows, n_cat=6)`` and passed to ``fleiss_kappa``. With
     ``threshold`` the scores first become votes (score ≥ threshold) and the two votes are the categories, as in
-    К's table of binary votes. None when undefined (every rating in one category).
+    the vote distribution of the deciding judges. None when undefined (every rating in one category).
     """
     rows = [list(row) for row in table_rows]
     if not rows or len({len(row) for row in rows}) != 1 or len(rows[0]) < 2:
@@ -91,7 +91,7 @@ def fleiss_kappa(table_rows: Iterable[Sequence[int]], threshold: int | None = No
 
 
 def spearman(a: Sequence[float], b: Sequence[float]) -> float | None:
-    """Spearman's rank correlation of two raters' scores (scipy ``spearmanr``, ties get mean ranks; seed 001 М.2).
+    """Spearman's rank correlation of two raters' scores (scipy ``spearmanr``, ties get mean ranks).
 
     None when undefined (one rater gave the same score throughout).
     """
@@ -132,7 +132,7 @@ def krippendorff_alpha(
     )
 
 
-# What each review field holds: level of measurement and its scale in order (SPEC §3.2, reviewapp/protocol.py).
+# What each review field holds: level of measurement and its scale in order (reviewapp/protocol.py).
 REVIEW_SCALES = {
     **{field: ("ordinal", (1, 2, 3, 4)) for field in protocol.CRITERION_FIELDS},
     "overall": ("ordinal", tuple(value for value, *_ in protocol.OVERALL_SCALE)),
@@ -159,7 +159,7 @@ class ReviewerAgreement:
 
 
 def reviewer_agreement(reviews: Iterable[Mapping], criterion: str) -> ReviewerAgreement:
-    """Agreement of human reviewers on one criterion of the review form (SPEC §3.2, §7).
+    """Agreement of human reviewers on one criterion of the review form (docs/protocol.md#reviewer-agreement).
 
     Each review is a dict with ``proposal`` and the criterion's field (as stored: "1"–"4" or "cant_judge" for the
     six criteria, 1–5 for ``overall``, the option keys for ``recommendation`` and ``flaw_verdict``). "Can't judge"
@@ -203,7 +203,7 @@ def reviewer_agreement(reviews: Iterable[Mapping], criterion: str) -> ReviewerAg
 
 @dataclass(frozen=True)
 class RerunAgreement:
-    """Agreement of one model's yes/no decisions between two forecast runs of the same requests (Л.7)."""
+    """Agreement of one model's yes/no decisions between two forecast runs of the same requests."""
 
     hypotheses: int  # forecast in both runs: the items compared
     only_first: int  # forecast in the first run only (or no decision in the second)
@@ -218,7 +218,7 @@ class RerunAgreement:
 def rerun_agreement(
     run_a_votes: Mapping[Hashable, bool | None], run_b_votes: Mapping[Hashable, bool | None]
 ) -> RerunAgreement:
-    """Agreement between two forecast runs of the same requests, per hypothesis (seed 001 Л.7, М.6).
+    """Agreement between two forecast runs of the same requests, per hypothesis (docs/protocol.md#re-run-agreement).
 
     Each run maps a hypothesis to the model's decision (True = yes, False = no, None = no forecast). Only the
     hypotheses with a decision in both runs are compared; the others are counted. Reports the share of equal

@@ -1,4 +1,5 @@
-"""Holm correction, within-task permutation test and task-clustered logistic regression (seed 001 М.6)."""
+"""Holm correction, within-task permutation test and task-clustered logistic regression
+(docs/protocol.md#statistics)."""
 
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -20,7 +21,8 @@ def holm(pvalues: Sequence[float]) -> list[float]:
     """Holm-adjusted p-values, in the given order (statsmodels ``multipletests(p, method="holm")``).
 
     The smallest of m p-values is multiplied by m, the next by m − 1, and so on, keeping the adjusted values
-    non-decreasing and at most 1. Seed 001 Н.1: p = 0.0625 as the smallest of three comparisons becomes 0.188.
+    non-decreasing and at most 1. In the benchmark p = 0.0625 as the smallest of three comparisons became 0.188
+    (docs/protocol.md#holm-correction).
     """
     return [float(p) for p in multipletests(list(pvalues), method="holm")[1]]
 
@@ -60,7 +62,7 @@ def permutation_test_within_tasks(
 ) -> PermutationTest:
     """Do two selection rules differ in precision? Two-sided permutation test that swaps the rules within tasks.
 
-    Seed 001 Л.1, Л.2, Н.1, М.6 and SPEC Appendix D. Rows are ``(task, selected, match)`` as for
+    See docs/protocol.md#permutation-test-within-tasks. Rows are ``(task, selected, match)`` as for
     ``selection_summary`` (not-judged hypotheses, match None, are left out); for comparing two generations pass
     every hypothesis with selected True, making precision the match rate. The statistic is precision of A minus
     precision of B, each a ratio of sums over tasks. Under the null the two rules are exchangeable within a task, so
@@ -69,7 +71,8 @@ def permutation_test_within_tasks(
     |observed|) / 2^D, the identity included; otherwise ``permutations`` (19,999) random swaps are drawn with the
     seed and p = (count + 1) / (permutations + 1). A swap that leaves a rule with nothing selected has no
     difference: it is counted in ``undefined`` and never as extreme. For the exact test ``smallest_p`` is the
-    p-value of the most extreme swap, the floor this set of tasks allows (seed 001 Н.1: eight differing tasks).
+    p-value of the most extreme swap, the floor this set of tasks allows (0.0234 for the benchmark's eight
+    differing tasks).
     """
     totals_a, totals_b = _rule_totals(rows_a), _rule_totals(rows_b)
     _, tasks = task_codes([*totals_a, *totals_b])
@@ -141,11 +144,12 @@ class LogisticFit:
 
 
 def logistic_clustered(rows: Iterable[Mapping], formula: str, cluster: str) -> LogisticFit:
-    """Logistic regression with standard errors clustered by task (statsmodels; seed 001 Л.6, М.6, SPEC App. D).
+    """Logistic regression with standard errors clustered by task, in statsmodels
+    (docs/protocol.md#clustered-logistic-regression).
 
     ``rows`` are dicts, one per hypothesis; ``formula`` is a patsy formula such as
     ``"match ~ selected + clarity"`` (columns holding only True/False/None become 1/0/missing); ``cluster`` names the
-    column of the cluster (the task, or generator × task as in Л.6). Rows with a missing value in any variable of
+    column of the cluster (the task, or generator × task). Rows with a missing value in any variable of
     the formula or in the cluster are dropped and counted. The fit is
     ``smf.logit(formula, data).fit(cov_type="cluster", cov_kwds={"groups": cluster})``: sandwich covariance summed
     over clusters with statsmodels' small-sample correction G/(G − 1) · (N − 1)/(N − K). Intervals are Wald 95%;

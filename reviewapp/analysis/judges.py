@@ -1,4 +1,5 @@
-"""Judge scores 0–5: the outcome of one hypothesis and agreement between judges (seed 001 К, М.2, Таблица S)."""
+"""Judge scores 0–5: the outcome of one hypothesis and agreement between judges
+(docs/protocol.md#judge-scores-and-outcomes)."""
 
 import dataclasses
 import itertools
@@ -20,7 +21,8 @@ from reviewapp.analysis.agreement import cohen_kappa, fleiss_kappa, spearman, we
 SCORES = range(6)
 PRIMARY_THRESHOLD = 3
 STRICT_THRESHOLD = 4
-# Seed 001 К and Таблица S: four judges, one from the generator's company, so three decide every outcome.
+# Four judges, one from the generator's company, so three decide every outcome
+# (docs/protocol.md#judge-scores-and-outcomes).
 OUTCOME_JUDGES = 3
 
 
@@ -59,16 +61,14 @@ class JudgeOutcome:
 def judge_outcome(scores: Sequence[int | None]) -> JudgeOutcome:
     """Outcome of one hypothesis from the scores of its three other-company judges (None for a missing score).
 
-    SPEC §6, seed 001 К, В and Таблица S: primary positive when at least two of the three give ≥ 3; strict
+    docs/protocol.md#judge-scores-and-outcomes: primary positive when at least two of the three give ≥ 3; strict
     positive when at least two give 4 or 5; borderline when the primary decision was 2–1 (one or two judges
     gave ≥ 3), so that one judge changing their vote would flip it. With fewer than three usable scores the
     hypothesis is "not_judged", never negative. The rule is defined for three judges only: more than three
-    scores raise ValueError (seed 001 never has more; see ``judge_outcome_for``).
+    scores raise ValueError (see ``judge_outcome_for``).
     """
     if len(scores) > OUTCOME_JUDGES:
-        raise ValueError(
-            f"the outcome rule (seed 001 К) is defined for three other-company judges, got {len(scores)} scores"
-        )
+        raise ValueError(f"the outcome rule is defined for three other-company judges, got {len(scores)} scores")
     usable = tuple(judge_score(score) for score in scores if score is not None)
     if len(usable) < OUTCOME_JUDGES:
         return JudgeOutcome("not_judged", None, None, None, None, None, usable)
@@ -99,7 +99,7 @@ def other_company_scores(
     if len(others) > OUTCOME_JUDGES:
         raise ValueError(
             f"{len(others)} judges from companies other than the generator's ({generator_company}); the outcome rule "
-            "(seed 001 К) is defined for four judges of whom one shares the generator's company, i.e. three deciding "
+            "is defined for four judges of whom one shares the generator's company, i.e. three deciding "
             "judges. Remove judges or pass exactly the three to use."
         )
     return others, same
@@ -110,11 +110,11 @@ def judge_outcome_for(
 ) -> JudgeOutcome:
     """Outcome of one hypothesis from all its judges' scores, leaving out the judge of the generator's company.
 
-    SPEC §6 and seed 001 К: the judge from the company that built the generator model is excluded; the outcome is
-    ``judge_outcome`` of the remaining other-company judges' scores (None = no usable score). Fewer than three
-    usable other-company scores give "not_judged", never negative. Seed 001 only ever has four judges, one of
-    them from the generator's company; its rule says nothing about more, so more than three other-company judges
-    raise ValueError rather than invent a majority. A judge missing from ``judge_company`` is an error too.
+    docs/protocol.md#judge-scores-and-outcomes: the judge from the company that built the generator model is excluded;
+    the outcome is ``judge_outcome`` of the remaining other-company judges' scores (None = no usable score). Fewer than
+    three usable other-company scores give "not_judged", never negative. The rule is written for four judges, one of
+    them from the generator's company, and says nothing about more, so more than three other-company judges raise
+    ValueError rather than invent a majority. A judge missing from ``judge_company`` is an error too.
     """
     others, same = other_company_scores(scores_by_judge, judge_company, generator_company)
     outcome = judge_outcome([score for _, score in others])
@@ -124,7 +124,8 @@ def judge_outcome_for(
 
 @dataclasses.dataclass(frozen=True)
 class OtherCompanyVotes:
-    """How many of the three deciding judges voted for each hypothesis, and their agreement (К, М.2)."""
+    """How many of the three deciding judges voted for each hypothesis, and their agreement
+    (docs/protocol.md#vote-distribution)."""
 
     threshold: int
     judged: int
@@ -140,8 +141,8 @@ def other_company_votes(
 ) -> OtherCompanyVotes:
     """Distribution of votes among the three other-company judges and their Fleiss' kappa on the binary vote.
 
-    Seed 001 К (second table) and М.2: for each hypothesis only the three judges of other companies, whose votes
-    decide its outcome, are counted; a vote is a score ≥ ``threshold`` (3 primary, 4 strict). Seed 001 М.2 on 2,997
+    docs/protocol.md#vote-distribution: for each hypothesis only the three judges of other companies, whose votes
+    decide its outcome, are counted; a vote is a score ≥ ``threshold`` (3 primary, 4 strict). In the benchmark, of 2,997
     hypotheses: all three 263, two 95, one 188, none 2,451, so 283 decisions were 2–1. Each row is a dict with
     ``generator_company`` and ``scores`` ({judge: score or None}); hypotheses without three usable scores are
     counted as not judged. Fleiss' kappa (statsmodels) treats the two votes as its categories.
@@ -221,16 +222,16 @@ def judge_agreement(
     resamples: int = DEFAULT_RESAMPLES,
     seed: int = DEFAULT_SEED,
 ) -> JudgeAgreement:
-    """Pairwise agreement of judges over a hypothesis × judge score table (seed 001 К, М.2).
+    """Pairwise agreement of judges over a hypothesis × judge score table (docs/protocol.md#judge-agreement).
 
     Each row of ``table`` is a dict ``{"task": ..., "scores": {judge: score 0–5 or None}}`` for one hypothesis.
-    All judges are compared, the generator company's own included (К compares the four judges on all 2,997
-    hypotheses). For each pair, on the hypotheses both scored: share of equal votes and Cohen's kappa on the ≥ 3
-    vote, Cohen's kappa on the ≥ 4 vote, quadratic-weighted kappa on 0–5 with all six labels, Spearman's rho.
-    Kappa intervals (К: 10,000 resamples of the tasks) resample whole tasks with the documented index matrix, the
-    same resamples for every pair; a resample where a kappa is undefined (one vote only) is counted in
-    ``undefined_resamples``. Pass ``resamples=0`` for point values only (then rows need no task). ``judges``
-    fixes the order; by default judges are listed in order of first appearance.
+    All judges are compared, the generator company's own included (the benchmark compared its four judges on all 2,997
+    hypotheses). For each pair, on the hypotheses both scored: share of equal votes and Cohen's kappa on the ≥ 3 vote,
+    Cohen's kappa on the ≥ 4 vote, quadratic-weighted kappa on 0–5 with all six labels, Spearman's rho. Kappa intervals
+    (10,000 resamples of the tasks by default) resample whole tasks with the documented index matrix, the same resamples
+    for every pair; a resample where a kappa is undefined (one vote only) is counted in ``undefined_resamples``. Pass
+    ``resamples=0`` for point values only (then rows need no task). ``judges`` fixes the order; by default judges are
+    listed in order of first appearance.
     """
     rows = list(table)
     if judges is None:

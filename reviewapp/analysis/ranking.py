@@ -1,4 +1,5 @@
-"""Forecasts as rankings and as yes/no answers: AUC, precision of the top k, balanced accuracy (seed 001 Л.1, З)."""
+"""Forecasts as rankings and as yes/no answers: AUC, precision of the top k, balanced accuracy
+(docs/protocol.md#forecast-accuracy)."""
 
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
@@ -22,14 +23,14 @@ def _scored(scores: Sequence[float], labels: Sequence[bool]) -> tuple[np.ndarray
     if len(scores) != len(labels):
         raise ValueError("scores and labels differ in length")
     if any(score is None for score in scores) or any(label is None for label in labels):
-        raise ValueError("leave out hypotheses without a numerical score or without a judged outcome (Л.1)")
+        raise ValueError("leave out hypotheses without a numerical score or without a judged outcome")
     return np.asarray(scores, dtype=np.float64), np.asarray([bool(label) for label in labels])
 
 
 def auc(scores: Sequence[float], labels: Sequence[bool]) -> float | None:
     """Area under the ROC curve of a numerical score against the match outcome (sklearn ``roc_auc_score``).
 
-    Seed 001 Л.1: the probability that a matching hypothesis gets a higher score than a non-matching one, tied
+    The probability that a matching hypothesis gets a higher score than a non-matching one, tied
     scores counting 0.5. Hypotheses without a score are not ranked: leave them out (None raises ValueError).
     None when only one outcome occurs.
     """
@@ -52,7 +53,7 @@ class PrecisionAtK:
 
 
 def expected_precision_at_k(scores: Sequence[float], labels: Sequence[bool], k: int) -> PrecisionAtK:
-    """Precision of the k highest-scored hypotheses, with ties at the cut handled in expectation (seed 001 Л.1, М.6).
+    """Precision of the k highest-scored hypotheses, with ties at the cut handled in expectation.
 
     All hypotheses scored above the score at rank k enter the list; the remaining places go to hypotheses tied at
     that score, chosen at random, so they contribute (places × matches in the tied group / size of the tied
@@ -77,7 +78,7 @@ def expected_precision_at_k(scores: Sequence[float], labels: Sequence[bool], k: 
 
 @dataclass(frozen=True)
 class BalancedAccuracy:
-    """Yes/no forecasts against confirmed/refuted statements (seed 001 З)."""
+    """Yes/no forecasts against confirmed/refuted statements (docs/protocol.md#forecast-accuracy)."""
 
     statements: int
     confirmed: int
@@ -99,7 +100,7 @@ def balanced_accuracy(
     resamples: int = DEFAULT_RESAMPLES,
     seed: int = DEFAULT_SEED,
 ) -> BalancedAccuracy:
-    """Balanced accuracy of yes/no forecasts (sklearn ``balanced_accuracy_score``; seed 001 З).
+    """Balanced accuracy of yes/no forecasts (sklearn ``balanced_accuracy_score``).
 
     Balanced accuracy is half the sum of sensitivity (confirmed statements answered yes) and specificity (refuted
     statements answered no); on a 50/50 set it equals the share of all correct answers. With ``groups`` (the

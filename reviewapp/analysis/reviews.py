@@ -1,4 +1,4 @@
-"""Human review of revised proposals: did a revision improve on its parent? (SPEC §3, §7)."""
+"""Human review of revised proposals: did a revision improve on its parent? (docs/protocol.md#revision-analysis)."""
 
 from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass

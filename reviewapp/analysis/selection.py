@@ -1,4 +1,4 @@
-"""Selections of hypotheses: precision, enrichment, sensitivity and random controls (seed 001 Ж, Л.3, М.3, Н.5–Н.7)."""
+"""Selections of hypotheses: precision, enrichment, sensitivity and random controls (docs/protocol.md#statistics)."""
 
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -27,19 +27,19 @@ class RandomControl:
     matching: int
     list_length: int
     mean: float
-    mean_share: float  # mean / list_length, "47.2 % of the list" in seed 001 Ж
+    mean_share: float  # mean / list_length, "47.2 % of the list" in the benchmark
     low: int
     high: int
-    coverage: float  # probability of a result inside [low, high]; above 0.95 because counts are discrete (Н.6)
+    coverage: float  # probability of a result inside [low, high]; above 0.95 because counts are discrete
 
 
 def random_control(population: int, matching: int, list_length: int) -> RandomControl:
     """Number of matching hypotheses in a list of ``list_length`` drawn uniformly without replacement.
 
-    Seed 001 М.3 and Н.6, SPEC Appendix D: the count follows the hypergeometric distribution
+    docs/protocol.md#equal-length-random-list: the count follows the hypergeometric distribution
     ``scipy.stats.hypergeom(M=population, n=matching, N=list_length)`` (mind scipy's names: M is the population,
     n the matching count, N the draws). The mean is ``.mean()``; the central 95% range runs from ``.ppf(0.025)``
-    to ``.ppf(0.975)``. Seed 001: 19 drawn from 53 of which 25 match gives mean 8.96, range 6–12.
+    to ``.ppf(0.975)``. In the benchmark, 19 drawn from 53 of which 25 match gives mean 8.96, range 6–12.
     """
     if not 0 <= matching <= population or not 0 <= list_length <= population:
         raise ValueError("need 0 ≤ matching ≤ population and 0 ≤ list_length ≤ population")
@@ -61,7 +61,7 @@ def random_control(population: int, matching: int, list_length: int) -> RandomCo
 
 @dataclass(frozen=True)
 class TrimmedList:
-    """One model's positive list cut at random to the group's length (seed 001 Ж)."""
+    """One model's positive list cut at random to the group's length (docs/protocol.md#trimmed-positive-lists)."""
 
     exact: RandomControl
     simulated_mean: float
@@ -83,14 +83,13 @@ def trim_to_group_length(
 ) -> TrimmedList:
     """Matches left when a single model's positive forecasts are cut at random to the group's list length.
 
-    Seed 001 Ж and М.3: inside the model's "yes" group every hypothesis has the same chance, none is drawn twice.
-    ``positive_matches`` holds, for each hypothesis the model said "yes" to, whether it matches the reference.
-    The exact figures are ``random_control(len(positive_matches), sum(positive_matches), group_length)``. As a
-    check (seed 001 checked its mean with 100,000 draws) the cut is also simulated ``repeats`` times with the
-    given seed, each repeat drawing the list one hypothesis at a time without replacement, giving the simulated
-    mean and the empirical 2.5%–97.5% quantiles (inverted CDF, comparable with the exact ``ppf`` range).
-    Seed 001 Ж: 19 drawn from Astra's 53 "yes" of which 25 match gives mean 8.96 (47.2% of the list), range
-    6–12, against the group's 14.
+    docs/protocol.md#trimmed-positive-lists: inside the model's "yes" group every hypothesis has the same chance, none
+    is drawn twice. ``positive_matches`` holds, for each hypothesis the model said "yes" to, whether it matches the
+    reference. The exact figures are ``random_control(len(positive_matches), sum(positive_matches), group_length)``. As
+    a check of the exact figures the cut is also simulated ``repeats`` times with the given seed, each repeat drawing
+    the list one hypothesis at a time without replacement, giving the simulated mean and the empirical 2.5%–97.5%
+    quantiles (inverted CDF, comparable with the exact ``ppf`` range). In the benchmark, 19 drawn from Astra's 53 "yes"
+    of which 25 match gives mean 8.96 (47.2% of the list), range 6–12, against the group's 14.
     """
     flags = np.asarray([bool(match) for match in positive_matches], dtype=np.int8)
     if not 0 < group_length <= flags.size:
@@ -176,15 +175,14 @@ def selection_summary(
 ) -> SelectionSummary:
     """Summary of a selection, each row being ``(task, selected, match)`` for one hypothesis.
 
-    Seed 001 Н.5–Н.6, Л.5 and SPEC §7: precision = selected matches / selected; base rate = matches / all
-    hypotheses; enrichment = precision / base rate; sensitivity = selected matches / all matches. ``match`` is
+    Precision = selected matches / selected; base rate = matches / all hypotheses; enrichment = precision / base rate;
+    sensitivity = selected matches / all matches (docs/protocol.md#precision-enrichment-and-sensitivity). ``match`` is
     None for a hypothesis that was not judged: it is left out of every numerator and denominator and counted in
-    ``not_judged``. Intervals (Appendix Е, М.6): ``resamples`` resamples of whole tasks with replacement (index
-    matrix documented in ``reviewapp.analysis._resampling``), each statistic recomputed as a ratio of sums, central
-    95% percentile interval. A resample in which a statistic has a zero denominator (no selected hypothesis, no
-    match) is counted in that statistic's ``undefined_resamples`` and left out of its interval. If the whole set
-    holds no match, precision's interval is the degenerate 0–0 (seed 001 Appendix В). ``resamples=0`` gives
-    point values only.
+    ``not_judged``. Intervals (docs/protocol.md#task-bootstrap): ``resamples`` resamples of whole tasks with replacement
+    (index matrix documented in ``reviewapp.analysis._resampling``), each statistic recomputed as a ratio of sums,
+    central 95% percentile interval. A resample in which a statistic has a zero denominator (no selected hypothesis, no
+    match) is counted in that statistic's ``undefined_resamples`` and left out of its interval. If the whole set holds
+    no match, precision's interval is the degenerate 0–0. ``resamples=0`` gives point values only.
     """
     order, sums, not_judged, selected_not_judged = _selection_columns(rows)
     totals = sums.sum(axis=0)
@@ -206,7 +204,7 @@ def selection_summary(
 
 @dataclass(frozen=True)
 class SelectionWithoutCompany:
-    """The two-stage selection with the full group and without the generator company's predictor (Л.3)."""
+    """The two-stage selection with the full group and without the generator company's predictor."""
 
     full: SelectionSummary
     without: SelectionSummary
@@ -226,12 +224,12 @@ def selection_without_company(
 ) -> SelectionWithoutCompany:
     """Re-run the two-stage unanimous selection without the predictor of the generator's company.
 
-    Seed 001 Л.3 and М.6 ("Отбор без модели компании генератора"): the forecasting model of the company that built
+    docs/protocol.md#company-predictor-left-out: the forecasting model of the company that built
     the generator is removed from the group; the first stage and the unanimity of the remaining predictors are
     kept, and the result is compared with the full group's. Each row is a dict with ``task``,
     ``generator_company``, ``first_stage`` (bool: the first-stage model said yes), ``forecasts`` ({predictor:
     True/False/None}) and ``match`` (bool, or None when not judged); ``predictor_company`` maps every predictor to
-    its company. A hypothesis whose group lacks a forecast is a technical gap (Н.3: excluded, not negative) and is
+    its company. A hypothesis whose group lacks a forecast is a technical gap (excluded, not negative) and is
     left out of both selections. Both summaries and the changes (without minus full) use the same task resamples,
     so the change intervals are joint.
     """
@@ -290,7 +288,7 @@ class JudgeLeftOut:
 
 @dataclass(frozen=True)
 class LeaveOneJudgeOut:
-    """The selection's precision recomputed leaving each judge out in turn (seed 001 Н.7, М.6)."""
+    """The selection's precision recomputed leaving each judge out in turn (docs/protocol.md#judge-left-out)."""
 
     threshold: int
     all_judges: SelectionSummary
@@ -314,12 +312,12 @@ def leave_one_judge_out(
 ) -> LeaveOneJudgeOut:
     """Precision, enrichment and sensitivity of a fixed selection when each judge in turn is left out.
 
-    Seed 001 Н.7 and М.6: the selection lists do not change; the outcome is recomputed without one judge. Where the
-    judge was one of the hypothesis's three other-company judges, a positive outcome then needs a score
-    ≥ ``threshold`` from both remaining judges (a stricter rule, as Н.7 notes); where the judge was the generator
-    company's own (already excluded) the outcome is unchanged. A missing score among the deciding judges gives
-    "not judged". Seed 001 Н.7: leaving out the xAI judge took Opus's selection from 63.6% (14/22) to 54.5%
-    (12/22). Each row is a dict with ``task``, ``selected``, ``generator_company`` and ``scores`` ({judge: score
+    docs/protocol.md#judge-left-out: the selection lists do not change; the outcome is recomputed without one judge.
+    Where the judge was one of the hypothesis's three other-company judges, a positive outcome then needs a score
+    ≥ ``threshold`` from both remaining judges (a stricter rule, so part of any drop reflects the rule); where the judge
+    was the generator company's own (already excluded) the outcome is unchanged. A missing score among the deciding
+    judges gives "not judged". In the benchmark, leaving out the xAI judge took Opus's selection from 63.6% (14/22) to
+    54.5% (12/22). Each row is a dict with ``task``, ``selected``, ``generator_company`` and ``scores`` ({judge: score
     or None}); every summary uses the same task resamples.
     """
     rows = list(rows)

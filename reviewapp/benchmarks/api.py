@@ -270,7 +270,7 @@ class OutcomesApi(APIView):
 
 
 class StatisticsApi(APIView):
-    """The set's statistics (SPEC §7) as JSON, the same the statistics page shows."""
+    """The set's statistics (docs/protocol.md#statistics) as JSON, the same the statistics page shows."""
 
     permission_classes = [CanReadAll]
 

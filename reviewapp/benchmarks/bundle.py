@@ -1,5 +1,5 @@
-"""The published-data bundle of a benchmark set (SPEC §3.5, seed 001 О): report.json, cohort.json, selected.csv and
-checksums.sha256, zipped.
+"""The published-data bundle of a benchmark set (docs/protocol.md#published-data): report.json, cohort.json,
+selected.csv and checksums.sha256, zipped.
 
 The bundle is a function of the stored data only: the same data give the same bytes, file by file and zipped
 (sorted JSON keys, fixed file order, fixed zip timestamps and attributes, no time of export anywhere), so that a
@@ -8,7 +8,7 @@ published checksum identifies the data for good.
 - cohort.json: the frozen hypothesis sets, task by task in pool order, as the forecasting models received them,
   with each task's random control (answers, the time they were drawn and the sha256 of the frozen set).
 - report.json: the set, its judges, its tasks with reference statements and runs, every hypothesis with its
-  forecasts, selection, judge scores and outcome, and the statistics of SPEC §7.
+  forecasts, selection, judge scores and outcome, and the statistics (docs/protocol.md#statistics).
 - selected.csv: the selected hypotheses with their outcomes.
 - checksums.sha256: the sha256 of each of the three files, in the format of `sha256sum --check`.
 """

@@ -130,7 +130,8 @@ def judge_votes_table(statistics: BenchmarkStatistics) -> list[list]:
 
 
 def judge_votes_plot(statistics: BenchmarkStatistics) -> "Figure":
-    """How many of the three deciding judges voted for each hypothesis, at ≥ 3 and at ≥ 4 (seed 001 М.2)."""
+    """How many of the three deciding judges voted for each hypothesis, at ≥ 3 and at ≥ 4
+    (docs/protocol.md#vote-distribution)."""
     figure = new_figure(6.5, 3.6)
     axes = figure.add_subplot()
     available = [votes for votes in (statistics.votes_primary, statistics.votes_strict) if votes is not None]

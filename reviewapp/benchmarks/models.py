@@ -111,7 +111,8 @@ class BenchmarkHypothesis(models.Model):
 
 
 class RandomControlDraw(models.Model):
-    """Random yes/no answers for a task's frozen hypotheses, drawn before any model forecast them (seed 001 М.3, Н.3).
+    """Random yes/no answers for a task's frozen hypotheses, drawn before any model forecast them
+    (docs/protocol.md#drawn-answers).
 
     `answers` maps each hypothesis key to the cryptographic generator's answer; `hypotheses_sha256` fingerprints the
     frozen hypothesis set the answers belong to (see reviewapp.benchmarks.services.sets.frozen_set_sha256).

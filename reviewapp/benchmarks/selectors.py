@@ -1,5 +1,5 @@
 """Reads of benchmark sets for coordinators and analysts: progress, the hypothesis × judge table with outcomes,
-the statistics of SPEC §7 and the human review analysis of a cohort.
+the statistics (docs/protocol.md#statistics) and the human review analysis of a cohort.
 
 Every hypothesis of a set, whether a screening run produced it or it was imported, is read as one HypothesisRow,
 so that the judge table, Table S, the published bundle and the statistics all rest on the same rows. Outcomes are
@@ -35,7 +35,7 @@ from screening.models import Forecast, Hypothesis, Run
 # Run statuses in which a run's selection is decided (it is made when stage 2 ends).
 SELECTION_DECIDED = (Run.Status.CHECKING_NOVELTY, Run.Status.COMPLETED, Run.Status.FAILED_AT_NOVELTY)
 FIRST_STAGE: dict[str, bool] = {Hypothesis.Stage1.KEPT: True, Hypothesis.Stage1.DISCARDED: False}
-# The statistics page resamples tasks this many times (seed 001 uses 10,000); the result is cached per data.
+# The statistics page resamples tasks this many times (the default 10,000); the result is cached per data.
 PAGE_RESAMPLES = analysis.DEFAULT_RESAMPLES
 STATISTICS_CACHE_SECONDS = 24 * 3600
 
@@ -186,7 +186,8 @@ def benchmark_progress(benchmark: BenchmarkSet) -> SetProgress:
 
 
 def hypothesis_outcome(scores: dict, judge_company: dict, generator_company: str) -> tuple[JudgeOutcome | None, str]:
-    """The outcome of SPEC §6 from one hypothesis's scores by judge name, and a note when the rule cannot apply."""
+    """The outcome (docs/protocol.md#judge-scores-and-outcomes) from one hypothesis's scores by judge name, and a note
+    when the rule cannot apply."""
     try:
         return analysis.judge_outcome_for(scores, judge_company, generator_company), ""
     except ValueError as exc:
@@ -306,7 +307,7 @@ def benchmark_statistics(
     judges: list[Judge] | None = None,
     rows: list[HypothesisRow] | None = None,
 ) -> BenchmarkStatistics:
-    """The statistics of the set (SPEC §7), computed once per distinct data and kept in the cache.
+    """The statistics of the set (docs/protocol.md#statistics), computed once per distinct data and kept in the cache.
 
     Pass the judges and rows already read to save reading them again."""
     judges = benchmark_judges(benchmark) if judges is None else judges

@@ -66,7 +66,8 @@ class HypothesisRow:
 
 @dataclass(frozen=True)
 class SingleModelList:
-    """One forecasting model's "yes" list cut at random to the group's list length (seed 001 Ж)."""
+    """One forecasting model's "yes" list cut at random to the group's list length
+    (docs/protocol.md#trimmed-positive-lists)."""
 
     model: str
     positives: int
@@ -84,8 +85,8 @@ class GeneratorStatistics:
     no_selection: int  # hypotheses whose run stopped before its selection (technical gaps, never negatives)
     primary: analysis.SelectionSummary | None
     strict: analysis.SelectionSummary | None
-    random_list: analysis.RandomControl | None  # a uniformly random list of the selection's length (М.3, Н.6)
-    drawn_control: analysis.SelectionSummary | None  # the stored random yes/no answers as a selection (Н.3)
+    random_list: analysis.RandomControl | None  # a uniformly random list of the selection's length
+    drawn_control: analysis.SelectionSummary | None  # the stored random yes/no answers as a selection
     single_model_lists: tuple[SingleModelList, ...]
 
 
@@ -110,7 +111,7 @@ def _summary(rows: list[tuple], resamples: int, seed: int) -> analysis.Selection
 
 
 def _single_model_lists(decided: list[HypothesisRow]) -> tuple[SingleModelList, ...]:
-    """Seed 001 Ж: each model's judged "yes" list, against a random cut of it to the group's length."""
+    """Each model's judged "yes" list, against a random cut of it to the group's length."""
     judged = [row for row in decided if row.primary is not None]
     group = [row for row in judged if row.selected]
     if not group:

@@ -1,4 +1,4 @@
-"""Table S of a benchmark set (SPEC §6, seed 001 "Таблица S"): an XLSX workbook of the selected hypotheses.
+"""Table S of a benchmark set (docs/protocol.md#table-s): an XLSX workbook of the selected hypotheses.
 
 - One sheet per generator, one row per selected hypothesis: task, hypothesis id, the task's research question, the
   hypothesis's full text (as the models read it), the reference statement, the score of each judge from a company
@@ -164,7 +164,7 @@ def write_table_s(benchmark: BenchmarkSet, target) -> None:
     counts.append([_cell(counts, value, bold=True) for value in _counts("All generators", "", rows)])
     counts.append([])
     for note in (
-        "Outcomes follow SPEC §6 (seed 001, appendix К): the judge of the generator's own company is excluded; "
+        "Outcome rule: the judge of the generator's own company is excluded; "
         "primary is positive when at least two of the three other-company judges give 3 or more, strict when at "
         "least two give 4 or 5; borderline means the primary decision was 2–1, so one judge's vote would flip it.",
         "A hypothesis with fewer than three usable other-company scores is counted as not judged, never as "

@@ -241,7 +241,7 @@ def benchmark_judge_table(request, benchmark_id: int):
 
 
 def _percent(estimate) -> str:
-    """ "73.7% [50.0; 90.9]": a share with its 95% interval, as seed 001 prints them."""
+    """ "73.7% [50.0; 90.9]": a share with its 95% interval (docs/protocol.md#reporting)."""
     if estimate is None or estimate.value is None:
         return "–"
     interval = f" [{estimate.low * 100:.1f}; {estimate.high * 100:.1f}]" if estimate.low is not None else ""

@@ -1,4 +1,4 @@
-"""The blinded packet: the only view of a proposal that reviewer-facing code may read (SPEC §3.3).
+"""The blinded packet: the only view of a proposal that reviewer-facing code may read (docs/protocol.md#blinding).
 
 It is built from a whitelist of columns fetched with `.values()`, never from model instances, so no template can
 follow a relation to a hidden field (author, company, method, run, import batch, task key, reference statement,

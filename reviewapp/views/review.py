@@ -98,7 +98,8 @@ def _question(state, errors, name, label, prompt, options) -> Question:
 
 
 def _form_context(state: reviews.ReviewState, errors: dict) -> dict:
-    """The protocol's questions with the recorded answers, in the order they are asked (SPEC §3.2)."""
+    """The protocol's questions with the recorded answers, in the order they are asked
+    (docs/protocol.md#blinded-review-form)."""
     overall = _question(
         state,
         errors,

@@ -1,4 +1,5 @@
-"""The public Open Hypothesis API (SPEC §4.7): start a run, screen the client's own hypotheses, read a run.
+"""The public Open Hypothesis API (docs/protocol.md#public-api): start a run, screen the client's own hypotheses,
+read a run.
 
 No key and no sign-in: these views authenticate nobody (so no session, and no CSRF check) and are rate-limited by the
 run limits instead. Only the recorded calls of a run need a coordinator or analyst.
@@ -135,8 +136,8 @@ class ScreeningCreateApi(APIView):
 
 
 class RunOutputSerializer(serializers.Serializer):
-    """A run as SPEC §4.7 names its fields. Built from a run, its hypotheses (with prefetched forecasts) and,
-    for ?lang=ru, its translation."""
+    """A run with the fields docs/protocol.md#reading-a-run names. Built from a run, its hypotheses (with prefetched
+    forecasts) and, for ?lang=ru, its translation."""
 
     def to_representation(self, instance):
         run, hypotheses, translation = instance["run"], instance["hypotheses"], instance.get("translation")

@@ -1,4 +1,4 @@
-"""/api/v1/open-hypothesis/ (SPEC §4.7: paths exactly as seed 000)."""
+"""/api/v1/open-hypothesis/ (docs/protocol.md#public-api: the paths are fixed by the protocol)."""
 
 from django.urls import path
 

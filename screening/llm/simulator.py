@@ -156,7 +156,8 @@ def forecast_reply(user: str, model: str, false_share: float, detailed: bool) ->
 
 
 def judge_reply(user: str, model: str) -> dict:
-    """Simulated judge scores 0–5, mostly low as real judges' are (seed 001 М.2): no model read anything."""
+    """Simulated judge scores 0–5, mostly low as real judges' are (docs/protocol.md#vote-distribution): no model read
+    anything."""
     scores = []
     for label, text in _HYPOTHESIS_LINE.findall(user):
         score = min(5, int(_fraction("judge", model, text) ** 2 * 6))

@@ -192,11 +192,11 @@ class Forecast(models.Model):
     # The model id the answer is reported under (the endpoint's model id when the run used it).
     model_key = models.CharField(max_length=200)
     vote = models.BooleanField(null=True)
-    # Detailed instruction (seed 001, B.1).
+    # Detailed instruction (docs/protocol.md#detailed-instruction).
     p_experimental_support = models.FloatField(null=True, blank=True)
     recommend_for_testing = models.BooleanField(null=True)
     detailed = models.JSONField(null=True, blank=True)
-    # Single-hypothesis question (seed 001, B.3).
+    # Single-hypothesis question (docs/protocol.md#single-hypothesis-question).
     single_vote = models.BooleanField(null=True)
     created_at = models.DateTimeField(auto_now_add=True)
 

@@ -176,7 +176,8 @@ def _move(run: Run, from_status: str, to_status: str, *, start=None, end=None, s
 
 
 def _pool(run: Run) -> None:
-    """Shuffle every hypothesis with the run's recorded seed and number them H1, H2, … (seed 000 §3)."""
+    """Shuffle every hypothesis with the run's recorded seed and number them H1, H2, …
+    (docs/protocol.md#pooling-and-blinding)."""
     hypotheses = list(run.hypotheses.order_by("source", "source_index"))
     random.Random(run.shuffle_seed).shuffle(hypotheses)
     for position, hypothesis in enumerate(hypotheses, start=1):

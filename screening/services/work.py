@@ -151,7 +151,7 @@ def _generate(item: RunWorkItem) -> Outcome:
 def ask_forecasts(
     *, endpoint: ModelEndpoint, system: str, user: str, labels: list[str], purpose: str, run: Run, parse=None
 ):
-    """The protocol's question with its one "ask once more" (seed 000 §3).
+    """The protocol's question with its one "ask once more" (docs/protocol.md#reading-replies).
 
     A reply that is not JSON, misses an id or repeats one is asked once more with the same request. After the second
     try a parseable reply gives its valid answers (null for the rest); an unusable one gives None: no vote."""
@@ -232,7 +232,8 @@ def _forecast(item: RunWorkItem) -> Outcome:
 
 
 def _detailed(run: Run, endpoint: ModelEndpoint, items, stage: int) -> dict:
-    """The detailed instruction (seed 001, Б.1), when enabled: label → DetailedForecast, beside the boolean."""
+    """The detailed instruction (docs/protocol.md#detailed-instruction), when enabled: label → DetailedForecast, beside
+    the boolean."""
     if not settings.OPEN_HYPOTHESIS_DETAILED_FORECASTS or not items:
         return {}
     system, user = prompts.detailed_forecast_messages(
@@ -251,7 +252,7 @@ def _detailed(run: Run, endpoint: ModelEndpoint, items, stage: int) -> dict:
 
 
 def _single(run: Run, endpoint: ModelEndpoint, items, stage: int) -> dict:
-    """The single-hypothesis question (seed 001, Б.3), when enabled: label → its boolean, beside the protocol's."""
+    """The single-hypothesis question, when enabled: label → its boolean, beside the protocol's."""
     if not settings.OPEN_HYPOTHESIS_SINGLE_FORECASTS:
         return {}
     answers = {}

@@ -1,5 +1,5 @@
 """Judging a benchmark set: each model judge scores every hypothesis 0–5 for how well it matches its task's
-reference statement (SPEC §6, seed 001 К).
+reference statement (docs/protocol.md#model-judges).
 
 A judge reads one task at a time: the research question, the reference statement and up to JUDGE_BATCH of the
 task's hypotheses, numbered H1, H2… in an order shuffled with the set's seed, never with their authors. It answers

@@ -3,7 +3,7 @@
 Running a set starts one Open Hypothesis run per task (the set's roster, a seed derived from the set's recorded
 seed) and leaves the rest to the screening app's state machine. When a run's hypotheses are pooled and numbered,
 and before its stage-1 request is even enqueued, `benchmark_run_pooled` records them as the task's hypotheses and
-draws the random control (seed 001 М.3, Н.3): one yes/no per hypothesis from the operating system's
+draws the random control (docs/protocol.md#drawn-answers): one yes/no per hypothesis from the operating system's
 cryptographic generator, stored with the time and the sha256 of the frozen hypothesis set.
 """
 
@@ -25,7 +25,8 @@ from screening.services.progress import RUN_ADVANCE_TASK
 from screening.services.runs import endpoint_snapshot, run_literature_cutoff_set
 
 RANDOM_CONTROL_GENERATOR = "python secrets.randbelow(2)"
-# The fields of each hypothesis the frozen set's sha256 covers, in this order (docs/analysis.md shows the recipe).
+# The fields of each hypothesis the frozen set's sha256 covers, in this order (docs/analysis.md#the-random-control
+# shows the recipe).
 FROZEN_FIELDS = ("id", "generator", "generator_company", "statement", "mechanism", "prediction")
 
 

@@ -1,4 +1,4 @@
-"""Anthropic messages (SPEC Appendix B)."""
+"""Anthropic messages (docs/protocol.md#model-providers)."""
 
 import re
 

@@ -1,4 +1,4 @@
-"""Gemini generateContent (SPEC Appendix B)."""
+"""Gemini generateContent (docs/protocol.md#model-providers)."""
 
 import re
 from urllib.parse import quote

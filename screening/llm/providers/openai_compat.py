@@ -1,4 +1,5 @@
-"""OpenAI-compatible chat completions: OpenAI, xAI, OpenRouter, vLLM, Ollama, llama.cpp (SPEC Appendix B)."""
+"""OpenAI-compatible chat completions: OpenAI, xAI, OpenRouter, vLLM, Ollama, llama.cpp
+(docs/protocol.md#model-providers)."""
 
 from screening.llm.providers.transport import Reply, error_of
 

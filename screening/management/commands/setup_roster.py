@@ -1,4 +1,5 @@
-"""Create or update the default roster of seed 000; endpoints whose key variable is unset use the simulated server."""
+"""Create or update the default roster (docs/protocol.md#default-roster); endpoints whose key variable is unset use the
+simulated server."""
 
 import os
 from dataclasses import dataclass
@@ -9,11 +10,14 @@ from django.db import transaction
 
 from screening.llm.models import ModelEndpoint, Roster, RosterMember
 
-DEFAULT_ROSTER_NAME = "Open Hypothesis (seed 000)"
+DEFAULT_ROSTER_NAME = "Open Hypothesis default roster"
+# The name earlier releases gave the same roster. A database that has it keeps it under that name: the roster's
+# name is part of a benchmark set's published data (report.json), so renaming it would change published checksums.
+FORMER_DEFAULT_ROSTER_NAME = "Open Hypothesis (seed 000)"
 
 
 @dataclass(frozen=True)
-class SeedEndpoint:
+class DefaultEndpoint:
     display_name: str
     company: str
     protocol: str
@@ -26,27 +30,30 @@ class SeedEndpoint:
     supports_json_mode: bool = True
 
 
-ASTRA = SeedEndpoint(
+ASTRA = DefaultEndpoint(
     "GPT-6 Astra", "OpenAI", "openai", "OPENAI_BASE_URL", "GPT6_ASTRA_MODEL", "OPENAI_API_KEY",
     system_role=ModelEndpoint.SystemRole.DEVELOPER,
 )  # fmt: skip
-GROK = SeedEndpoint(
+GROK = DefaultEndpoint(
     "Grok 4.5", "xAI", "openai", "XAI_BASE_URL", "GROK_45_MODEL", "XAI_API_KEY",
     is_grok=True, max_tokens_field=ModelEndpoint.MaxTokensField.MAX_TOKENS,
 )  # fmt: skip
 # Anthropic's native JSON output needs a schema per request: the prompt asks for JSON and the reply is parsed.
-OPUS = SeedEndpoint(
+OPUS = DefaultEndpoint(
     "Claude Opus 5.5", "Anthropic", "anthropic", "ANTHROPIC_BASE_URL", "CLAUDE_OPUS_55_MODEL", "ANTHROPIC_API_KEY",
     supports_json_mode=False,
 )  # fmt: skip
-SONNET = SeedEndpoint(
+SONNET = DefaultEndpoint(
     "Claude Sonnet 5.5", "Anthropic", "anthropic", "ANTHROPIC_BASE_URL", "CLAUDE_SONNET_55_MODEL", "ANTHROPIC_API_KEY",
     supports_json_mode=False,
 )  # fmt: skip
-ARGON = SeedEndpoint("Gemini 4 Argon", "Google", "gemini", "GEMINI_BASE_URL", "GEMINI_4_ARGON_MODEL", "GEMINI_API_KEY")
+ARGON = DefaultEndpoint(
+    "Gemini 4 Argon", "Google", "gemini", "GEMINI_BASE_URL", "GEMINI_4_ARGON_MODEL", "GEMINI_API_KEY"
+)
 
-# Seed 000: four generators (10 hypotheses each), stage 1 GPT-6 Astra, stage 2 Sonnet, Argon and Grok.
-SEED_MEMBERS = {
+# Four generators (10 hypotheses each), stage 1 GPT-6 Astra, stage 2 Sonnet, Argon and Grok; Sonnet translates and
+# judges novelty.
+DEFAULT_MEMBERS = {
     RosterMember.Role.GENERATOR: [ASTRA, GROK, OPUS, ARGON],
     RosterMember.Role.STAGE1: [ASTRA],
     RosterMember.Role.STAGE2: [SONNET, ARGON, GROK],
@@ -60,29 +67,29 @@ def _simulator_base_url(protocol: str) -> str:
     return f"{base}/v1" if protocol == ModelEndpoint.Protocol.OPENAI else base
 
 
-def _endpoint_setup(seed: SeedEndpoint) -> ModelEndpoint:
+def _endpoint_setup(spec: DefaultEndpoint) -> ModelEndpoint:
     """Where the endpoint points follows the environment on every call; limits edited in the admin are kept."""
-    model_id = getattr(settings, seed.model_setting)
-    simulated = not os.environ.get(seed.api_key_env)
+    model_id = getattr(settings, spec.model_setting)
+    simulated = not os.environ.get(spec.api_key_env)
     identity = {
-        "company": seed.company,
-        "protocol": seed.protocol,
-        "api_key_env": seed.api_key_env,
-        "is_grok": seed.is_grok,
+        "company": spec.company,
+        "protocol": spec.protocol,
+        "api_key_env": spec.api_key_env,
+        "is_grok": spec.is_grok,
         "is_simulated": simulated,
-        "base_url": _simulator_base_url(seed.protocol) if simulated else getattr(settings, seed.base_url_setting),
+        "base_url": _simulator_base_url(spec.protocol) if simulated else getattr(settings, spec.base_url_setting),
         "model_id": f"simulated-{model_id}" if simulated else model_id,
     }
     limits = {
         "max_tokens": 32000,
-        "max_tokens_field": seed.max_tokens_field,
-        "system_role": seed.system_role,
-        "supports_json_mode": seed.supports_json_mode,
+        "max_tokens_field": spec.max_tokens_field,
+        "system_role": spec.system_role,
+        "supports_json_mode": spec.supports_json_mode,
         "concurrency_limit": 4,
         "timeout_seconds": 600,
     }
     endpoint, created = ModelEndpoint.objects.get_or_create(
-        display_name=seed.display_name, defaults={**identity, **limits}
+        display_name=spec.display_name, defaults={**identity, **limits}
     )
     if not created:
         for name, value in identity.items():
@@ -93,17 +100,19 @@ def _endpoint_setup(seed: SeedEndpoint) -> ModelEndpoint:
 
 @transaction.atomic
 def roster_setup_default() -> Roster:
-    """The seed's roster with exactly the seed's members; it becomes the default unless another roster is."""
-    endpoints = {seed: _endpoint_setup(seed) for seed in (ASTRA, GROK, OPUS, SONNET, ARGON)}
-    roster, _ = Roster.objects.get_or_create(name=DEFAULT_ROSTER_NAME)
+    """The protocol's roster with exactly its members; it becomes the default unless another roster is."""
+    endpoints = {spec: _endpoint_setup(spec) for spec in (ASTRA, GROK, OPUS, SONNET, ARGON)}
+    roster = Roster.objects.filter(name=DEFAULT_ROSTER_NAME).first()
+    roster = roster or Roster.objects.filter(name=FORMER_DEFAULT_ROSTER_NAME).first()
+    roster = roster or Roster.objects.create(name=DEFAULT_ROSTER_NAME)
     if not Roster.objects.filter(is_default=True).exclude(pk=roster.pk).exists():
         roster.is_default = True
         roster.save(update_fields=["is_default"])
     wanted = set()
-    for role, seeds in SEED_MEMBERS.items():
-        for order, seed in enumerate(seeds):
+    for role, specs in DEFAULT_MEMBERS.items():
+        for order, spec in enumerate(specs):
             member, _ = RosterMember.objects.update_or_create(
-                roster=roster, role=role, endpoint=endpoints[seed], defaults={"order": order}
+                roster=roster, role=role, endpoint=endpoints[spec], defaults={"order": order}
             )
             wanted.add(member.pk)
     roster.members.exclude(pk__in=wanted).delete()
@@ -111,7 +120,7 @@ def roster_setup_default() -> Roster:
 
 
 class Command(BaseCommand):
-    help = "Create or update the default roster (seed 000); providers without a key use the simulated server."
+    help = "Create or update the default roster; providers without a key use the simulated server."
 
     def handle(self, *args, **options):
         roster = roster_setup_default()
