@@ -19,19 +19,17 @@ when a target is missed.
 import argparse
 import os
 import random
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
-from urllib.parse import urlsplit, urlunsplit
+
+from support import all_passed, postgres_server, print_table, run_child, run_measured, scratch_database
 
 SCRATCH_DATABASE = "oh_bench_literature"
 RECORDS = 100_000
 TARGET_SECONDS = 90
 TARGET_MEGABYTES = 500
 
-ROOT = Path(__file__).resolve().parent.parent
 PYTHON = sys.executable
 
 WORDS = (
@@ -40,17 +38,6 @@ WORDS = (
     "lifespan healthspan biomarker intervention caloric restriction NAD+ sirtuin β-catenin Müller öffentliche"
 ).split()
 MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
-
-
-def database_url(url: str, name: str) -> str:
-    return urlunsplit(urlsplit(url)._replace(path=f"/{name}"))
-
-
-def maintenance(url: str, statement: str) -> None:
-    import psycopg
-
-    with psycopg.connect(database_url(url, "postgres"), autocommit=True) as connection:
-        connection.execute(statement)
 
 
 def sentence(rng: random.Random, words: int) -> str:
@@ -108,49 +95,23 @@ def write_file(path: Path, records: int) -> None:
         out.write("</PubmedArticleSet>\n")
 
 
-def run_child(command: list[str], env: dict) -> None:
-    completed = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True)
-    if completed.returncode != 0:
-        raise RuntimeError(f"{' '.join(command)} failed:\n{completed.stderr[-3000:]}")
-
-
-def run_measured(command: list[str], env: dict) -> tuple[float, float, str]:
-    """Wall seconds, peak resident megabytes (the child's own rusage from wait4; Linux counts in kB) and stdout."""
-    started = time.perf_counter()
-    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
-        process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=out, stderr=err, text=True)
-        _, status, usage = os.wait4(process.pid, 0)
-        process.returncode = os.waitstatus_to_exitcode(status)
-        seconds = time.perf_counter() - started
-        out.seek(0)
-        err.seek(0)
-        if process.returncode != 0:
-            raise RuntimeError(f"{' '.join(command)} failed:\n{err.read()[-3000:]}")
-        return seconds, usage.ru_maxrss / 1024, out.read()
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--keep", action="store_true", help=f"leave the {SCRATCH_DATABASE} database for inspection")
     parser.add_argument("--records", type=int, default=RECORDS, help="articles in the generated file")
     arguments = parser.parse_args()
-    url = os.environ.get("DATABASE_URL", "")
-    if urlsplit(url).scheme not in ("postgres", "postgresql"):
-        print(
-            "Set DATABASE_URL to a PostgreSQL server, e.g. postgres://postgres@127.0.0.1:5432/postgres", file=sys.stderr
-        )
+    url = postgres_server()
+    if url is None:
         return 2
 
-    env = {
-        **os.environ,
-        "DATABASE_URL": database_url(url, SCRATCH_DATABASE),
-        "DJANGO_SETTINGS_MODULE": "reviewapp.settings",
-        "LOG_LEVEL": "WARNING",
-    }
-    maintenance(url, f"DROP DATABASE IF EXISTS {SCRATCH_DATABASE} WITH (FORCE)")
-    maintenance(url, f"CREATE DATABASE {SCRATCH_DATABASE}")
     results = []
-    try:
+    with scratch_database(url, SCRATCH_DATABASE, keep=arguments.keep) as scratch_url:
+        env = {
+            **os.environ,
+            "DATABASE_URL": scratch_url,
+            "DJANGO_SETTINGS_MODULE": "reviewapp.settings",
+            "LOG_LEVEL": "WARNING",
+        }
         with tempfile.TemporaryDirectory(prefix="oh-literature-bench-") as folder:
             path = Path(folder) / "pubmed_bench.xml"
             print(f"Writing {arguments.records:,} PubMed articles…", flush=True)
@@ -180,20 +141,8 @@ def main() -> int:
             print(f"  {output.strip()}", flush=True)
             assert f"{arguments.records} unchanged" in output, output
             results.append(("re-import, all unchanged", f"{seconds:.1f} s, {peak:.0f} MB", "(information)", True))
-    finally:
-        if not arguments.keep:
-            maintenance(url, f"DROP DATABASE IF EXISTS {SCRATCH_DATABASE} WITH (FORCE)")
-
-    rows = [("figure", "measured", "target", "result")] + [
-        (figure, measured, target, "PASS" if passed else "FAIL") for figure, measured, target, passed in results
-    ]
-    widths = [max(len(row[column]) for row in rows) for column in range(4)]
-    print()
-    for index, row in enumerate(rows):
-        print("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)))
-        if index == 0:
-            print("  ".join("-" * width for width in widths))
-    return 0 if all(passed for *_, passed in results) else 1
+    print_table(results)
+    return 0 if all_passed(results) else 1
 
 
 if __name__ == "__main__":

@@ -21,17 +21,14 @@ import os
 import random
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
-from pathlib import Path
-from urllib.parse import urlsplit, urlunsplit
+
+from support import EXAMPLE_SERVER, child_figures, scratch_database, setup_django
 
 SCRATCH_DATABASE = "oh_bench_retrieval"
 TARGET_MEDIAN_MS = 100
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 
 COMMON = (
     "cells mice aged ageing age increase decrease expression levels function activity role response model tissue "
@@ -86,10 +83,7 @@ def hypothesis_from(title: str, abstract: str, picker: random.Random) -> str:
 
 def child(references: int, queries: int) -> dict:
     """Runs with DATABASE_URL set to the scratch database: build, index, time. Returns the figures."""
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "reviewapp.settings")
-    import django
-
-    django.setup()
+    setup_django()
     from django.core.management import call_command
     from django.db import connection
 
@@ -152,18 +146,11 @@ def child(references: int, queries: int) -> dict:
     }
 
 
-def database_url(url: str, name: str) -> str:
-    return urlunsplit(urlsplit(url)._replace(path=f"/{name}"))
-
-
 def run_child(env_url: str, args) -> dict:
     env = {**os.environ, "DATABASE_URL": env_url, "LOG_LEVEL": "WARNING"}
     command = [sys.executable, __file__, "--child", "--references", str(args.references)]
     command += ["--queries", str(args.queries)]
-    result = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True)
-    if result.returncode != 0:
-        raise RuntimeError(f"the benchmark process failed:\n{result.stderr[-3000:]}")
-    return json.loads(result.stdout.strip().splitlines()[-1])
+    return child_figures(command, env)
 
 
 def main() -> int:
@@ -186,20 +173,11 @@ def main() -> int:
         finally:
             shutil.rmtree(folder, ignore_errors=True)
     if args.backend in ("both", "postgresql"):
-        import psycopg
-
-        server = os.environ.get("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/postgres")
+        server = os.environ.get("DATABASE_URL", EXAMPLE_SERVER)
         if not server.startswith("postgres"):
-            server = "postgres://postgres@127.0.0.1:5432/postgres"
-        with psycopg.connect(database_url(server, "postgres"), autocommit=True) as maintenance:
-            maintenance.execute(f"DROP DATABASE IF EXISTS {SCRATCH_DATABASE}")
-            maintenance.execute(f"CREATE DATABASE {SCRATCH_DATABASE}")
-        try:
-            figures.append(run_child(database_url(server, SCRATCH_DATABASE), args))
-        finally:
-            if not args.keep:
-                with psycopg.connect(database_url(server, "postgres"), autocommit=True) as maintenance:
-                    maintenance.execute(f"DROP DATABASE IF EXISTS {SCRATCH_DATABASE} WITH (FORCE)")
+            server = EXAMPLE_SERVER
+        with scratch_database(server, SCRATCH_DATABASE, keep=args.keep) as scratch_url:
+            figures.append(run_child(scratch_url, args))
 
     failed = False
     print(f"{'database':<11} {'references':>10} {'load s':>7} {'index s':>8} {'median ms':>10} {'p90 ms':>7} "

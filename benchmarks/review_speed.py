@@ -16,11 +16,11 @@ import os
 import random
 import resource
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
-from urllib.parse import urlsplit, urlunsplit
+
+from support import Results, all_passed, child_figures, postgres_server, print_table, scratch_database, setup_django
 
 SCRATCH_DATABASE = "oh_bench_review"
 PROPOSALS = 10_000
@@ -29,29 +29,6 @@ PER_PROPOSAL = 3
 TASKS = 200
 PAGE_REQUESTS = 50
 SMALL_PROPOSALS = 5
-
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-
-
-def database_url(url: str, name: str) -> str:
-    parts = urlsplit(url)
-    return urlunsplit(parts._replace(path=f"/{name}"))
-
-
-def maintenance(url: str, statement: str) -> None:
-    import psycopg
-
-    with psycopg.connect(database_url(url, "postgres"), autocommit=True) as connection:
-        connection.execute(statement)
-
-
-def setup_django(url: str) -> None:
-    os.environ["DATABASE_URL"] = url
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "reviewapp.settings")
-    import django
-
-    django.setup()
 
 
 # ---------------------------------------------------------------------------------------------- building data
@@ -238,14 +215,8 @@ def run(scratch_url: str) -> list[tuple[str, float, str, bool, str]]:
 
     from reviewapp.services.cohorts import cohort_assign
 
-    results = []
-
-    def record(figure, value, unit, target, passed, note=""):
-        results.append(
-            (figure, f"{value:.2f} {unit}" if isinstance(value, float) else f"{value} {unit}", target, passed, note)
-        )
-        print(f"  {figure}: {results[-1][1]} {note}", flush=True)
-
+    results = Results()
+    record = results.record
     print("Migrating the scratch database…", flush=True)
     call_command("migrate", verbosity=0)
     (coordinator,) = make_users("bench-coord", 1, "coordinator")
@@ -304,15 +275,11 @@ def run(scratch_url: str) -> list[tuple[str, float, str, bool, str]]:
     assert response.status_code == 200 and lines == reviews + 1, (response.status_code, lines, reviews)
     record(f"CSV export of {reviews} reviews", seconds, "s", "≤ 10 s", seconds <= 10)
 
-    child = subprocess.run(
+    figures = child_figures(
         [sys.executable, __file__, "--xlsx-child", str(cohort.pk), coordinator.username],
-        env={**os.environ, "DATABASE_URL": scratch_url},
-        capture_output=True,
-        text=True,
+        {**os.environ, "DATABASE_URL": scratch_url},
         timeout=600,
-        check=True,
     )
-    figures = json.loads(child.stdout.strip().splitlines()[-1])
     assert figures["status"] == 200, figures
     record(
         f"XLSX export of {reviews} reviews",
@@ -333,49 +300,25 @@ def run(scratch_url: str) -> list[tuple[str, float, str, bool, str]]:
     return results
 
 
-def print_table(results) -> None:
-    rows = [("figure", "measured", "target", "result")] + [
-        (figure, measured, target, "PASS" if passed else "FAIL") for figure, measured, target, passed, _ in results
-    ]
-    widths = [max(len(row[column]) for row in rows) for column in range(4)]
-    print()
-    for index, row in enumerate(rows):
-        print("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)))
-        if index == 0:
-            print("  ".join("-" * width for width in widths))
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--keep", action="store_true", help=f"leave the {SCRATCH_DATABASE} database for inspection")
     parser.add_argument("--xlsx-child", nargs=2, metavar=("COHORT_ID", "USERNAME"), help=argparse.SUPPRESS)
     arguments = parser.parse_args()
 
-    url = os.environ.get("DATABASE_URL", "")
-    if urlsplit(url).scheme not in ("postgres", "postgresql"):
-        print(
-            "Set DATABASE_URL to a PostgreSQL server, e.g. postgres://postgres@127.0.0.1:5432/postgres", file=sys.stderr
-        )
+    url = postgres_server()
+    if url is None:
         return 2
     if arguments.xlsx_child:
         setup_django(url)
         xlsx_child(int(arguments.xlsx_child[0]), arguments.xlsx_child[1])
         return 0
 
-    scratch_url = database_url(url, SCRATCH_DATABASE)
-    maintenance(url, f"DROP DATABASE IF EXISTS {SCRATCH_DATABASE} WITH (FORCE)")
-    maintenance(url, f"CREATE DATABASE {SCRATCH_DATABASE}")
-    try:
+    with scratch_database(url, SCRATCH_DATABASE, keep=arguments.keep) as scratch_url:
         setup_django(scratch_url)
         results = run(scratch_url)
-    finally:
-        from django.db import connections
-
-        connections.close_all()
-        if not arguments.keep:
-            maintenance(url, f"DROP DATABASE IF EXISTS {SCRATCH_DATABASE} WITH (FORCE)")
     print_table(results)
-    return 0 if all(passed for *_, passed, _ in results) else 1
+    return 0 if all_passed(results) else 1
 
 
 if __name__ == "__main__":

@@ -25,7 +25,8 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from urllib.parse import urlsplit, urlunsplit
+
+from support import ROOT, Results, all_passed, postgres_server, print_table, scratch_database, setup_django
 
 SCRATCH_DATABASE = "oh_bench_screening"
 RUNS_PER_FIGURE = 3
@@ -36,20 +37,7 @@ REQUESTS_PER_CLIENT = 100
 QUESTION = "How does remodelling of the bone-marrow niche affect the fitness of mutant clones?"
 PROVIDER_KEYS = ("OPENAI_API_KEY", "XAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY")
 
-ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
-sys.path.insert(0, str(ROOT))
-
-
-def database_url(url: str, name: str) -> str:
-    return urlunsplit(urlsplit(url)._replace(path=f"/{name}"))
-
-
-def maintenance(url: str, statement: str) -> None:
-    import psycopg
-
-    with psycopg.connect(database_url(url, "postgres"), autocommit=True) as connection:
-        connection.execute(statement)
 
 
 def free_port() -> int:
@@ -212,66 +200,37 @@ def measure(processes: Processes, record, simulator_port: int) -> None:
     )
 
 
-def print_table(results) -> None:
-    rows = [("figure", "measured", "target", "result")] + [
-        (figure, measured, target, "PASS" if passed else "FAIL") for figure, measured, target, passed, _ in results
-    ]
-    widths = [max(len(row[column]) for row in rows) for column in range(4)]
-    print()
-    for index, row in enumerate(rows):
-        print("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)))
-        if index == 0:
-            print("  ".join("-" * width for width in widths))
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--keep", action="store_true", help=f"leave the {SCRATCH_DATABASE} database for inspection")
     arguments = parser.parse_args()
-    url = os.environ.get("DATABASE_URL", "")
-    if urlsplit(url).scheme not in ("postgres", "postgresql"):
-        print(
-            "Set DATABASE_URL to a PostgreSQL server, e.g. postgres://postgres@127.0.0.1:5432/postgres", file=sys.stderr
-        )
+    url = postgres_server()
+    if url is None:
         return 2
 
-    scratch_url = database_url(url, SCRATCH_DATABASE)
     simulator_port = free_port()
-    env = {key: value for key, value in os.environ.items() if key not in PROVIDER_KEYS}
-    env.update(
-        DATABASE_URL=scratch_url,
-        # Persistent connections, as production runs them.
-        DATABASE_CONN_MAX_AGE="600",
-        CELERY_BROKER_URL=os.environ.get("OH_BENCH_REDIS_URL", "redis://127.0.0.1:6379/13"),
-        SIMULATOR_PORT=str(simulator_port),
-        DJANGO_SETTINGS_MODULE="reviewapp.settings",
-        LOG_LEVEL="WARNING",
-    )
-    os.environ.clear()
-    os.environ.update(env)
-    maintenance(url, f"DROP DATABASE IF EXISTS {SCRATCH_DATABASE} WITH (FORCE)")
-    maintenance(url, f"CREATE DATABASE {SCRATCH_DATABASE}")
-    processes = Processes(env)
-    results = []
-
-    def record(figure, value, unit, target, passed, note=""):
-        results.append((figure, f"{value:.2f} {unit}", target, passed, note))
-        print(f"  {figure}: {results[-1][1]} {note}", flush=True)
-
-    try:
-        import django
-
-        django.setup()
-        measure(processes, record, simulator_port)
-    finally:
-        processes.stop_all()
-        from django.db import connections
-
-        connections.close_all()
-        if not arguments.keep:
-            maintenance(url, f"DROP DATABASE IF EXISTS {SCRATCH_DATABASE} WITH (FORCE)")
+    results = Results()
+    with scratch_database(url, SCRATCH_DATABASE, keep=arguments.keep) as scratch_url:
+        env = {key: value for key, value in os.environ.items() if key not in PROVIDER_KEYS}
+        env.update(
+            DATABASE_URL=scratch_url,
+            # Persistent connections, as production runs them.
+            DATABASE_CONN_MAX_AGE="600",
+            CELERY_BROKER_URL=os.environ.get("OH_BENCH_REDIS_URL", "redis://127.0.0.1:6379/13"),
+            SIMULATOR_PORT=str(simulator_port),
+            DJANGO_SETTINGS_MODULE="reviewapp.settings",
+            LOG_LEVEL="WARNING",
+        )
+        os.environ.clear()
+        os.environ.update(env)
+        processes = Processes(env)
+        try:
+            setup_django()
+            measure(processes, results.record, simulator_port)
+        finally:
+            processes.stop_all()
     print_table(results)
-    return 0 if all(passed for *_, passed, _ in results) else 1
+    return 0 if all_passed(results) else 1
 
 
 if __name__ == "__main__":

@@ -23,11 +23,10 @@ import statistics
 import sys
 import tempfile
 import time
+from contextlib import nullcontext
 from pathlib import Path
-from urllib.parse import urlsplit, urlunsplit
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+from support import scratch_database, setup_django
 
 TASKS = 50
 PER_TASK = 60
@@ -41,17 +40,6 @@ MODELS = ("gpt-6-astra", "claude-sonnet-5-5", "gemini-4-argon", "grok-4.5")
 TABLE_S_TARGET = 5.0
 PAGE_TARGET = 2.0
 RUNS = 3
-
-
-def database_url(url: str, name: str) -> str:
-    return urlunsplit(urlsplit(url)._replace(path=f"/{name}"))
-
-
-def maintenance(url: str, statement: str) -> None:
-    import psycopg
-
-    with psycopg.connect(database_url(url, "postgres"), autocommit=True) as connection:
-        connection.execute(statement)
 
 
 def build_set():
@@ -216,27 +204,14 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--scratch", default="oh_bench_table_s", help="scratch PostgreSQL database name")
     args = parser.parse_args()
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "reviewapp.settings")
     url = os.environ.get("DATABASE_URL", "")
     with tempfile.TemporaryDirectory() as folder:
-        if url.startswith("postgres"):
-            maintenance(url, f'DROP DATABASE IF EXISTS "{args.scratch}"')
-            maintenance(url, f'CREATE DATABASE "{args.scratch}"')
-            os.environ["DATABASE_URL"] = database_url(url, args.scratch)
-        else:
-            os.environ["DATABASE_URL"] = f"sqlite:///{Path(folder) / 'table_s_speed.sqlite3'}"
-        os.environ.setdefault("OH_VAR_DIR", folder)
-        import django
-
-        django.setup()
-        try:
+        sqlite_url = f"sqlite:///{Path(folder) / 'table_s_speed.sqlite3'}"
+        database = scratch_database(url, args.scratch) if url.startswith("postgres") else nullcontext(sqlite_url)
+        with database as database_url:
+            os.environ.setdefault("OH_VAR_DIR", folder)
+            setup_django(database_url)
             return run()
-        finally:
-            from django.db import connections
-
-            connections.close_all()
-            if url.startswith("postgres"):
-                maintenance(url, f'DROP DATABASE IF EXISTS "{args.scratch}"')
 
 
 if __name__ == "__main__":

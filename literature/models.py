@@ -3,6 +3,7 @@
 from django.db import models
 
 from reviewapp.core.claims import ClaimedWork, ClaimState
+from screening.models import Hypothesis
 
 
 class Reference(models.Model):
@@ -104,13 +105,8 @@ class NoveltyCheck(ClaimedWork):
     what the judge answered and the verdict. A check of a run's hypothesis is recorded with its result; an on-demand
     check of a proposal is recorded when asked for and done by a worker (claimed through reviewapp.core.claims)."""
 
-    class Verdict(models.TextChoices):
-        REPORTED = "reported", "Reported"
-        CONTRADICTED = "contradicted", "Contradicted"
-        COMPONENTS_REPORTED = "components_reported", "Components reported"
-        NOT_REPORTED = "not_reported", "Not reported"
-        UNRESOLVED = "unresolved", "Unresolved"
-
+    # The verdicts a run's hypothesis records (screening owns them; a check's verdict is the same).
+    Verdict = Hypothesis.Verdict
     State = ClaimState
 
     hypothesis_text = models.TextField()

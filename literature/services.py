@@ -10,7 +10,7 @@ import logging
 import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path, PurePath
 
 from django.db import transaction
@@ -36,6 +36,8 @@ WRITE_BATCH = 1000
 PROGRESS_EVERY = 1000
 # SQLite refuses statements with too many parameters, so lookups by many ids go in chunks.
 _LOOKUP_CHUNK = 900
+# Every field of a parsed reference is stored under its name.
+_PARSED_FIELDS = tuple(field.name for field in fields(ParsedReference))
 _UPDATE_FIELDS = [
     "pmid",
     "doi",
@@ -328,21 +330,9 @@ def _known_hashes(batch: list[ParsedReference]) -> dict[tuple[str, str], str]:
 
 
 def _model(reference: ParsedReference) -> Reference:
-    return Reference(
-        source=reference.source,
-        source_id=reference.source_id,
-        pmid=reference.pmid,
-        doi=reference.doi,
-        title=reference.title,
-        abstract=reference.abstract,
-        journal=reference.journal,
-        authors=reference.authors,
-        published=reference.published,
-        published_precision=reference.published_precision,
-        raw=Value(reference.raw),
-        content_sha256=reference.content_sha256,
-        is_demo=reference.is_demo,
-    )
+    values = {name: getattr(reference, name) for name in _PARSED_FIELDS}
+    values["raw"] = Value(reference.raw)
+    return Reference(**values, content_sha256=reference.content_sha256)
 
 
 def _repeat_message(earlier: int, source_id: str) -> str:

@@ -114,3 +114,14 @@ FLAW_CHECKLIST = [
     ("other", "Other"),
 ]
 FLAW_CHECKLIST_KEYS = [key for key, _ in FLAW_CHECKLIST]
+
+# A review's answers to the form, as the review records them (fields of the same names).
+ANSWER_FIELDS = (
+    "overall",
+    "recommendation",
+    *CRITERION_FIELDS,
+    "flaw_verdict",
+    "flaw_checklist",
+    "main_flaw",
+    "comments",
+)

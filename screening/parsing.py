@@ -45,27 +45,33 @@ def _collect_by_id(items: list, expected: list[str], problems: list[str]) -> dic
     return by_id
 
 
+def _single_items(text: str | None, expected_ids: list[str]) -> tuple[list[str], dict[str, dict] | None, list[str]]:
+    """The expected ids (normalized), the reply's one forecast item of each id that has exactly one (None when the
+    reply holds no forecasts array that can be read) and the problems found so far."""
+    expected = [normalize_label(label) or label for label in expected_ids]
+    try:
+        obj = extract_json(text)
+    except ReplyParseError as exc:
+        return expected, None, [f"{exc.kind}: {exc}"]
+    items = _forecast_items(obj)
+    if items is None:
+        return expected, None, ["no forecasts array"]
+    problems: list[str] = []
+    by_id = _collect_by_id(items, expected, problems)
+    return expected, {label: found[0] for label, found in by_id.items() if len(found) == 1}, problems
+
+
 def parse_forecasts(text: str | None, expected_ids: list[str]) -> ForecastParse:
     """Read a short-question reply, {"forecasts": [{"id": "H1", "confirmed": true}, ...]}
     (docs/protocol.md#reading-replies).
 
     A repeated id gives no vote for that id; "confirmed" must be a JSON boolean."""
-    expected = [normalize_label(label) or label for label in expected_ids]
-    no_votes = dict.fromkeys(expected)
-    try:
-        obj = extract_json(text)
-    except ReplyParseError as exc:
-        return ForecastParse(votes=no_votes, parsed=False, complete=False, problems=[f"{exc.kind}: {exc}"])
-    items = _forecast_items(obj)
+    expected, items, problems = _single_items(text, expected_ids)
+    votes: dict[str, bool | None] = dict.fromkeys(expected)
     if items is None:
-        return ForecastParse(votes=no_votes, parsed=False, complete=False, problems=["no forecasts array"])
-
-    problems: list[str] = []
-    votes: dict[str, bool | None] = dict(no_votes)
-    for label, found in _collect_by_id(items, expected, problems).items():
-        if len(found) != 1:
-            continue
-        confirmed = found[0].get("confirmed")
+        return ForecastParse(votes=votes, parsed=False, complete=False, problems=problems)
+    for label, item in items.items():
+        confirmed = item.get("confirmed")
         if isinstance(confirmed, bool):
             votes[label] = confirmed
         else:
@@ -101,22 +107,11 @@ def _probability(value) -> float | None:
 
 
 def parse_detailed_forecasts(text: str | None, expected_ids: list[str]) -> DetailedForecastParse:
-    expected = [normalize_label(label) or label for label in expected_ids]
-    nothing = dict.fromkeys(expected)
-    try:
-        obj = extract_json(text)
-    except ReplyParseError as exc:
-        return DetailedForecastParse(forecasts=nothing, parsed=False, complete=False, problems=[f"{exc.kind}: {exc}"])
-    items = _forecast_items(obj)
+    expected, items, problems = _single_items(text, expected_ids)
+    forecasts: dict[str, DetailedForecast | None] = dict.fromkeys(expected)
     if items is None:
-        return DetailedForecastParse(forecasts=nothing, parsed=False, complete=False, problems=["no forecasts array"])
-
-    problems: list[str] = []
-    forecasts: dict[str, DetailedForecast | None] = dict(nothing)
-    for label, found in _collect_by_id(items, expected, problems).items():
-        if len(found) != 1:
-            continue
-        item = found[0]
+        return DetailedForecastParse(forecasts=forecasts, parsed=False, complete=False, problems=problems)
+    for label, item in items.items():
         probability = _probability(item.get("p_experimental_support"))
         if item.get("p_experimental_support") is not None and probability is None:
             problems.append(f"p_experimental_support of {label} is not a number between 0 and 1")

@@ -12,19 +12,8 @@ import json
 import re
 from collections.abc import Iterator
 
-from literature.importers.records import (
-    PRECISION_UNKNOWN,
-    FileUnreadable,
-    Parsed,
-    ParsedReference,
-    Problem,
-    clean,
-    file_source_id,
-    normalise_doi,
-    partial_date,
-    problems_of,
-    text_lines,
-)
+from literature.importers import records
+from literature.importers.records import FileUnreadable, Parsed, ParsedReference, Problem, clean
 from literature.models import Reference
 
 DELIMITERS = (",", ";", "\t")
@@ -70,7 +59,7 @@ def parse_mapping(text: str | dict | None) -> dict[str, str]:
 
 def read(stream, mapping: dict[str, str] | None = None) -> Iterator[Parsed]:
     """Parsed rows of a binary stream of CSV text; the separator (comma, semicolon or tab) is the header's."""
-    lines = (line + "\n" for _, line in text_lines(stream))
+    lines = (line + "\n" for _, line in records.text_lines(stream))
     first = next(lines, "")
     if not first.strip():
         raise FileUnreadable("The file is empty: the first row must name the columns.")
@@ -119,15 +108,15 @@ def _row(number: int, header: list[str], row: list[str], columns: dict[str, int]
         return clean(row[index]) if index is not None and index < len(row) else ""
 
     problems = []
-    pmid, doi, title = value("pmid"), normalise_doi(value("doi")), value("title")
+    pmid, doi, title = value("pmid"), records.normalise_doi(value("doi")), value("title")
     try:
         published, precision = _published(value("published"), value("year"))
     except ValueError as exc:
         problems.append(Problem(number, "published", f"The date is not valid: {exc}.", pmid or doi))
-        published, precision = None, PRECISION_UNKNOWN
+        published, precision = None, records.PRECISION_UNKNOWN
     reference = ParsedReference(
         source=Reference.Source.CSV,
-        source_id=file_source_id(pmid=pmid, doi=doi, own_id=value("id"), title=title, published=published),
+        source_id=records.file_source_id(pmid=pmid, doi=doi, own_id=value("id"), title=title, published=published),
         pmid=pmid,
         doi=doi,
         title=title,
@@ -140,15 +129,15 @@ def _row(number: int, header: list[str], row: list[str], columns: dict[str, int]
     )
     for problem in problems:
         problem.id = reference.source_id
-    problems += problems_of(reference, number, id_from_title=True)
+    problems += records.problems_of(reference, number, id_from_title=True)
     return Parsed(number, None if problems else reference, problems)
 
 
 def _published(published: str, year: str):
     text = published or year
     if not text:
-        return None, PRECISION_UNKNOWN
+        return None, records.PRECISION_UNKNOWN
     match = _ISO_DATE.match(text)
     if match is None:
         raise ValueError(f"“{text}” is not a date like 2019, 2019-05 or 2019-05-12")
-    return partial_date(match.group(1), match.group(2) or "", match.group(3) or "")
+    return records.partial_date(match.group(1), match.group(2) or "", match.group(3) or "")

@@ -4,20 +4,8 @@ six spaces, records separated by blank lines. Records are numbered from 1 in fil
 import re
 from collections.abc import Iterator
 
-from literature.importers.records import (
-    PRECISION_UNKNOWN,
-    FileUnreadable,
-    Parsed,
-    ParsedReference,
-    Problem,
-    clean,
-    is_doi,
-    medline_date,
-    normalise_doi,
-    partial_date,
-    problems_of,
-    text_lines,
-)
+from literature.importers import records
+from literature.importers.records import FileUnreadable, Parsed, ParsedReference, Problem, clean
 from literature.models import Reference
 
 # The tag is left-justified in four columns, then "- ": "PMID- 123", "TI  - Title", "FAU - Doe, Jane".
@@ -32,7 +20,7 @@ def read(stream) -> Iterator[Parsed]:
     fields: dict[str, list[str]] = {}
     problems: list[Problem] = []
     last_tag = None
-    for line_number, line in text_lines(stream):
+    for line_number, line in records.text_lines(stream):
         if not line.strip():
             if lines:
                 yield _record(number, fields, lines, problems)
@@ -68,7 +56,7 @@ def _record(number: int, fields: dict[str, list[str]], lines: list[str], problem
         published, precision = _published(first("DP"), first("DEP"))
     except ValueError as exc:
         problems.append(Problem(number, "published", f"The publication date (DP) is not valid: {exc}.", pmid))
-        published, precision = None, PRECISION_UNKNOWN
+        published, precision = None, records.PRECISION_UNKNOWN
     reference = ParsedReference(
         source=Reference.Source.PUBMED,
         source_id=pmid,
@@ -82,7 +70,7 @@ def _record(number: int, fields: dict[str, list[str]], lines: list[str], problem
         published_precision=precision,
         raw="\n".join(lines),
     )
-    problems += problems_of(reference, number, id_field="PMID", id_label="PMID")
+    problems += records.problems_of(reference, number, id_field="PMID", id_label="PMID")
     return Parsed(number, None if problems else reference, problems)
 
 
@@ -90,15 +78,17 @@ def _doi(article_ids: list[str]) -> str:
     """The first well-formed "10.1000/xyz [doi]" among AID and LID values (as for PubMed XML, a malformed one from
     PubMed stays in the raw record)."""
     candidates = [
-        normalise_doi(value.rstrip()[: -len("[doi]")]) for value in article_ids if value.rstrip().endswith("[doi]")
+        records.normalise_doi(value.rstrip()[: -len("[doi]")])
+        for value in article_ids
+        if value.rstrip().endswith("[doi]")
     ]
-    return next((doi for doi in candidates if is_doi(doi)), "")
+    return next((doi for doi in candidates if records.is_doi(doi)), "")
 
 
 def _published(dp: str, dep: str):
     """DP ("2024 Nov-Dec", "2024 Mar 15", "2024"), else the electronic date DEP (YYYYMMDD), else unknown."""
     if dp:
-        return medline_date(dp)
+        return records.medline_date(dp)
     if re.fullmatch(r"\d{8}", dep):
-        return partial_date(dep[:4], dep[4:6], dep[6:])
-    return None, PRECISION_UNKNOWN
+        return records.partial_date(dep[:4], dep[4:6], dep[6:])
+    return None, records.PRECISION_UNKNOWN

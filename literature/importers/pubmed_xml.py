@@ -10,19 +10,8 @@ import re
 import xml.etree.ElementTree as ET
 from collections.abc import Iterator
 
-from literature.importers.records import (
-    PRECISION_UNKNOWN,
-    FileUnreadable,
-    Parsed,
-    ParsedReference,
-    Problem,
-    clean,
-    is_doi,
-    medline_date,
-    normalise_doi,
-    partial_date,
-    problems_of,
-)
+from literature.importers import records
+from literature.importers.records import FileUnreadable, Parsed, ParsedReference, Problem, clean
 from literature.models import Reference
 
 ROOT = "PubmedArticleSet"
@@ -111,7 +100,7 @@ def parse_article(element: ET.Element, number: int, raw: str | None = None) -> P
         published, precision = _published(pub_date, holder.find("ArticleDate"))
     except ValueError as exc:
         problems.append(Problem(number, "published", f"The publication date is not valid: {exc}.", pmid))
-        published, precision = None, PRECISION_UNKNOWN
+        published, precision = None, records.PRECISION_UNKNOWN
 
     reference = ParsedReference(
         source=Reference.Source.PUBMED,
@@ -126,7 +115,7 @@ def parse_article(element: ET.Element, number: int, raw: str | None = None) -> P
         published_precision=precision,
         raw=raw if raw and f">{pmid}</PMID>" in raw else ET.tostring(element, encoding="unicode").strip(),
     )
-    problems += problems_of(reference, number, id_field="pmid", id_label="PMID")
+    problems += records.problems_of(reference, number, id_field="pmid", id_label="PMID")
     return Parsed(number, None if problems else reference, problems)
 
 
@@ -169,7 +158,7 @@ def _doi(ids: ET.Element | None, holder: ET.Element) -> str:
     than stopping a whole export that the coordinator cannot correct."""
     candidates = [] if ids is None else [i.text for i in ids.findall("ArticleId") if i.get("IdType") == "doi"]
     candidates += [i.text for i in holder.findall("ELocationID") if i.get("EIdType") == "doi"]
-    return next((doi for doi in map(normalise_doi, candidates) if is_doi(doi)), "")
+    return next((doi for doi in map(records.normalise_doi, candidates) if records.is_doi(doi)), "")
 
 
 def _published(pub_date: ET.Element | None, article_date: ET.Element | None):
@@ -177,14 +166,14 @@ def _published(pub_date: ET.Element | None, article_date: ET.Element | None):
     if pub_date is not None:
         medline = clean(pub_date.findtext("MedlineDate"))
         if medline:
-            return medline_date(medline)
+            return records.medline_date(medline)
         year = clean(pub_date.findtext("Year"))
         if year:
-            return partial_date(year, clean(pub_date.findtext("Month")), clean(pub_date.findtext("Day")))
+            return records.partial_date(year, clean(pub_date.findtext("Month")), clean(pub_date.findtext("Day")))
     if article_date is not None and clean(article_date.findtext("Year")):
-        return partial_date(
+        return records.partial_date(
             clean(article_date.findtext("Year")),
             clean(article_date.findtext("Month")),
             clean(article_date.findtext("Day")),
         )
-    return None, PRECISION_UNKNOWN
+    return None, records.PRECISION_UNKNOWN

@@ -8,19 +8,8 @@ same article imported from two reference managers is one reference."""
 import re
 from collections.abc import Iterator
 
-from literature.importers.records import (
-    PRECISION_UNKNOWN,
-    FileUnreadable,
-    Parsed,
-    ParsedReference,
-    Problem,
-    clean,
-    file_source_id,
-    normalise_doi,
-    partial_date,
-    problems_of,
-    text_lines,
-)
+from literature.importers import records
+from literature.importers.records import FileUnreadable, Parsed, ParsedReference, Problem, clean
 from literature.models import Reference
 
 _TAG_LINE = re.compile(r"^([A-Z][A-Z0-9]) {1,2}-(?: (.*))?$")
@@ -36,7 +25,7 @@ def read(stream) -> Iterator[Parsed]:
     lines: list[str] = []
     problems: list[Problem] = []
     last_tag = None
-    for line_number, line in text_lines(stream):
+    for line_number, line in records.text_lines(stream):
         if not line.strip():
             continue
         match = _TAG_LINE.match(line)
@@ -78,16 +67,16 @@ def _record(number: int, fields: dict[str, list[str]], lines: list[str], problem
         return next((clean(fields[tag][0]) for tag in tags if fields.get(tag) and clean(fields[tag][0])), "")
 
     title = first("TI", "T1", "BT", "CT")
-    doi = normalise_doi(first("DO"))
+    doi = records.normalise_doi(first("DO"))
     pmid = _pmid(first("AN"), first("DB", "DP"))
     try:
         published, precision = _published(first("DA"), first("PY", "Y1"))
     except ValueError as exc:
         problems.append(Problem(number, "published", f"The date (DA/PY) is not valid: {exc}.", pmid or doi))
-        published, precision = None, PRECISION_UNKNOWN
+        published, precision = None, records.PRECISION_UNKNOWN
     reference = ParsedReference(
         source=Reference.Source.RIS,
-        source_id=file_source_id(pmid=pmid, doi=doi, own_id=first("ID"), title=title, published=published),
+        source_id=records.file_source_id(pmid=pmid, doi=doi, own_id=first("ID"), title=title, published=published),
         pmid=pmid,
         doi=doi,
         title=title,
@@ -100,7 +89,7 @@ def _record(number: int, fields: dict[str, list[str]], lines: list[str], problem
     )
     for problem in problems:
         problem.id = reference.source_id
-    problems += problems_of(reference, number, id_from_title=True)
+    problems += records.problems_of(reference, number, id_from_title=True)
     return Parsed(number, None if problems else reference, problems)
 
 
@@ -119,8 +108,8 @@ def _published(da: str, py: str):
             match = _RIS_DATE.match(text)
             if match is None:
                 raise ValueError(f"“{text}” is not a date like 2019, 2019/05 or 2019/05/12")
-            candidates.append(partial_date(match.group(1), match.group(2) or "", match.group(3) or ""))
+            candidates.append(records.partial_date(match.group(1), match.group(2) or "", match.group(3) or ""))
     if not candidates:
-        return None, PRECISION_UNKNOWN
+        return None, records.PRECISION_UNKNOWN
     order = ("year", "month", "day")
     return max(candidates, key=lambda candidate: order.index(candidate[1]))

@@ -57,6 +57,17 @@ def per_task_sums(codes: np.ndarray, n_tasks: int, columns: np.ndarray) -> np.nd
     return sums
 
 
+def task_sums(tasks: Iterable[Hashable], columns) -> tuple[list, np.ndarray]:
+    """The task order (first appearance) and row-level columns (shape (rows, k)) summed per task, (n_tasks, k)."""
+    codes, order = task_codes(tasks)
+    return order, per_task_sums(codes, len(order), np.asarray(columns, dtype=np.float64))
+
+
+def resampled_totals(sums: np.ndarray, resamples: int, seed: int) -> np.ndarray:
+    """Every resample's column totals from per-task sums, shape (resamples, k)."""
+    return resample_counts(len(sums), resamples, seed) @ sums
+
+
 def ratio(numerator, denominator):
     """numerator / denominator, NaN where the denominator is zero (works on scalars and arrays)."""
     numerator = np.asarray(numerator, dtype=np.float64)

@@ -12,10 +12,9 @@ from reviewapp.analysis._resampling import (
     DEFAULT_SEED,
     Estimate,
     estimate,
-    per_task_sums,
     ratio,
-    resample_counts,
-    task_codes,
+    resampled_totals,
+    task_sums,
 )
 
 
@@ -119,11 +118,11 @@ def balanced_accuracy(
     }
     resampled = {}
     if groups is not None and resamples:
-        codes, order = task_codes(groups)
         columns = np.column_stack(
             [truth_array & predicted_array, truth_array, ~truth_array & ~predicted_array, ~truth_array]
-        ).astype(np.float64)
-        totals = resample_counts(len(order), resamples, seed) @ per_task_sums(codes, len(order), columns)
+        )
+        _, sums = task_sums(groups, columns)
+        totals = resampled_totals(sums, resamples, seed)
         sensitivity, specificity = ratio(totals[:, 0], totals[:, 1]), ratio(totals[:, 2], totals[:, 3])
         resampled = {
             "balanced_accuracy": (sensitivity + specificity) / 2,

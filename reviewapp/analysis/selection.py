@@ -11,10 +11,10 @@ from reviewapp.analysis._resampling import (
     DEFAULT_SEED,
     Estimate,
     estimate,
-    per_task_sums,
     ratio,
     resample_counts,
-    task_codes,
+    resampled_totals,
+    task_sums,
 )
 from reviewapp.analysis.judges import PRIMARY_THRESHOLD, company_key, judge_score, other_company_scores
 
@@ -163,8 +163,7 @@ def _selection_columns(rows: Iterable[tuple[Hashable, bool, bool | None]]):
             columns.append((1, int(match), int(selected), int(selected and match)))
     if not tasks:
         raise ValueError("no rows")
-    codes, order = task_codes(tasks)
-    sums = per_task_sums(codes, len(order), np.asarray(columns, dtype=np.float64))
+    order, sums = task_sums(tasks, columns)
     return order, sums, not_judged, selected_not_judged
 
 
@@ -186,7 +185,7 @@ def selection_summary(
     """
     order, sums, not_judged, selected_not_judged = _selection_columns(rows)
     totals = sums.sum(axis=0)
-    resampled = _selection_ratios(resample_counts(len(order), resamples, seed) @ sums) if resamples else {}
+    resampled = _selection_ratios(resampled_totals(sums, resamples, seed)) if resamples else {}
     point = _selection_ratios(totals)
     return SelectionSummary(
         tasks=len(order),

@@ -43,6 +43,16 @@ def _filename(benchmark: BenchmarkSet, suffix: str) -> str:
     return f"{slugify(benchmark.name) or 'set'}-{benchmark.pk}-{suffix}"
 
 
+def _named(model, field: str, name: str, *, what: str, code: str):
+    """The record whose `field` is `name`; None when no name is given, a refusal when no record has it."""
+    if not name:
+        return None
+    record = model.objects.filter(**{field: name}).first()
+    if record is None:
+        raise ServiceError(f"There is no {what} named {name}.", code=code)
+    return record
+
+
 class BenchmarkOutputSerializer(serializers.Serializer):
     id = serializers.IntegerField()
     name = serializers.CharField()
@@ -74,11 +84,7 @@ class BenchmarkCreateApi(APIView):
 
     def post(self, request):
         values = validated(self.InputSerializer, request.data)
-        roster = None
-        if values["roster"]:
-            roster = Roster.objects.filter(name=values["roster"]).first()
-            if roster is None:
-                raise ServiceError(f"There is no roster named {values['roster']}.", code="unknown_roster")
+        roster = _named(Roster, "name", values["roster"], what="roster", code="unknown_roster")
         benchmark = services.benchmark_create(
             name=values["name"],
             description=values["description"],
@@ -198,11 +204,9 @@ class JudgeAddApi(APIView):
     def post(self, request, benchmark_id: int):
         benchmark = _benchmark(benchmark_id)
         values = validated(self.InputSerializer, request.data)
-        endpoint = None
-        if values["endpoint"]:
-            endpoint = ModelEndpoint.objects.filter(display_name=values["endpoint"]).first()
-            if endpoint is None:
-                raise ServiceError(f"There is no model endpoint named {values['endpoint']}.", code="unknown_endpoint")
+        endpoint = _named(
+            ModelEndpoint, "display_name", values["endpoint"], what="model endpoint", code="unknown_endpoint"
+        )
         judge = services.judge_add(
             benchmark=benchmark, name=values["name"], company=values["company"], endpoint=endpoint
         )

@@ -16,7 +16,6 @@ from django.urls import path
 from django.utils.text import slugify
 from django.views.decorators.http import require_http_methods, require_POST
 
-from reviewapp.api.imports import import_upload
 from reviewapp.benchmarks import selectors
 from reviewapp.benchmarks.api import BenchmarkCreateApi, JudgeAddApi
 from reviewapp.benchmarks.figures import BENCHMARK_FIGURES
@@ -29,6 +28,8 @@ from reviewapp.core.errors import page_errors, validated
 from reviewapp.figures import FORMATS, figure_file
 from reviewapp.models import Cohort
 from reviewapp.views.analysis import figure_response
+from reviewapp.views.coordinate import int_or_none
+from reviewapp.views.imports import posted_import
 from screening.llm.models import ModelEndpoint, Roster
 
 JUDGE_TABLE_PAGE = 100
@@ -55,13 +56,6 @@ def _get_benchmark_for_coordinator(request, benchmark_id: int) -> BenchmarkSet:
     return _get_benchmark_for_user(request, benchmark_id)
 
 
-def _int_or_none(value: str | None) -> int | None:
-    try:
-        return int(value) if value not in (None, "") else None
-    except ValueError:
-        return None
-
-
 # Sets ----------------------------------------------------------------------------------------------------------
 
 
@@ -73,7 +67,7 @@ def benchmark_list(request):
     if request.method == "POST":
         roles.require_coordinator(request.user)
         form = {key: request.POST.get(key, "").strip() for key in form}
-        roster_id = _int_or_none(form["roster"])
+        roster_id = int_or_none(form["roster"])
         with page_errors(into=errors):
             values = validated(BenchmarkCreateApi.InputSerializer, {**form, "roster": "", "seed": form["seed"] or None})
             benchmark = services.benchmark_create(
@@ -124,7 +118,7 @@ def benchmark_detail(request, benchmark_id: int):
 @require_POST
 def benchmark_roster(request, benchmark_id: int):
     benchmark = _get_benchmark_for_coordinator(request, benchmark_id)
-    roster_id = _int_or_none(request.POST.get("roster"))
+    roster_id = int_or_none(request.POST.get("roster"))
     roster = Roster.objects.filter(pk=roster_id).first() if roster_id else None
     services.benchmark_roster_set(benchmark=benchmark, roster=roster)
     messages.success(request, f"The set's roster is now {roster.name}." if roster else "The set has no roster now.")
@@ -145,7 +139,7 @@ def benchmark_run(request, benchmark_id: int):
 @require_POST
 def benchmark_judge_add(request, benchmark_id: int):
     benchmark = _get_benchmark_for_coordinator(request, benchmark_id)
-    endpoint_id = _int_or_none(request.POST.get("endpoint"))
+    endpoint_id = int_or_none(request.POST.get("endpoint"))
     endpoint = ModelEndpoint.objects.filter(pk=endpoint_id).first() if endpoint_id else None
     with page_errors(request):
         values = validated(JudgeAddApi.InputSerializer, {**request.POST.dict(), "endpoint": ""})
@@ -160,7 +154,7 @@ def benchmark_judge_add(request, benchmark_id: int):
 @require_POST
 def benchmark_judging(request, benchmark_id: int):
     benchmark = _get_benchmark_for_coordinator(request, benchmark_id)
-    judge_id = _int_or_none(request.POST.get("judge"))
+    judge_id = int_or_none(request.POST.get("judge"))
     judges = list(Judge.objects.filter(benchmark=benchmark, pk=judge_id)) if judge_id else None
     with page_errors(request):
         jobs = judging_start(benchmark=benchmark, user=request.user, judges=judges)
@@ -179,13 +173,7 @@ def benchmark_import(request, benchmark_id: int):
     benchmark = _get_benchmark_for_coordinator(request, benchmark_id)
     context = {"benchmark": benchmark, "result": None, "problems": None}
     if request.method == "POST":
-        with page_errors() as outcome:
-            upload = import_upload(request.FILES)
-            context["result"] = benchmark_import_file(
-                benchmark=benchmark, filename=upload.name, content=upload.read(), user=request.user
-            )
-        if outcome.error is not None:
-            context["problems"] = outcome.error.details.get("rows")
+        context["result"], context["problems"], _ = posted_import(request, benchmark_import_file, benchmark=benchmark)
     context["imports"] = selectors.benchmark_imports(benchmark)
     context["columns"] = [
         (table, [(name, name in REQUIRED[table]) for name in fields if name != "forecasts"])

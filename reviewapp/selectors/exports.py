@@ -19,25 +19,14 @@ from openpyxl.styles import Font
 from openpyxl.utils import get_column_letter
 
 from reviewapp.models import Cohort, Review
-from reviewapp.protocol import CANT_JUDGE, CRITERION_FIELDS
+from reviewapp.protocol import ANSWER_FIELDS, CANT_JUDGE, CRITERION_FIELDS
 
 CHUNK_SIZE = 2000
 
 REVIEW_KEY_COLUMNS = ["cohort", "proposal_id", "task_key", "reviewer", "position", "status"]
-REVIEW_COLUMNS = [
-    *REVIEW_KEY_COLUMNS,
-    "started_at",
-    "submitted_at",
-    "seconds_spent",
-    "overall",
-    "recommendation",
-    *CRITERION_FIELDS,
-    "flaw_verdict",
-    "flaw_checklist",
-    "main_flaw",
-    "comments",
-    "deferred_reason",
-]
+# The review's own values, in the order of the export's columns.
+_REVIEW_VALUES = ("started_at", "submitted_at", "seconds_spent", *ANSWER_FIELDS)
+REVIEW_COLUMNS = [*REVIEW_KEY_COLUMNS, *_REVIEW_VALUES, "deferred_reason"]
 UNBLINDING_COLUMNS = ["author", "author_company", "method", "source_run"]
 LONG_COLUMNS = [*REVIEW_KEY_COLUMNS, "criterion", "value"]
 
@@ -47,16 +36,7 @@ _FIELDS = (
     "assignment__reviewer__username",
     "assignment__position",
     "status",
-    "started_at",
-    "submitted_at",
-    "seconds_spent",
-    "overall",
-    "recommendation",
-    *CRITERION_FIELDS,
-    "flaw_verdict",
-    "flaw_checklist",
-    "main_flaw",
-    "comments",
+    *_REVIEW_VALUES,
     "assignment__deferred_reason",
 )
 _UNBLINDING_FIELDS = (

@@ -10,6 +10,7 @@ import hashlib
 import json
 import re
 from collections import defaultdict
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import date, datetime
 from functools import cache
@@ -20,7 +21,15 @@ from django.db.models import Field, Model
 
 from reviewapp.core.errors import ServiceError
 from reviewapp.models import Cohort, ImportBatch, Proposal, ResearchTask
-from reviewapp.services.tabular_files import ImportInvalid, TableFile, as_text, clean_text, file_invalid, problem
+from reviewapp.services.tabular_files import (
+    ImportInvalid,
+    TableFile,
+    as_text,
+    clean_rows,
+    clean_text,
+    file_invalid,
+    problem,
+)
 
 TASKS, PROPOSALS = "tasks", "proposals"
 TASK_FIELDS = ("key", "question", "background", "reference_statement", "published", "dataset")
@@ -100,32 +109,24 @@ def cohort_import_file(*, cohort: Cohort, filename: str, content: bytes, user) -
     if previous:
         return _repeated(previous)
     file_format, tasks, proposals, problems = _read_and_check_file(filename, content)
-    try:
-        with transaction.atomic():
-            # Checked again under the cohort's lock: a status change or the same upload may have raced us.
-            cohort = Cohort.objects.select_for_update().get(pk=cohort.pk)
-            _ensure_draft(cohort)
-            previous = ImportBatch.objects.filter(cohort=cohort, sha256=sha256).first()
-            if previous:
-                return _repeated(previous)
-            database_problems, task_pks, proposal_pks = _check_against_database(tasks, proposals)
-            problems += database_problems
-            if problems:
-                raise ImportInvalid(COHORT_FILE.in_file_order(problems))
-            batch = ImportBatch.objects.create(
-                cohort=cohort,
-                filename=PurePath(filename).name[:255],
-                file_format=file_format,
-                sha256=sha256,
-                task_count=len(tasks),
-                proposal_count=len(proposals),
-                created_by=user if user is not None and user.is_authenticated else None,
-            )
-            new_tasks, new_proposals = _write(cohort, batch, tasks, proposals, task_pks, proposal_pks)
-    except IntegrityError as exc:
-        # Only a concurrent import of the same records can get past the checks above.
-        message = "Another import added some of these records at the same moment; import the file again."
-        raise file_invalid(message) from exc
+    with refused_when_raced(), transaction.atomic():
+        # Checked again under the cohort's lock: a status change or the same upload may have raced us.
+        cohort = Cohort.objects.select_for_update().get(pk=cohort.pk)
+        _ensure_draft(cohort)
+        previous = ImportBatch.objects.filter(cohort=cohort, sha256=sha256).first()
+        if previous:
+            return _repeated(previous)
+        database_problems, task_pks, proposal_pks = _check_against_database(tasks, proposals)
+        problems += database_problems
+        if problems:
+            raise ImportInvalid(COHORT_FILE.in_file_order(problems))
+        batch = ImportBatch.objects.create(
+            cohort=cohort,
+            **batch_fields(filename=filename, file_format=file_format, sha256=sha256, user=user),
+            task_count=len(tasks),
+            proposal_count=len(proposals),
+        )
+        new_tasks, new_proposals = _write(cohort, batch, tasks, proposals, task_pks, proposal_pks)
     return ImportResult(
         tasks=len(tasks),
         proposals=len(proposals),
@@ -133,6 +134,28 @@ def cohort_import_file(*, cohort: Cohort, filename: str, content: bytes, user) -
         new_proposals=new_proposals,
         already_imported=False,
     )
+
+
+def batch_fields(*, filename: str, file_format: str, sha256: str, user) -> dict:
+    """What every import's batch records of the file: its name (at most 255 characters), format and sha256, and who
+    imported it."""
+    return {
+        "filename": PurePath(filename).name[:255],
+        "file_format": file_format,
+        "sha256": sha256,
+        "created_by": user if user is not None and user.is_authenticated else None,
+    }
+
+
+@contextmanager
+def refused_when_raced():
+    """An import's checks and writes: an IntegrityError inside refuses the file (only a concurrent import of the same
+    records can get past the checks)."""
+    try:
+        yield
+    except IntegrityError as exc:
+        message = "Another import added some of these records at the same moment; import the file again."
+        raise file_invalid(message) from exc
 
 
 def _ensure_draft(cohort: Cohort) -> None:
@@ -237,23 +260,9 @@ def _field_max_length(model: type[Model], name: str) -> int | None:
 
 def _clean_table(table: str, rows, problems: list) -> list[dict]:
     """Records with clean values (and their row number); a value with a problem is left empty."""
-    records = []
-    for number, values in rows:
-        record = {"row": number}
-        for name in FIELDS[table]:
-            value, message = _CLEANERS.get(name, clean_text)(values.get(name))
-            record[name] = value
-            if message:
-                problems.append(problem(table, number, name, message))
-            elif name in REQUIRED[table] and not value:
-                claim = " (the claim)" if name == "statement" else ""
-                problems.append(problem(table, number, name, f"{name}{claim} is required."))
-            elif isinstance(value, str) and (limit := _max_length(table, name)) and len(value) > limit:
-                problems.append(
-                    problem(table, number, name, f"{name} has {len(value)} characters; at most {limit} are allowed.")
-                )
-        records.append(record)
-    return records
+    return clean_rows(
+        table, rows, problems, fields=FIELDS, required=REQUIRED, cleaners=_CLEANERS, max_length=_max_length
+    )
 
 
 def _check_within_file(tasks: list[dict], proposals: list[dict], problems: list) -> None:

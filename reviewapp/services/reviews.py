@@ -21,15 +21,6 @@ _RECOMMENDATIONS = [key for key, *_ in protocol.RECOMMENDATIONS]
 _FLAW_VERDICTS = [key for key, *_ in protocol.FLAW_VERDICTS]
 _CRITERION_LABELS = {field: label for field, label, *_ in protocol.CRITERIA}
 _TEXT_LABELS = {"main_flaw": "The main flaw", "comments": "Comments"}
-ANSWER_FIELDS = (
-    "overall",
-    "recommendation",
-    *protocol.CRITERION_FIELDS,
-    "flaw_verdict",
-    "flaw_checklist",
-    "main_flaw",
-    "comments",
-)
 
 
 class ReviewError(ServiceError):
@@ -178,7 +169,7 @@ def _write(*, assignment, reviewer, data, version, opened_at, submit) -> tuple[R
                 return review, {}
             raise StaleReview()
         gap = _counted_seconds(review.last_saved_at, now)
-    answers = {field: getattr(review, field) for field in ANSWER_FIELDS} | cleaned
+    answers = {field: getattr(review, field) for field in protocol.ANSWER_FIELDS} | cleaned
     # The checklist describes a declared flaw; with no flaw declared it has nothing to describe.
     if answers["flaw_verdict"] in ("", "absent"):
         answers["flaw_checklist"] = []

@@ -2,13 +2,14 @@
 
 The cohort import (tasks, proposals) and the benchmark-set import (tasks, hypotheses, scores) read files the
 same way; a TableFile describes what differs: the tables and their fields, how a CSV header names its table and
-the sentences that tell the user which tables the file may hold. Cleaning the values and checking them against
-each other and the database stays with each import.
+the sentences that tell the user which tables the file may hold. `clean_rows` cleans the values with each import's
+own cleaners and limits; checking them against each other and the database stays with each import.
 """
 
 import csv
 import io
 import json
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import date
 from pathlib import PurePath
@@ -62,6 +63,39 @@ def clean_text(value):
     """(text, None), or ("", a problem) when the value is not text-like."""
     value_text = as_text(value)
     return ("", "Must be text.") if value_text is None else (value_text, None)
+
+
+def clean_rows(
+    table: str,
+    rows,
+    problems: list,
+    *,
+    fields: Mapping[str, Iterable[str]],
+    required: Mapping[str, Iterable[str]],
+    cleaners: Mapping[str, Callable],
+    max_length: Callable[[str, str], int | None],
+) -> list[dict]:
+    """Records with clean values (and their row number); a value with a problem is left empty and the problem added.
+
+    rows: (row number, {field: raw value}); fields and required: table → field names; cleaners: field → cleaner
+    giving (value, problem or None), clean_text by default; max_length(table, field): the most characters its text
+    may have (None: no limit)."""
+    records = []
+    for number, values in rows:
+        record = {"row": number}
+        for name in fields[table]:
+            value, message = cleaners.get(name, clean_text)(values.get(name))
+            record[name] = value
+            if message:
+                problems.append(problem(table, number, name, message))
+            elif name in required[table] and (value is None or value == ""):
+                claim = " (the claim)" if name == "statement" else ""
+                problems.append(problem(table, number, name, f"{name}{claim} is required."))
+            elif isinstance(value, str) and (limit := max_length(table, name)) and len(value) > limit:
+                message = f"{name} has {len(value)} characters; at most {limit} are allowed."
+                problems.append(problem(table, number, name, message))
+        records.append(record)
+    return records
 
 
 @dataclass(frozen=True)

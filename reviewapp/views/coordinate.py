@@ -59,7 +59,8 @@ def _field_errors(error: ServiceError) -> list[dict]:
     return error.details.get("errors") or [{"row": None, "field": "", "message": error.message}]
 
 
-def _int_or_none(value: str | None) -> int | None:
+def int_or_none(value: str | None) -> int | None:
+    """A form value as a whole number; None when it is empty or not a number."""
     try:
         return int(value) if value not in (None, "") else None
     except ValueError:
@@ -165,7 +166,7 @@ def cohort_assign(request, cohort_id: int):
     cohort = _get_cohort_for_user(request, cohort_id)
     roles.require_coordinator(request.user)
     form = {
-        "reviewers": {pk for pk in map(_int_or_none, request.POST.getlist("reviewers")) if pk is not None},
+        "reviewers": {pk for pk in map(int_or_none, request.POST.getlist("reviewers")) if pk is not None},
         **{key: request.POST.get(key, "") for key in ("per_proposal", "seed", "max_load")},
     }
     errors = []

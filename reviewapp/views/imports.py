@@ -25,20 +25,28 @@ def _get_cohort_for_coordinator(request, pk: int) -> Cohort:
     return get_object_or_404(Cohort, pk=pk)
 
 
+def posted_import(request, import_file, **target):
+    """Import the file posted to an import page into target (cohort= or benchmark=, as import_file takes it).
+
+    (result, problems, error): the import's result, or the refusal and the rows it names (None when it names none).
+    """
+    result = None
+    with page_errors() as outcome:
+        upload = import_upload(request.FILES)
+        result = import_file(**target, filename=upload.name, content=upload.read(), user=request.user)
+    problems = outcome.error.details.get("rows") if outcome.error is not None else None
+    return result, problems, outcome.error
+
+
 @login_required
 @require_http_methods(["GET", "POST"])
 def cohort_import(request, cohort_id):
     cohort = _get_cohort_for_coordinator(request, cohort_id)
     context = {"cohort": cohort, "result": None, "problems": None, "refusal": None}
     if request.method == "POST":
-        with page_errors() as outcome:
-            upload = import_upload(request.FILES)
-            context["result"] = cohort_import_file(
-                cohort=cohort, filename=upload.name, content=upload.read(), user=request.user
-            )
-        if outcome.error is not None:
-            context["problems"] = outcome.error.details.get("rows")
-            context["refusal"] = "" if context["problems"] else outcome.error.message
+        context["result"], context["problems"], error = posted_import(request, cohort_import_file, cohort=cohort)
+        if error is not None:
+            context["refusal"] = "" if context["problems"] else error.message
     context["batches"] = cohort.imports.select_related("created_by").order_by("-created_at")
     context["columns"] = [
         ("tasks", [(name, name in REQUIRED["tasks"]) for name in TASK_FIELDS]),

@@ -111,28 +111,21 @@ class RunCreateApi(APIView):
     def post(self, request):
         values = _validated(self.InputSerializer, _read_body(request))
         _check_lengths(values)
-        return _start(request, values)
+        return _start(request, values, self.client_hypotheses(values))
+
+    def client_hypotheses(self, values: dict) -> list[ClientHypothesis] | None:
+        """The client's own hypotheses to screen; None: the roster's generators write them."""
+        return None
 
 
-class ScreeningCreateApi(APIView):
+class ScreeningCreateApi(RunCreateApi):
     """POST /api/v1/open-hypothesis/screenings: the protocol applied to the client's own hypotheses."""
 
-    authentication_classes = []
-    permission_classes = [AllowAny]
-    parser_classes = [JSONParser]
-
-    class InputSerializer(serializers.Serializer):
-        question = StrictCharField(allow_blank=True)
-        background = StrictCharField(required=False, allow_blank=True, allow_null=True)
-        language = serializers.ChoiceField(choices=Run.Language.values, required=False)
+    class InputSerializer(RunCreateApi.InputSerializer):
         hypotheses = serializers.ListField(child=ClientHypothesisSerializer(), min_length=1, max_length=HYPOTHESES_MAX)
 
-    def post(self, request):
-        data = _read_body(request)
-        values = _validated(self.InputSerializer, data)
-        _check_lengths(values)
-        hypotheses = [ClientHypothesis(**item) for item in values["hypotheses"]]
-        return _start(request, values, hypotheses)
+    def client_hypotheses(self, values: dict) -> list[ClientHypothesis] | None:
+        return [ClientHypothesis(**item) for item in values["hypotheses"]]
 
 
 class RunOutputSerializer(serializers.Serializer):

@@ -117,6 +117,19 @@ def _roster_snapshot(kind: str) -> dict:
     roster = Roster.objects.filter(is_default=True).first()
     if roster is None:
         raise RunRefused("No model roster is configured yet; try again later.", code="not_configured", status=503)
+    snapshot = roster_snapshot(roster)
+    needed = [RosterMember.Role.STAGE1, RosterMember.Role.STAGE2]
+    if kind == Run.Kind.GENERATE:
+        needed.append(RosterMember.Role.GENERATOR)
+    if any(not snapshot["roles"][role] for role in needed):
+        raise RunRefused("The model roster is incomplete; try again later.", code="not_configured", status=503)
+    return snapshot
+
+
+def roster_snapshot(roster: Roster) -> dict:
+    """A roster's enabled endpoints by role, as a run records them: {"name", "roles": {role: [endpoint snapshot]}}.
+
+    A role without an enabled endpoint has an empty list; the caller decides which roles it needs."""
     members = (
         RosterMember.objects.filter(roster=roster, endpoint__enabled=True)
         .select_related("endpoint")
@@ -125,11 +138,6 @@ def _roster_snapshot(kind: str) -> dict:
     roles: dict[str, list[dict]] = {role: [] for role in RosterMember.Role.values}
     for member in members:
         roles[member.role].append(endpoint_snapshot(member.endpoint))
-    needed = [RosterMember.Role.STAGE1, RosterMember.Role.STAGE2]
-    if kind == Run.Kind.GENERATE:
-        needed.append(RosterMember.Role.GENERATOR)
-    if any(not roles[role] for role in needed):
-        raise RunRefused("The model roster is incomplete; try again later.", code="not_configured", status=503)
     # The protocol has one stage-1 model.
     roles[RosterMember.Role.STAGE1] = roles[RosterMember.Role.STAGE1][:1]
     return {"name": roster.name, "roles": roles}
@@ -174,26 +182,24 @@ def _check_limits(address_hash: str, now) -> None:
         .order_by("created_at")
         .values_list("created_at", flat=True)
     )
-    if len(client_times) >= client_limit:
-        frees_at = client_times[len(client_times) - client_limit] + WINDOW
-        raise RunRefused(
-            f"This address has started {client_limit} runs in the last 24 hours, the most allowed.",
-            code="client_limit",
-            status=429,
-            retry_after=_seconds_until(frees_at, now),
-        )
+    _refuse_at_window_limit(
+        client_times,
+        client_limit,
+        now,
+        f"This address has started {client_limit} runs in the last 24 hours, the most allowed.",
+        code="client_limit",
+    )
     daily_cap = settings.OPEN_HYPOTHESIS_DAILY_CAP
     day_times = list(
         _public_runs().filter(created_at__gte=since).order_by("created_at").values_list("created_at", flat=True)
     )
-    if len(day_times) >= daily_cap:
-        frees_at = day_times[len(day_times) - daily_cap] + WINDOW
-        raise RunRefused(
-            f"The service has started {daily_cap} runs in the last 24 hours, the most it takes.",
-            code="daily_cap",
-            status=429,
-            retry_after=_seconds_until(frees_at, now),
-        )
+    _refuse_at_window_limit(
+        day_times,
+        daily_cap,
+        now,
+        f"The service has started {daily_cap} runs in the last 24 hours, the most it takes.",
+        code="daily_cap",
+    )
     queue_limit = settings.OPEN_HYPOTHESIS_QUEUE_LIMIT
     waiting = list(
         _public_runs()
@@ -210,6 +216,14 @@ def _check_limits(address_hash: str, now) -> None:
             status=503,
             retry_after=max(settings.OPEN_HYPOTHESIS_POLL_SECONDS, _seconds_until(frees_at, now)),
         )
+
+
+def _refuse_at_window_limit(times: list, limit: int, now, message: str, *, code: str) -> None:
+    """Refuse (429) when `times` (run starts in the window, oldest first) reached `limit`; a place frees when the
+    start that made it full leaves the window."""
+    if len(times) >= limit:
+        frees_at = times[len(times) - limit] + WINDOW
+        raise RunRefused(message, code=code, status=429, retry_after=_seconds_until(frees_at, now))
 
 
 def _typical_run_seconds() -> float:

@@ -156,22 +156,34 @@ def ask_forecasts(
     A reply that is not JSON, misses an id or repeats one is asked once more with the same request. After the second
     try a parseable reply gives its valid answers (null for the rest); an unusable one gives None: no vote."""
     parse = parse or parsing.parse_forecasts
-    result = None
+    result, _ = ask_twice(
+        lambda text: parse(text, labels),
+        after_reply=lambda: _touch(run.pk),
+        endpoint=endpoint,
+        system=system,
+        user=user,
+        purpose=purpose,
+        run=run,
+        json_schema=prompts.FORECAST_SCHEMA if parse is parsing.parse_forecasts else None,
+    )
+    return result
+
+
+def ask_twice(parse: Callable, *, after_reply: Callable[[], None] | None = None, **request):
+    """One model request (llm.complete's arguments) with the protocol's one "ask once more"
+    (docs/protocol.md#reading-replies): a reply that parse(text) does not read as complete is asked again.
+
+    Returns what parse read, or None when no usable reply was read at all (parse gives an object with `parsed` and
+    `complete`), and the last call. after_reply runs after each reply arrives (a heartbeat)."""
+    result, call = None, None
     for attempt in (1, 2):
-        completion = llm.complete(
-            endpoint=endpoint,
-            system=system,
-            user=user,
-            purpose=purpose,
-            run=run,
-            protocol_attempt=attempt,
-            json_schema=prompts.FORECAST_SCHEMA if parse is parsing.parse_forecasts else None,
-        )
-        _touch(run.pk)
-        result = parse(completion.text, labels) if completion.usable else None
+        completion = llm.complete(**request, protocol_attempt=attempt)
+        if after_reply is not None:
+            after_reply()
+        result, call = (parse(completion.text) if completion.usable else None), completion.call
         if result is not None and result.complete:
-            return result
-    return result if result is not None and result.parsed else None
+            break
+    return (result if result is not None and result.parsed else None), call
 
 
 def _forecast(item: RunWorkItem) -> Outcome:

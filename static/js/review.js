@@ -215,12 +215,22 @@
     if (event.persisted) window.location.reload();
   });
 
-  document.addEventListener("input", (event) => {
-    if (event.target.closest("#review-form")) remember();
-  });
-  document.addEventListener("change", (event) => {
-    if (event.target.closest("#review-form")) remember();
-  });
+  // Capture phase: the answer is kept before htmx, listening on the form, builds the save that carries it; the save's
+  // `sentEditedAt` then covers it, and its success marks it saved (bubbling here, it was left marked unsaved).
+  document.addEventListener(
+    "input",
+    (event) => {
+      if (event.target.closest("#review-form")) remember();
+    },
+    true,
+  );
+  document.addEventListener(
+    "change",
+    (event) => {
+      if (event.target.closest("#review-form")) remember();
+    },
+    true,
+  );
 
   // ---- Keyboard ----
 

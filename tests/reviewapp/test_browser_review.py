@@ -27,10 +27,11 @@ def wait_for_focus(page, name: str):
 
 
 def wait_until_saved(page, assignment_id: int):
-    """Every answer typed has reached the server (the browser's copy is no longer marked unsaved)."""
+    """Every answer typed has reached the server: the browser's copy is marked saved, or gone because the page the
+    server rendered already held every answer (a save sent while the page reloaded got there first)."""
     key = f"open-hypothesis:review-draft:{assignment_id}"
     page.wait_for_function(
-        "key => { const kept = JSON.parse(localStorage.getItem(key) || 'null'); return kept && !kept.dirty; }",
+        "key => { const kept = JSON.parse(localStorage.getItem(key) || 'null'); return !kept || !kept.dirty; }",
         arg=key,
     )
     page.wait_for_function("() => document.querySelector('#save-status .saved')")
@@ -185,3 +186,26 @@ def test_the_indicator_tells_of_an_expired_session_and_of_another_tab(live_serve
         "Not saved — this review was changed in another tab or window. Reload the page"
     )
     assert Review.objects.get(assignment=assignment).overall == 5
+
+
+def test_an_answer_saved_on_its_own_is_marked_saved_in_the_browser(live_server, page):
+    """The browser keeps an answer until the save that carries it succeeds. The copy must then be marked saved, also
+    when that save was sent at once (nothing in flight), not only when it waited behind another save."""
+    from playwright.sync_api import expect
+
+    reviewer = factories.make_user("reviewer", username="rev-lee")
+    proposal = factories.make_proposal(statement="Caloric restriction delays thymic involution in aged mice.")
+    cohort = factories.make_cohort([proposal], name="Thymus", status=Cohort.Status.OPEN)
+    assignment = factories.make_assignment(cohort, reviewer, proposal)
+    page.goto(f"{live_server.url}/accounts/login/")
+    page.keyboard.type("rev-lee")
+    page.keyboard.press("Tab")
+    page.keyboard.type("pw-for-tests-1")
+    page.keyboard.press("Enter")
+    page.wait_for_url(f"{live_server.url}/review/")
+    page.goto(f"{live_server.url}/review/{assignment.pk}/")
+    wait_for_focus(page, "overall")
+    page.keyboard.press("3")
+    expect(page.locator("#save-status")).to_contain_text("Saved")
+    wait_until_saved(page, assignment.pk)
+    assert Review.objects.get(assignment=assignment).overall == 3

@@ -18,9 +18,8 @@ identical and refused when different, never overwritten.
 
 import hashlib
 from dataclasses import dataclass
-from pathlib import PurePath
 
-from django.db import IntegrityError, transaction
+from django.db import transaction
 from django.db.models import Max
 
 from reviewapp.analysis.judges import company_key, judge_score
@@ -42,6 +41,8 @@ from reviewapp.services.imports import (
     _clean_table,
     _fetch_in,
     _sha256_json,
+    batch_fields,
+    refused_when_raced,
     task_content_sha256,
 )
 from reviewapp.services.tabular_files import (
@@ -49,8 +50,7 @@ from reviewapp.services.tabular_files import (
     KeyedColumns,
     TableFile,
     as_text,
-    clean_text,
-    file_invalid,
+    clean_rows,
     problem,
 )
 
@@ -125,32 +125,24 @@ def benchmark_import_file(*, benchmark: BenchmarkSet, filename: str, content: by
     if previous:
         return _repeated(previous)
     file_format, records, problems = _read_and_check_file(filename, content)
-    try:
-        with transaction.atomic():
-            # The set's row is the lock: two imports into one set are checked and written one after the other.
-            benchmark = BenchmarkSet.objects.select_for_update().get(pk=benchmark.pk)
-            previous = BenchmarkImport.objects.filter(benchmark=benchmark, sha256=sha256).first()
-            if previous:
-                return _repeated(previous)
-            plan = _Plan(benchmark, records)
-            problems += plan.check()
-            if problems:
-                raise ImportInvalid(BENCHMARK_FILE.in_file_order(problems))
-            batch = BenchmarkImport.objects.create(
-                benchmark=benchmark,
-                filename=PurePath(filename).name[:255],
-                file_format=file_format,
-                sha256=sha256,
-                task_count=len(records[TASKS]),
-                hypothesis_count=len(records[HYPOTHESES]),
-                score_count=len(records[SCORES]),
-                created_by=user if user is not None and user.is_authenticated else None,
-            )
-            counts = plan.write(batch)
-    except IntegrityError as exc:
-        # Only a concurrent import of the same records can get past the checks above.
-        message = "Another import added some of these records at the same moment; import the file again."
-        raise file_invalid(message) from exc
+    with refused_when_raced(), transaction.atomic():
+        # The set's row is the lock: two imports into one set are checked and written one after the other.
+        benchmark = BenchmarkSet.objects.select_for_update().get(pk=benchmark.pk)
+        previous = BenchmarkImport.objects.filter(benchmark=benchmark, sha256=sha256).first()
+        if previous:
+            return _repeated(previous)
+        plan = _Plan(benchmark, records)
+        problems += plan.check()
+        if problems:
+            raise ImportInvalid(BENCHMARK_FILE.in_file_order(problems))
+        batch = BenchmarkImport.objects.create(
+            benchmark=benchmark,
+            **batch_fields(filename=filename, file_format=file_format, sha256=sha256, user=user),
+            task_count=len(records[TASKS]),
+            hypothesis_count=len(records[HYPOTHESES]),
+            score_count=len(records[SCORES]),
+        )
+        counts = plan.write(batch)
     return BenchmarkImportResult(
         tasks=len(records[TASKS]),
         hypotheses=len(records[HYPOTHESES]),
@@ -264,22 +256,13 @@ _FREE_TEXT = {"statement", "mechanism", "prediction", "reason"}
 
 def _clean_rows(table: str, rows, problems: list) -> list[dict]:
     """Records with clean values (and their row number); a value with a problem is left empty."""
-    records = []
-    for number, values in rows:
-        record = {"row": number}
-        for name in FIELDS[table]:
-            value, message = _CLEANERS.get(name, clean_text)(values.get(name))
-            record[name] = value
-            if message:
-                problems.append(problem(table, number, name, message))
-            elif name in REQUIRED[table] and (value is None or value == ""):
-                claim = " (the claim)" if name == "statement" else ""
-                problems.append(problem(table, number, name, f"{name}{claim} is required."))
-            elif isinstance(value, str) and name not in _FREE_TEXT and len(value) > _TEXT_LIMIT:
-                message = f"{name} has {len(value)} characters; at most {_TEXT_LIMIT} are allowed."
-                problems.append(problem(table, number, name, message))
-        records.append(record)
-    return records
+    return clean_rows(
+        table, rows, problems, fields=FIELDS, required=REQUIRED, cleaners=_CLEANERS, max_length=_max_length
+    )
+
+
+def _max_length(table: str, name: str) -> int | None:
+    return None if name in _FREE_TEXT else _TEXT_LIMIT
 
 
 def _check_within_file(records: dict, problems: list) -> None:

@@ -26,6 +26,7 @@ from reviewapp.selectors.exports import spreadsheet_text
 from reviewapp.services.jobs import JobError, JobResult, ProgressCallback, exports_dir, job_create
 from screening import llm
 from screening.prompts import hypothesis_text
+from screening.services.work import ask_twice
 
 logger = logging.getLogger(__name__)
 
@@ -234,20 +235,15 @@ def _judge_batch(judge: Judge, benchmark_task: BenchmarkTask, batch: list[Benchm
         reference_statement=task.reference_statement,
         items=[(label, _text_of(hypothesis)) for label, hypothesis in zip(labels, batch, strict=True)],
     )
-    reply, call = None, None
-    for attempt in (1, 2):
-        completion = llm.complete(
-            endpoint=endpoint,
-            system=system,
-            user=user,
-            purpose=PURPOSE,
-            protocol_attempt=attempt,
-            json_schema=JUDGE_SCHEMA,
-        )
-        reply, call = (parse_judge_scores(completion.text, labels) if completion.usable else None), completion.call
-        if reply is not None and reply.complete:
-            break
-    if reply is None or not reply.parsed:
+    reply, call = ask_twice(
+        lambda text: parse_judge_scores(text, labels),
+        endpoint=endpoint,
+        system=system,
+        user=user,
+        purpose=PURPOSE,
+        json_schema=JUDGE_SCHEMA,
+    )
+    if reply is None:
         logger.warning("Judge %s gave no usable reply for task %s", judge.name, task.key)
         return 0
     scores = [

@@ -19,10 +19,10 @@ from django.utils import timezone
 from reviewapp.benchmarks.models import BenchmarkHypothesis, BenchmarkSet, BenchmarkTask, Judge, RandomControlDraw
 from reviewapp.core.errors import ServiceError
 from reviewapp.core.queue import enqueue_on_commit
-from screening.llm.models import ModelEndpoint, Roster, RosterMember
+from screening.llm.models import ModelEndpoint, Roster
 from screening.models import STEPS, Run
 from screening.services.progress import RUN_ADVANCE_TASK
-from screening.services.runs import endpoint_snapshot, run_literature_cutoff_set
+from screening.services.runs import roster_snapshot, run_literature_cutoff_set
 
 RANDOM_CONTROL_GENERATOR = "python secrets.randbelow(2)"
 # The fields of each hypothesis the frozen set's sha256 covers, in this order (docs/analysis.md#the-random-control
@@ -93,25 +93,17 @@ def task_shuffle_seed(benchmark_seed: int, task_key: str) -> int:
     return int.from_bytes(digest[:8], "big") >> 1
 
 
-def roster_snapshot(roster: Roster) -> dict:
-    """The roster's enabled endpoints by role, as a run records them (screening.services.runs)."""
-    members = (
-        RosterMember.objects.filter(roster=roster, endpoint__enabled=True)
-        .select_related("endpoint")
-        .order_by("role", "order", "pk")
-    )
-    roles: dict[str, list[dict]] = {role: [] for role in RosterMember.Role.values}
-    for member in members:
-        roles[member.role].append(endpoint_snapshot(member.endpoint))
-    missing = [role for role in ("generator", "stage1", "stage2") if not roles[role]]
+def complete_roster_snapshot(roster: Roster) -> dict:
+    """The roster's enabled endpoints by role, as a run records them (screening.services.runs.roster_snapshot);
+    refused unless every role has one."""
+    snapshot = roster_snapshot(roster)
+    missing = [role for role in ("generator", "stage1", "stage2") if not snapshot["roles"][role]]
     if missing:
         raise BenchmarkError(
             f"The roster “{roster.name}” has no enabled {', '.join(missing)} model; complete it first.",
             code="roster_incomplete",
         )
-    # The protocol has one stage-1 model.
-    roles["stage1"] = roles["stage1"][:1]
-    return {"name": roster.name, "roles": roles}
+    return snapshot
 
 
 def benchmark_run(*, benchmark: BenchmarkSet) -> list[Run]:
@@ -123,7 +115,7 @@ def benchmark_run(*, benchmark: BenchmarkSet) -> list[Run]:
         benchmark = BenchmarkSet.objects.select_for_update().get(pk=benchmark.pk)
         if benchmark.roster is None:
             raise BenchmarkError("Choose the set's roster before running it.", code="no_roster")
-        roster = roster_snapshot(benchmark.roster)
+        roster = complete_roster_snapshot(benchmark.roster)
         waiting = list(
             benchmark.benchmark_tasks.filter(run__isnull=True, hypotheses__isnull=True)
             .select_related("task")

@@ -2,7 +2,7 @@
 
 import re
 
-from screening.llm.providers.transport import Reply, error_of
+from screening.llm.providers.transport import Reply, error_of, finished_reply
 
 ANTHROPIC_VERSION = "2023-06-01"
 
@@ -47,11 +47,7 @@ def read_reply(data: dict) -> Reply:
     blocks = data.get("content") if isinstance(data.get("content"), list) else []
     text = "".join(b.get("text", "") for b in blocks if isinstance(b, dict) and b.get("type") == "text")
     stop = data.get("stop_reason") or ""
-    if stop in _UNUSABLE_STOP:
-        return Reply(text=text, finish_reason=stop, usable=False, error=_UNUSABLE_STOP[stop], **tokens)
-    if not text.strip():
-        return Reply(text=text, finish_reason=stop, usable=False, error="the reply is empty", **tokens)
-    return Reply(text=text, finish_reason=stop, usable=True, error="", **tokens)
+    return finished_reply(text, stop, tokens, _UNUSABLE_STOP.get(stop, ""))
 
 
 def is_quota_exhausted(status: int, data) -> bool:

@@ -3,7 +3,7 @@
 import re
 from urllib.parse import quote
 
-from screening.llm.providers.transport import Reply, error_of
+from screening.llm.providers.transport import Reply, error_of, finished_reply
 
 _CUT = {"MAX_TOKENS"}
 _FINE = {"STOP", "FINISH_REASON_UNSPECIFIED", ""}
@@ -54,12 +54,11 @@ def read_reply(data: dict) -> Reply:
     finish = candidate.get("finishReason") or ""
     if finish in _CUT:
         error = "the reply was cut by the length limit (finishReason MAX_TOKENS)"
-        return Reply(text=text, finish_reason=finish, usable=False, error=error, **tokens)
-    if finish not in _FINE:
-        return Reply(text=text, finish_reason=finish, usable=False, error=f"refused (finishReason {finish})", **tokens)
-    if not text.strip():
-        return Reply(text=text, finish_reason=finish, usable=False, error="the reply is empty", **tokens)
-    return Reply(text=text, finish_reason=finish, usable=True, error="", **tokens)
+    elif finish not in _FINE:
+        error = f"refused (finishReason {finish})"
+    else:
+        error = ""
+    return finished_reply(text, finish, tokens, error)
 
 
 def _details(data) -> list[dict]:

@@ -1,7 +1,7 @@
 """OpenAI-compatible chat completions: OpenAI, xAI, OpenRouter, vLLM, Ollama, llama.cpp
 (docs/protocol.md#model-providers)."""
 
-from screening.llm.providers.transport import Reply, error_of
+from screening.llm.providers.transport import Reply, error_of, finished_reply
 
 # Reasons a reply ended that leave it unusable: cut by the length limit, filtered, or asking to call a tool.
 _UNUSABLE_FINISH = {
@@ -52,13 +52,8 @@ def read_reply(data: dict) -> Reply:
     message = choice.get("message") if isinstance(choice.get("message"), dict) else {}
     text = _content_text(message.get("content"))
     finish = choice.get("finish_reason") or ""
-    if message.get("refusal"):
-        return Reply(text=text, finish_reason=finish, usable=False, error=f"refused: {message['refusal']}", **tokens)
-    if finish in _UNUSABLE_FINISH:
-        return Reply(text=text, finish_reason=finish, usable=False, error=_UNUSABLE_FINISH[finish], **tokens)
-    if not text.strip():
-        return Reply(text=text, finish_reason=finish, usable=False, error="the reply is empty", **tokens)
-    return Reply(text=text, finish_reason=finish, usable=True, error="", **tokens)
+    error = f"refused: {message['refusal']}" if message.get("refusal") else _UNUSABLE_FINISH.get(finish, "")
+    return finished_reply(text, finish, tokens, error)
 
 
 def is_quota_exhausted(status: int, data) -> bool:

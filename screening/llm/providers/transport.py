@@ -40,6 +40,16 @@ class Reply:
     output_tokens: int | None = None
 
 
+def finished_reply(text: str, finish_reason: str, tokens: dict, error: str = "") -> Reply:
+    """The reply of a generation that ended for finish_reason: unusable with `error` when the adapter found one (the
+    reply was cut, refused, …) or when it holds no text; usable otherwise."""
+    if error:
+        return Reply(text=text, finish_reason=finish_reason, usable=False, error=error, **tokens)
+    if not text.strip():
+        return Reply(text=text, finish_reason=finish_reason, usable=False, error="the reply is empty", **tokens)
+    return Reply(text=text, finish_reason=finish_reason, usable=True, error="", **tokens)
+
+
 @dataclass
 class Completion:
     """The outcome of one model call. `usable` is False for every provider problem; `call` is the record of the

@@ -1,0 +1,138 @@
+"""What the speed benchmarks share: the project on the import path, scratch PostgreSQL databases, child processes
+and the table of results.
+
+The scripts run as `.venv/bin/python benchmarks/<name>.py`: Python puts this folder first on the import path, so
+`import support` finds this module, which puts the project folder there too (for `reviewapp`, `screening`, …).
+"""
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+EXAMPLE_SERVER = "postgres://postgres@127.0.0.1:5432/postgres"
+
+
+# ------------------------------------------------------------------------------------------------- databases
+
+
+def database_url(url: str, name: str) -> str:
+    """The URL of database `name` on the server of `url`."""
+    return urlunsplit(urlsplit(url)._replace(path=f"/{name}"))
+
+
+def maintenance(url: str, statement: str) -> None:
+    """Run one statement (CREATE or DROP DATABASE) in the server's `postgres` database."""
+    import psycopg
+
+    with psycopg.connect(database_url(url, "postgres"), autocommit=True) as connection:
+        connection.execute(statement)
+
+
+def postgres_server() -> str | None:
+    """DATABASE_URL when it names a PostgreSQL server; else None, after saying on stderr how to set it."""
+    url = os.environ.get("DATABASE_URL", "")
+    if urlsplit(url).scheme in ("postgres", "postgresql"):
+        return url
+    print(f"Set DATABASE_URL to a PostgreSQL server, e.g. {EXAMPLE_SERVER}", file=sys.stderr)
+    return None
+
+
+@contextmanager
+def scratch_database(url: str, name: str, *, keep: bool = False) -> Iterator[str]:
+    """A new, empty database `name` on the server of `url` (one left by an earlier run is dropped first); its URL.
+
+    At the end Django's connections (if Django was set up) are closed and, unless `keep`, the database is dropped.
+    No other database is touched."""
+    maintenance(url, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    maintenance(url, f'CREATE DATABASE "{name}"')
+    try:
+        yield database_url(url, name)
+    finally:
+        if "django.db" in sys.modules:
+            from django.db import connections
+
+            connections.close_all()
+        if not keep:
+            maintenance(url, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def setup_django(url: str | None = None) -> None:
+    """Set Django up in this process, on the database of `url` (default: the environment's DATABASE_URL)."""
+    if url is not None:
+        os.environ["DATABASE_URL"] = url
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "reviewapp.settings")
+    import django
+
+    django.setup()
+
+
+# -------------------------------------------------------------------------------------------- child processes
+
+
+def run_child(command: list[str], env: dict, *, timeout: float | None = None) -> str:
+    """Run a child process in the project folder; its output. RuntimeError with the end of its stderr if it fails."""
+    completed = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout)
+    if completed.returncode != 0:
+        raise RuntimeError(f"{' '.join(command)} failed:\n{completed.stderr[-3000:]}")
+    return completed.stdout
+
+
+def child_figures(command: list[str], env: dict, *, timeout: float | None = None) -> dict:
+    """The figures a child process prints as JSON on the last line of its output."""
+    return json.loads(run_child(command, env, timeout=timeout).strip().splitlines()[-1])
+
+
+def run_measured(command: list[str], env: dict) -> tuple[float, float, str]:
+    """Wall seconds, peak resident megabytes (the child's own rusage from wait4; Linux counts in kB) and stdout."""
+    started = time.perf_counter()
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=out, stderr=err, text=True)
+        _, status, usage = os.wait4(process.pid, 0)
+        process.returncode = os.waitstatus_to_exitcode(status)
+        seconds = time.perf_counter() - started
+        out.seek(0)
+        err.seek(0)
+        if process.returncode != 0:
+            raise RuntimeError(f"{' '.join(command)} failed:\n{err.read()[-3000:]}")
+        return seconds, usage.ru_maxrss / 1024, out.read()
+
+
+# ------------------------------------------------------------------------------------------------- results
+
+
+class Results(list):
+    """The figures measured: (figure, measured, target, passed, note) each."""
+
+    def record(self, figure: str, value, unit: str, target: str, passed: bool, note: str = "") -> None:
+        measured = f"{value:.2f} {unit}" if isinstance(value, float) else f"{value} {unit}"
+        self.append((figure, measured, target, passed, note))
+        print(f"  {figure}: {measured} {note}", flush=True)
+
+
+def print_table(results) -> None:
+    """The results as a table of figure, measured, target and PASS or FAIL (rows: (figure, measured, target, passed,
+    anything else))."""
+    rows = [("figure", "measured", "target", "result")] + [
+        (figure, measured, target, "PASS" if passed else "FAIL") for figure, measured, target, passed, *_ in results
+    ]
+    widths = [max(len(row[column]) for row in rows) for column in range(4)]
+    print()
+    for index, row in enumerate(rows):
+        print("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)))
+        if index == 0:
+            print("  ".join("-" * width for width in widths))
+
+
+def all_passed(results) -> bool:
+    return all(passed for _, _, _, passed, *_ in results)
