@@ -32,6 +32,8 @@ INSTALLED_APPS = [
     "screening",
     "literature",
     "reviewapp.benchmarks",
+    "reviewapp.panel",
+    "reviewapp.inspiration",
 ]
 
 MIDDLEWARE = [

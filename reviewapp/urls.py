@@ -22,6 +22,8 @@ urlpatterns = [
     *exports.urlpatterns,
     *analysis.urlpatterns,
     *benchmark_views.urlpatterns,
+    path("", include("reviewapp.panel.urls")),
+    path("", include("reviewapp.inspiration.urls")),
     path("", include("screening.urls")),
     path("", include("literature.urls")),
 ]

@@ -1,0 +1,7 @@
+from django.apps import AppConfig
+
+
+class InspirationConfig(AppConfig):
+    name = "reviewapp.inspiration"
+    label = "inspiration"
+    verbose_name = "Inspiration audit"

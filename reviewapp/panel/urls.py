@@ -1,0 +1,3 @@
+"""Pages and API routes of this room (included by reviewapp.urls)."""
+
+urlpatterns: list = []
