@@ -187,6 +187,10 @@ class Review(models.Model):
     last_saved_at = models.DateTimeField(auto_now_add=True)
     submitted_at = models.DateTimeField(null=True, blank=True)
     seconds_spent = models.PositiveIntegerField(default=0)
+    # The browser tab that made the last save and when its answers were last edited there (ms since the epoch): a
+    # tab's own save that arrives late (sent as its page reloaded) is told from another tab's change.
+    saved_by_tab = models.CharField(max_length=64, blank=True)
+    saved_edit_ms = models.BigIntegerField(default=0)
 
     class Meta:
         constraints = [

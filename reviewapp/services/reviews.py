@@ -1,5 +1,6 @@
 """Writes of the review form: draft autosave with optimistic concurrency, submit and lock, reopen, defer."""
 
+from dataclasses import dataclass
 from datetime import datetime
 
 from django.core.exceptions import PermissionDenied
@@ -142,13 +143,25 @@ def missing_answers(answers: dict) -> dict[str, str]:
     return errors
 
 
+@dataclass(frozen=True)
+class SaveSender:
+    """Where a save comes from: the browser tab (an id it keeps for its lifetime, across reloads) and when its answers
+    were last edited there (ms since the epoch, the browser's clock)."""
+
+    tab: str = ""
+    edited_ms: int = 0
+
+
+NO_SENDER = SaveSender()
+
+
 def _counted_seconds(since: datetime | None, now: datetime) -> int:
     if since is None:
         return 0
     return int(min(max((now - since).total_seconds(), 0), MAX_COUNTED_GAP_SECONDS))
 
 
-def _write(*, assignment, reviewer, data, version, opened_at, submit) -> tuple[Review, dict[str, str]]:
+def _write(*, assignment, reviewer, data, version, opened_at, submit, sender) -> tuple[Review, dict[str, str]]:
     """Save the answers (and lock when submitting a complete review). Returns the review and what is missing."""
     _check_writable(assignment, reviewer)
     cleaned = _clean(data)
@@ -167,7 +180,13 @@ def _write(*, assignment, reviewer, data, version, opened_at, submit) -> tuple[R
             # closed and again when it reopened): the reviewer gets the current version instead of an error.
             if not submit and all(getattr(review, field) == value for field, value in cleaned.items()):
                 return review, {}
-            raise StaleReview()
+            if not sender.tab or sender.tab != review.saved_by_tab:
+                raise StaleReview()
+            # The same tab's own saves crossed (one sent as its page reloaded arrived after the new page loaded):
+            # the newer answers win, an older save changes nothing.
+            if sender.edited_ms <= review.saved_edit_ms:
+                return review, {}
+            version = review.version
         gap = _counted_seconds(review.last_saved_at, now)
     answers = {field: getattr(review, field) for field in protocol.ANSWER_FIELDS} | cleaned
     # The checklist describes a declared flaw; with no flaw declared it has nothing to describe.
@@ -179,6 +198,8 @@ def _write(*, assignment, reviewer, data, version, opened_at, submit) -> tuple[R
         **answers,
         "version": version + 1,
         "last_saved_at": now,
+        "saved_by_tab": sender.tab,
+        "saved_edit_ms": sender.edited_ms,
         "status": Review.Status.SUBMITTED if lock else Review.Status.DRAFT,
         "submitted_at": now if lock else None,
     }
@@ -197,7 +218,9 @@ def _write(*, assignment, reviewer, data, version, opened_at, submit) -> tuple[R
     return review, missing
 
 
-def _write_atomically(*, assignment, reviewer, data, version, opened_at, submit) -> tuple[Review, dict[str, str]]:
+def _write_atomically(
+    *, assignment, reviewer, data, version, opened_at, submit, sender
+) -> tuple[Review, dict[str, str]]:
     try:
         with transaction.atomic():
             return _write(
@@ -207,6 +230,7 @@ def _write_atomically(*, assignment, reviewer, data, version, opened_at, submit)
                 version=version,
                 opened_at=opened_at,
                 submit=submit,
+                sender=sender,
             )
     except IntegrityError as error:
         if Review.objects.filter(assignment=assignment).exists():
@@ -214,23 +238,52 @@ def _write_atomically(*, assignment, reviewer, data, version, opened_at, submit)
         raise
 
 
-def review_save(*, assignment, reviewer, data: dict, version: int, opened_at: datetime | None = None) -> Review:
+def review_save(
+    *,
+    assignment,
+    reviewer,
+    data: dict,
+    version: int,
+    opened_at: datetime | None = None,
+    sender: SaveSender = NO_SENDER,
+) -> Review:
     """Save a draft. `data` holds the answers to change (absent keys are kept); `version` is the one the
-    reviewer's page started from: if the review changed since, StaleReview is raised and nothing is written.
-    `opened_at` (when the page was opened) lets the first save count the reading time."""
+    reviewer's page started from: if the review changed since, StaleReview is raised and nothing is written, unless
+    the change was the same tab's own (`sender`, see SaveSender). `opened_at` (when the page was opened) lets the first
+    save count the reading time."""
     review, _ = _write_atomically(
-        assignment=assignment, reviewer=reviewer, data=data, version=version, opened_at=opened_at, submit=False
+        assignment=assignment,
+        reviewer=reviewer,
+        data=data,
+        version=version,
+        opened_at=opened_at,
+        submit=False,
+        sender=sender,
     )
     return review
 
 
-def review_submit(*, assignment, reviewer, data: dict, version: int, opened_at: datetime | None = None) -> Review:
+def review_submit(
+    *,
+    assignment,
+    reviewer,
+    data: dict,
+    version: int,
+    opened_at: datetime | None = None,
+    sender: SaveSender = NO_SENDER,
+) -> Review:
     """Save, then lock the review if it is complete; otherwise raise ReviewIncomplete.
 
     An incomplete submission still keeps the answers given (the save commits before the error is raised).
     """
     review, missing = _write_atomically(
-        assignment=assignment, reviewer=reviewer, data=data, version=version, opened_at=opened_at, submit=True
+        assignment=assignment,
+        reviewer=reviewer,
+        data=data,
+        version=version,
+        opened_at=opened_at,
+        submit=True,
+        sender=sender,
     )
     if missing:
         raise ReviewIncomplete(missing, review=review)

@@ -28,6 +28,7 @@ from reviewapp.services.reviews import (
     ReviewIncomplete,
     ReviewInvalid,
     ReviewLocked,
+    SaveSender,
     StaleReview,
     assignment_defer,
     review_save,
@@ -214,6 +215,15 @@ def _defer(request, assignment):
     return _after_done(request, assignment)
 
 
+def _sender(post) -> SaveSender:
+    """The tab a save comes from, as the page's script reports it (absent or malformed: no tab)."""
+    try:
+        edited_ms = max(0, int(post.get("edited_at", "0")))
+    except ValueError:
+        edited_ms = 0
+    return SaveSender(tab=post.get("client", "")[:64], edited_ms=edited_ms)
+
+
 def _save_or_submit(request, assignment, action: str):
     try:
         version = int(request.POST.get("version", ""))
@@ -227,6 +237,7 @@ def _save_or_submit(request, assignment, action: str):
             data=_posted_answers(request.POST),
             version=version,
             opened_at=_opened_at(request.POST.get("opened", "")),
+            sender=_sender(request.POST),
         )
     except ReviewIncomplete as error:
         state = reviews.review_state_from(error.review)

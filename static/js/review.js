@@ -17,6 +17,21 @@
   const pageUrl = form().getAttribute("action");
   const loginUrl = form().dataset.loginUrl || "/accounts/login/";
   const storageKey = "open-hypothesis:review-draft:" + form().dataset.assignment;
+  // This tab, across reloads: the server tells this tab's own saves that cross (one sent as the page reloads, arriving
+  // after the new page loaded) from another tab's change, keeping the newest answers instead of refusing them.
+  const tabId = (() => {
+    const key = "open-hypothesis:tab";
+    try {
+      let id = sessionStorage.getItem(key);
+      if (!id) {
+        id = crypto.randomUUID();
+        sessionStorage.setItem(key, id);
+      }
+      return id;
+    } catch {
+      return "";
+    }
+  })();
   const editable = () => Boolean(form()) && form().dataset.editable === "true";
 
   let sentEditedAt = 0; // editedAt of the answers in the save in flight
@@ -140,6 +155,8 @@
     const body = new FormData(form());
     body.set("action", "save");
     body.set("csrfmiddlewaretoken", csrfToken());
+    body.set("client", tabId);
+    body.set("edited_at", String(readStored().editedAt));
     fetch(pageUrl, {
       method: "POST",
       body,
@@ -156,9 +173,13 @@
     if (!fromReviewForm(event)) return;
     // Django reads the form's token before the header, so both must be the current one.
     const token = csrfToken();
+    const stored = readStored();
+    const sent = { csrfmiddlewaretoken: token, client: tabId, edited_at: String(stored ? stored.editedAt : 0) };
     const params = event.detail.parameters;
-    if (typeof params.set === "function") params.set("csrfmiddlewaretoken", token);
-    else params.csrfmiddlewaretoken = token;
+    for (const [name, value] of Object.entries(sent)) {
+      if (typeof params.set === "function") params.set(name, value);
+      else params[name] = value;
+    }
     event.detail.headers["X-CSRFToken"] = token;
   });
 

@@ -12,6 +12,7 @@ from reviewapp.services.reviews import (
     ReviewInvalid,
     ReviewLocked,
     ReviewNotSubmitted,
+    SaveSender,
     StaleReview,
     assignment_defer,
     review_reopen,
@@ -105,6 +106,43 @@ def test_saving_what_is_already_stored_from_an_outdated_version_is_harmless(assi
     review = review_save(assignment=assignment, reviewer=reviewer, data={"overall": "3", "comments": "kept"}, version=1)
     assert review.version == 2
     assert Review.objects.get(assignment=assignment).version == 2
+
+
+def test_a_tabs_own_late_save_neither_fails_nor_overwrites_its_newer_answers(assignment, reviewer):
+    """A save sent as the page reloaded arrives after the reloaded page saved newer answers: nothing changes."""
+    tab = "tab-1"
+    review_save(assignment=assignment, reviewer=reviewer, data={"overall": "2"}, version=0, sender=SaveSender(tab, 100))
+    review_save(assignment=assignment, reviewer=reviewer, data={"overall": "4"}, version=1, sender=SaveSender(tab, 300))
+    late = review_save(
+        assignment=assignment, reviewer=reviewer, data={"overall": "3"}, version=1, sender=SaveSender(tab, 200)
+    )
+    assert (late.overall, late.version) == (4, 2)
+    assert Review.objects.get(assignment=assignment).overall == 4
+
+
+def test_a_tabs_newer_answers_win_over_its_own_save_that_crossed_them(assignment, reviewer):
+    """The reloaded page saves from the version it loaded, after the previous page's save got in: its answers win."""
+    tab = "tab-1"
+    review_save(assignment=assignment, reviewer=reviewer, data={"overall": "2"}, version=0, sender=SaveSender(tab, 100))
+    review_save(assignment=assignment, reviewer=reviewer, data={"overall": "3"}, version=1, sender=SaveSender(tab, 200))
+    newer = review_save(
+        assignment=assignment,
+        reviewer=reviewer,
+        data={"overall": "3", "comments": "typed before the reload"},
+        version=1,
+        sender=SaveSender(tab, 250),
+    )
+    assert (newer.comments, newer.version) == ("typed before the reload", 3)
+
+
+def test_another_tabs_change_still_makes_a_save_stale(assignment, reviewer):
+    review_save(assignment=assignment, reviewer=reviewer, data={"overall": "2"}, version=0, sender=SaveSender("a", 100))
+    review_save(assignment=assignment, reviewer=reviewer, data={"overall": "3"}, version=1, sender=SaveSender("a", 200))
+    with pytest.raises(StaleReview):
+        review_save(
+            assignment=assignment, reviewer=reviewer, data={"overall": "5"}, version=1, sender=SaveSender("b", 900)
+        )
+    assert Review.objects.get(assignment=assignment).overall == 3
 
 
 def test_two_first_saves_from_two_tabs_do_not_both_win(assignment, reviewer):
