@@ -166,7 +166,8 @@ def _write(*, assignment, reviewer, data, version, opened_at, submit, sender) ->
     _check_writable(assignment, reviewer)
     cleaned = _clean(data)
     now = timezone.now()
-    review = Review.objects.filter(assignment=assignment).first()
+    # Locked: two saves of one review are decided one after the other, each seeing what the other wrote.
+    review = Review.objects.select_for_update().filter(assignment=assignment).first()
     if review is None:
         if version != 0:
             raise StaleReview()

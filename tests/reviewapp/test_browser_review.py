@@ -12,8 +12,8 @@ from tests import factories
 # Playwright's sync API runs an event loop in this thread; the ORM calls here are still synchronous.
 os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
 
-# The live server needs committed data; serialized rollback puts back the role groups the flush removes.
-pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True, serialized_rollback=True)]
+# The live server needs committed data. (The flush after each such test makes the role groups again: post_migrate.)
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 SCREENSHOT = "/tmp/review-page.png"
 
@@ -29,12 +29,19 @@ def wait_for_focus(page, name: str):
 def wait_until_saved(page, assignment_id: int):
     """Every answer typed has reached the server: the browser's copy is marked saved, or gone because the page the
     server rendered already held every answer (a save sent while the page reloaded got there first)."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
     key = f"open-hypothesis:review-draft:{assignment_id}"
-    page.wait_for_function(
-        "key => { const kept = JSON.parse(localStorage.getItem(key) || 'null'); return !kept || !kept.dirty; }",
-        arg=key,
-    )
-    page.wait_for_function("() => document.querySelector('#save-status .saved')")
+    try:
+        page.wait_for_function(
+            "key => { const kept = JSON.parse(localStorage.getItem(key) || 'null'); return !kept || !kept.dirty; }",
+            arg=key,
+        )
+        page.wait_for_function("() => document.querySelector('#save-status .saved')")
+    except PlaywrightTimeout:
+        kept = page.evaluate("key => localStorage.getItem(key)", key)
+        status = page.locator("#save-status").inner_text()
+        raise AssertionError(f"not saved: indicator {status!r}, browser copy {kept}") from None
 
 
 def test_a_reviewer_completes_a_review_with_the_keyboard(live_server, page):
