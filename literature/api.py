@@ -41,6 +41,7 @@ def import_request(data) -> dict:
 
 
 class ReferenceImportApi(APIView):
+    body_limit_setting = "OH_MAX_REFERENCE_IMPORT_BYTES"  # reviewapp.core.requests
     permission_classes = [IsCoordinator]
 
     class OutputSerializer(serializers.Serializer):

@@ -39,6 +39,8 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
+    # Before anything reads a body (CSRF does): oversized bodies are refused unread; API errors answer JSON.
+    "reviewapp.core.requests.RequestLimitsMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -110,6 +112,19 @@ STORAGES = {
 MEDIA_ROOT = VAR_DIR / "media"
 DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("DATA_UPLOAD_MAX_MEMORY_SIZE", 20 * 1024 * 1024)
 FILE_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
+# Request bodies are refused unread above these sizes (413): every address, then the imports of cohorts and
+# benchmark sets, then the literature corpus import (files of 100,000 PubMed records). JSON deeper than
+# OH_MAX_JSON_DEPTH levels is refused (400).
+OH_MAX_BODY_BYTES = env_int("OH_MAX_BODY_BYTES", 1024 * 1024)
+OH_MAX_IMPORT_BYTES = env_int("OH_MAX_IMPORT_BYTES", 20 * 1024 * 1024)
+OH_MAX_REFERENCE_IMPORT_BYTES = env_int("OH_MAX_REFERENCE_IMPORT_BYTES", 512 * 1024 * 1024)
+OH_MAX_JSON_DEPTH = env_int("OH_MAX_JSON_DEPTH", 64)
+# Imported tables (JSON, CSV, XLSX): rows and columns of one table, and what an XLSX workbook may expand to, in all and
+# per part relative to its compressed size; a workbook beyond them is refused before it is parsed.
+OH_IMPORT_MAX_ROWS = env_int("OH_IMPORT_MAX_ROWS", 100_000)
+OH_IMPORT_MAX_COLUMNS = env_int("OH_IMPORT_MAX_COLUMNS", 200)
+OH_XLSX_MAX_UNCOMPRESSED_BYTES = env_int("OH_XLSX_MAX_UNCOMPRESSED_BYTES", 200 * 1024 * 1024)
+OH_XLSX_MAX_COMPRESSION_RATIO = env_int("OH_XLSX_MAX_COMPRESSION_RATIO", 100)
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
@@ -118,6 +133,11 @@ REST_FRAMEWORK = {
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    "DEFAULT_PARSER_CLASSES": [
+        "reviewapp.core.requests.BoundedJSONParser",
+        "rest_framework.parsers.FormParser",
+        "rest_framework.parsers.MultiPartParser",
+    ],
     "EXCEPTION_HANDLER": "reviewapp.core.errors.exception_handler",
     "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",
 }

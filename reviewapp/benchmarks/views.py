@@ -25,6 +25,7 @@ from reviewapp.benchmarks.services.imports import FIELDS, FORECAST_COLUMN_PREFIX
 from reviewapp.benchmarks.services.judging import judging_jobs, judging_start
 from reviewapp.core import roles
 from reviewapp.core.errors import page_errors, validated
+from reviewapp.core.requests import body_limit
 from reviewapp.figures import FORMATS, figure_file
 from reviewapp.models import Cohort
 from reviewapp.views.analysis import figure_response
@@ -167,6 +168,7 @@ def benchmark_judging(request, benchmark_id: int):
     return redirect("benchmark-detail", benchmark_id=benchmark.pk)
 
 
+@body_limit("OH_MAX_IMPORT_BYTES")
 @login_required
 @require_http_methods(["GET", "POST"])
 def benchmark_import(request, benchmark_id: int):
