@@ -1,20 +1,67 @@
-"""Settings for Open Hypothesis. Every deployment knob is an environment variable (see .env.example)."""
+"""Settings for Open Hypothesis. Every deployment knob is an environment variable (see .env.example); a `.env` file
+beside manage.py (or the file OH_ENV_FILE names) is read first, and the environment wins over it."""
 
+import os
 from pathlib import Path
 
 import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
+from dotenv import load_dotenv
 
 from reviewapp.core.env import env_bool, env_int, env_list, env_str
 
 BASE_DIR = Path(__file__).resolve().parent.parent
+load_dotenv(os.environ.get("OH_ENV_FILE") or BASE_DIR / ".env", override=False)
 VAR_DIR = Path(env_str("OH_VAR_DIR", str(BASE_DIR / "var")))
 VAR_DIR.mkdir(parents=True, exist_ok=True)
 
 DEBUG = env_bool("DEBUG", False)
-# The fallback key only serves local runs; production must set SECRET_KEY.
-SECRET_KEY = env_str("SECRET_KEY", "insecure-local-only-key-set-SECRET_KEY-in-production")
+# The fallback key only serves local runs; production must set SECRET_KEY (refused below in the HTTPS mode).
+LOCAL_SECRET_KEY = "insecure-local-only-key-set-SECRET_KEY-in-production"
+SECRET_KEY = env_str("SECRET_KEY", LOCAL_SECRET_KEY)
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]", "testserver"])
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
+
+# The one switch of an HTTPS deployment (README "Production"): secure cookies, HSTS, redirect to HTTPS, and the
+# header by which the proxy in front says a request came over HTTPS (it must set it and drop any the client sent).
+OH_HTTPS = env_bool("OH_HTTPS", False)
+if OH_HTTPS:
+    if SECRET_KEY == LOCAL_SECRET_KEY or len(SECRET_KEY) < 50:
+        raise ImproperlyConfigured(
+            "OH_HTTPS=true needs a SECRET_KEY of your own of at least 50 random characters, e.g. from "
+            "`python -c 'import secrets; print(secrets.token_urlsafe(50))'`; the built-in local key is refused."
+        )
+    SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = True
+    SECURE_SSL_REDIRECT = True
+    SECURE_HSTS_SECONDS = env_int("OH_HSTS_SECONDS", 31_536_000)
+    SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("OH_HSTS_INCLUDE_SUBDOMAINS", True)
+    SECURE_HSTS_PRELOAD = env_bool("OH_HSTS_PRELOAD", True)
+    _proxy_header = env_str("OH_PROXY_SSL_HEADER", "X-Forwarded-Proto")
+    if _proxy_header:
+        SECURE_PROXY_SSL_HEADER = ("HTTP_" + _proxy_header.upper().replace("-", "_"), "https")
+SESSION_COOKIE_HTTPONLY = True
+X_FRAME_OPTIONS = "DENY"
+# Browser features no page uses are switched off (Permissions-Policy, reviewapp.core.requests).
+PERMISSIONS_POLICY = (
+    "accelerometer=(), camera=(), geolocation=(), gyroscope=(), magnetometer=(), microphone=(), payment=(), usb=()"
+)
+# Content-Security-Policy (django-csp): scripts only from our own static files, no inline script and no eval. Style
+# attributes (progress-bar widths) are allowed; style elements and sheets come only from our static files.
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": ["'self'"],
+        "script-src": ["'self'"],
+        "style-src": ["'self'", "'unsafe-inline'"],
+        "style-src-elem": ["'self'"],
+        "style-src-attr": ["'unsafe-inline'"],
+        "img-src": ["'self'", "data:"],
+        "connect-src": ["'self'"],
+        "object-src": ["'none'"],
+        "base-uri": ["'none'"],
+        "form-action": ["'self'"],
+        "frame-ancestors": ["'none'"],
+    }
+}
 
 INSTALLED_APPS = [
     "django.contrib.admin",
@@ -24,6 +71,7 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "whitenoise.runserver_nostatic",
     "django.contrib.staticfiles",
+    "csp",
     "rest_framework",
     "rest_framework.authtoken",
     "django_htmx",
@@ -47,6 +95,8 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "csp.middleware.CSPMiddleware",
+    "reviewapp.core.requests.PermissionsPolicyMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
 ]
 
@@ -173,7 +223,9 @@ JOB_UNCLAIMED_WARNING_SECONDS = env_int("JOB_UNCLAIMED_WARNING_SECONDS", 20)
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    # A refusal (403) is one line in the log, not a traceback.
+    "filters": {"refusals_in_one_line": {"()": "reviewapp.core.requests.RefusalsInOneLine"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "filters": ["refusals_in_one_line"]}},
     "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
     "loggers": {"django.db.backends": {"level": "INFO"}},
 }
@@ -203,6 +255,8 @@ OPEN_HYPOTHESIS_DAILY_CAP = env_int("OPEN_HYPOTHESIS_DAILY_CAP", 60)
 OPEN_HYPOTHESIS_QUEUE_LIMIT = env_int("OPEN_HYPOTHESIS_QUEUE_LIMIT", 20)
 # The header the trusted proxy sets to the client's address (e.g. X-Forwarded-For); empty: REMOTE_ADDR.
 OPEN_HYPOTHESIS_TRUSTED_PROXY_HEADER = env_str("OPEN_HYPOTHESIS_TRUSTED_PROXY_HEADER", "")
+# IPv6 clients count by their network of this many leading bits (one host usually holds a whole /64).
+OPEN_HYPOTHESIS_IPV6_PREFIX = env_int("OPEN_HYPOTHESIS_IPV6_PREFIX", 64)
 OPEN_HYPOTHESIS_POLL_SECONDS = 15
 # A run with no progress for this long is restarted by the sweeper, and stopped after OPEN_HYPOTHESIS_MAX_RESUMES.
 # The default outlasts the longest model call (PROVIDER_MAX_SECONDS), after which a run always records progress.

@@ -130,3 +130,26 @@ class RequestLimitsMiddleware:
 
 def _is_json(response) -> bool:
     return response.get("Content-Type", "").startswith("application/json")
+
+
+class PermissionsPolicyMiddleware:
+    """The Permissions-Policy header (settings.PERMISSIONS_POLICY) on every response."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        response = self.get_response(request)
+        response.headers.setdefault("Permissions-Policy", settings.PERMISSIONS_POLICY)
+        return response
+
+
+class RefusalsInOneLine(logging.Filter):
+    """A logging filter: Django logs a refused request (403) with the PermissionDenied's traceback, which says
+    nothing a line would not. Keep the line, drop the traceback."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if getattr(record, "status_code", None) == 403:
+            record.exc_info = None
+            record.exc_text = None
+        return True

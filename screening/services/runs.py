@@ -7,6 +7,7 @@ transaction (settings) that already serializes writers.
 
 import hashlib
 import hmac
+import ipaddress
 import math
 import secrets
 import statistics
@@ -55,8 +56,21 @@ def client_address(meta) -> str:
     return meta.get("REMOTE_ADDR", "")
 
 
+def client_network(address: str) -> str:
+    """What the per-client limit counts: an IPv4 address as it is, an IPv6 address by its network of
+    OPEN_HYPOTHESIS_IPV6_PREFIX bits (a /64 by default: one host is given a whole /64 and can rotate through it)."""
+    try:
+        parsed = ipaddress.ip_address(address.strip().strip("[]"))
+    except ValueError:
+        return address
+    if parsed.version == 6 and parsed.ipv4_mapped is None:
+        return str(ipaddress.ip_network(f"{parsed}/{settings.OPEN_HYPOTHESIS_IPV6_PREFIX}", strict=False))
+    return str(parsed.ipv4_mapped or parsed)
+
+
 def client_hash(address: str) -> str:
-    return hmac.new(settings.SECRET_KEY.encode(), address.encode(), hashlib.sha256).hexdigest()
+    network = client_network(address)
+    return hmac.new(settings.SECRET_KEY.encode(), network.encode(), hashlib.sha256).hexdigest()
 
 
 def run_create(
