@@ -63,9 +63,11 @@ def client_network(address: str) -> str:
         parsed = ipaddress.ip_address(address.strip().strip("[]"))
     except ValueError:
         return address
-    if parsed.version == 6 and parsed.ipv4_mapped is None:
+    if isinstance(parsed, ipaddress.IPv6Address):
+        if parsed.ipv4_mapped is not None:
+            return str(parsed.ipv4_mapped)
         return str(ipaddress.ip_network(f"{parsed}/{settings.OPEN_HYPOTHESIS_IPV6_PREFIX}", strict=False))
-    return str(parsed.ipv4_mapped or parsed)
+    return str(parsed)
 
 
 def client_hash(address: str) -> str:
