@@ -2,6 +2,7 @@
 beside manage.py (or the file OH_ENV_FILE names) is read first, and the environment wins over it."""
 
 import os
+from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
@@ -73,7 +74,7 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "csp",
     "rest_framework",
-    "rest_framework.authtoken",
+    "axes",
     "django_htmx",
     "template_partials",
     "reviewapp",
@@ -98,6 +99,9 @@ MIDDLEWARE = [
     "csp.middleware.CSPMiddleware",
     "reviewapp.core.requests.PermissionsPolicyMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    "reviewapp.views.accounts.PasswordChangeFirstMiddleware",
+    # Last, as django-axes asks: it turns a lockout found during the request into the lockout answer.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "reviewapp.urls"
@@ -142,6 +146,21 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
+# Login throttling (django-axes) on the web login, the admin and POST /api/v1/auth/token: a username is locked after
+# OH_LOGIN_FAILURE_LIMIT failures, an address after OH_LOGIN_ADDRESS_FAILURE_LIMIT failures over any usernames, for
+# OH_LOGIN_LOCKOUT_MINUTES; coordinators unlock on the People page. Locked: 429 with Retry-After.
+AUTHENTICATION_BACKENDS = ["axes.backends.AxesStandaloneBackend", "django.contrib.auth.backends.ModelBackend"]
+AXES_FAILURE_LIMIT = env_int("OH_LOGIN_FAILURE_LIMIT", 5)
+OH_LOGIN_ADDRESS_FAILURE_LIMIT = env_int("OH_LOGIN_ADDRESS_FAILURE_LIMIT", 30)
+AXES_COOLOFF_TIME = timedelta(minutes=env_int("OH_LOGIN_LOCKOUT_MINUTES", 15))
+AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
+AXES_HANDLER = "reviewapp.services.accounts.LoginThrottle"
+AXES_LOCKOUT_CALLABLE = "reviewapp.views.accounts.locked_out"
+AXES_CLIENT_IP_CALLABLE = "reviewapp.core.requests.client_network_of"
+AXES_RESET_ON_SUCCESS = True
+AXES_VERBOSE = False
+# API tokens (README "API"): days until a new token expires.
+OH_API_TOKEN_DAYS = env_int("OH_API_TOKEN_DAYS", 30)
 LOGIN_URL = "/accounts/login/"
 LOGIN_REDIRECT_URL = "/"
 LOGOUT_REDIRECT_URL = "/accounts/login/"
@@ -178,7 +197,7 @@ OH_XLSX_MAX_COMPRESSION_RATIO = env_int("OH_XLSX_MAX_COMPRESSION_RATIO", 100)
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "rest_framework.authentication.TokenAuthentication",
+        "reviewapp.api.authentication.ApiTokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],

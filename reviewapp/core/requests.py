@@ -11,6 +11,7 @@
 """
 
 import io
+import ipaddress
 import json
 import logging
 import re
@@ -153,3 +154,38 @@ class RefusalsInOneLine(logging.Filter):
             record.exc_info = None
             record.exc_text = None
         return True
+
+
+# The client's address ---------------------------------------------------------------------------------------------
+
+
+def client_address(meta) -> str:
+    """The client's address: REMOTE_ADDR, or the configured trusted proxy header when the proxy set it.
+
+    Only the last entry of the header counts: it is the one our proxy wrote; earlier entries come from the client."""
+    header = settings.OPEN_HYPOTHESIS_TRUSTED_PROXY_HEADER
+    if header:
+        value = meta.get("HTTP_" + header.upper().replace("-", "_"), "")
+        entries = [entry.strip() for entry in value.split(",") if entry.strip()]
+        if entries:
+            return entries[-1]
+    return meta.get("REMOTE_ADDR", "")
+
+
+def client_network(address: str) -> str:
+    """What the per-client limit counts: an IPv4 address as it is, an IPv6 address by its network of
+    OPEN_HYPOTHESIS_IPV6_PREFIX bits (a /64 by default: one host is given a whole /64 and can rotate through it)."""
+    try:
+        parsed = ipaddress.ip_address(address.strip().strip("[]"))
+    except ValueError:
+        return address
+    if isinstance(parsed, ipaddress.IPv6Address):
+        if parsed.ipv4_mapped is not None:
+            return str(parsed.ipv4_mapped)
+        return str(ipaddress.ip_network(f"{parsed}/{settings.OPEN_HYPOTHESIS_IPV6_PREFIX}", strict=False))
+    return str(parsed)
+
+
+def client_network_of(request) -> str:
+    """The client of a request as limits count it (django-axes' AXES_CLIENT_IP_CALLABLE): its network."""
+    return client_network(client_address(request.META))

@@ -17,11 +17,11 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from reviewapp.core.errors import NotFound, ServiceError
-from reviewapp.core.requests import BoundedJSONParser
+from reviewapp.core.requests import BoundedJSONParser, client_address
 from reviewapp.core.roles import CanReadAll
 from screening import selectors
 from screening.models import Run, Translation
-from screening.services.runs import ClientHypothesis, client_address, run_create
+from screening.services.runs import ClientHypothesis, run_create
 
 QUESTION_MIN, QUESTION_MAX, BACKGROUND_MAX = 10, 2000, 8000
 HYPOTHESES_MAX = 100
