@@ -69,6 +69,7 @@ class NoveltyCheckOutputSerializer(serializers.Serializer):
     evidence = serializers.CharField()
     reference = serializers.JSONField(source="citation", allow_null=True)
     reason = serializers.CharField()
+    error = serializers.CharField(help_text="why the check failed (e.g. its worker stopped), when it did")
     unsupported = serializers.BooleanField()
     components = serializers.JSONField()
     created_at = serializers.DateTimeField()

@@ -246,6 +246,8 @@ class BackgroundJob(ClaimedWork):
     result_name = models.CharField(max_length=255, blank=True)
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
     created_at = models.DateTimeField(auto_now_add=True)
+    heartbeat_at = models.DateTimeField(null=True, blank=True, help_text="when the running job last reported progress")
+    result_deleted_at = models.DateTimeField(null=True, blank=True, help_text="when the kept file was deleted")
 
     def __str__(self):
         return f"{self.kind} #{self.pk} ({self.state})"

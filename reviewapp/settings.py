@@ -281,17 +281,18 @@ OPEN_HYPOTHESIS_POLL_SECONDS = 15
 # The default outlasts the longest model call (PROVIDER_MAX_SECONDS), after which a run always records progress.
 OPEN_HYPOTHESIS_STALE_SECONDS = env_int("OPEN_HYPOTHESIS_STALE_SECONDS", int(PROVIDER_MAX_SECONDS) + 600)
 OPEN_HYPOTHESIS_MAX_RESUMES = env_int("OPEN_HYPOTHESIS_MAX_RESUMES", 3)
-OPEN_HYPOTHESIS_SWEEP_SECONDS = env_int("OPEN_HYPOTHESIS_SWEEP_SECONDS", 60)
+# The one sweeper of every kind of background work (reviewapp.core.claims.sweep_all): how often it runs, how long a
+# running job may go without reporting progress before its worker counts as gone, how many times work whose worker
+# died is started again before it fails, and how long export files are kept.
+OH_SWEEP_SECONDS = env_int("OH_SWEEP_SECONDS", 60)
+OH_JOB_STALE_SECONDS = env_int("OH_JOB_STALE_SECONDS", int(PROVIDER_MAX_SECONDS) + 600)
+OH_WORK_MAX_ATTEMPTS = env_int("OH_WORK_MAX_ATTEMPTS", 3)
+OH_EXPORT_KEEP_HOURS = env_int("OH_EXPORT_KEEP_HOURS", 7 * 24)
 # Optional forecast modes (docs/protocol.md#forecast-modes), stored beside the protocol's boolean: the detailed
 # instruction and the single-hypothesis question.
 OPEN_HYPOTHESIS_DETAILED_FORECASTS = env_bool("OPEN_HYPOTHESIS_DETAILED_FORECASTS", False)
 OPEN_HYPOTHESIS_SINGLE_FORECASTS = env_bool("OPEN_HYPOTHESIS_SINGLE_FORECASTS", False)
-CELERY_BEAT_SCHEDULE = {
-    "screening-sweep-stalled-runs": {
-        "task": "screening.sweep_stalled_runs",
-        "schedule": OPEN_HYPOTHESIS_SWEEP_SECONDS,
-    },
-}
+CELERY_BEAT_SCHEDULE = {"sweep": {"task": "reviewapp.sweep", "schedule": OH_SWEEP_SECONDS}}
 
 # Literature sources (docs/protocol.md#literature-sources). Base addresses are settings so tests and mirrors can point
 # elsewhere.

@@ -9,7 +9,6 @@ from reviewapp.views import accounts, analysis, coordinate, exports, home, impor
 urlpatterns = [
     path("admin/", admin.site.urls),
     # Accounts are made by coordinators; there is no self-service password reset by e-mail.
-    path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("accounts/password_change/done/", auth_views.PasswordChangeDoneView.as_view(), name="password_change_done"),
     *accounts.urlpatterns,

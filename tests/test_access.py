@@ -98,6 +98,8 @@ COORDINATOR = {
     "api-benchmark-run",
     "api-benchmark-judging",
     "user-unlock",
+    "job-retry",
+    "benchmark-task-rerun",
     "user-active",
     "user-tokens-revoke",
     "api-user-unlock",

@@ -25,6 +25,9 @@ from reviewapp.services.accounts import (
     user_unlock,
 )
 
+# The session remembers, from the login on, that the password is due: no query per request.
+DUE = "password_change_due"
+
 
 class PasswordChangeFirstMiddleware:
     """An account with a password someone else chose reaches only the password change (and logging out) until its
@@ -35,12 +38,22 @@ class PasswordChangeFirstMiddleware:
 
     def __call__(self, request):
         allowed = (reverse("password_change"), reverse("password_change_done"), reverse("logout"), settings.STATIC_URL)
-        if not request.path.startswith(allowed) and password_change_due(request.user):
+        if request.session.get(DUE) and not request.path.startswith(allowed) and request.user.is_authenticated:
             if request.path.startswith(API_PREFIX):
                 detail = "Choose your own password on the web (Password) before using the API."
                 return api_error(403, detail, code="password_change_required")
             return redirect("password_change")
         return self.get_response(request)
+
+
+class LoginView(auth_views.LoginView):
+    """Django's login, which notes in the session when the account must choose its own password first."""
+
+    def form_valid(self, form):
+        response = super().form_valid(form)
+        if password_change_due(self.request.user):
+            self.request.session[DUE] = True
+        return response
 
 
 class PasswordChangeView(auth_views.PasswordChangeView):
@@ -52,6 +65,7 @@ class PasswordChangeView(auth_views.PasswordChangeView):
     def form_valid(self, form):
         response = super().form_valid(form)
         password_changed(user=self.request.user)
+        self.request.session.pop(DUE, None)
         return response
 
 
@@ -124,6 +138,7 @@ def user_tokens_revoke_page(request, account_id: int):
 
 
 urlpatterns = [
+    path("accounts/login/", LoginView.as_view(), name="login"),
     path("accounts/password_change/", PasswordChangeView.as_view(), name="password_change"),
     path("accounts/tokens/", token_list_page, name="tokens"),
     path("accounts/tokens/<int:token_id>/revoke/", token_revoke_page, name="token-revoke"),
