@@ -246,7 +246,8 @@ LOGGING = {
     "filters": {"refusals_in_one_line": {"()": "reviewapp.core.requests.RefusalsInOneLine"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "filters": ["refusals_in_one_line"]}},
     "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
-    "loggers": {"django.db.backends": {"level": "INFO"}},
+    # django-axes logs every login at INFO; its warnings (failed logins, lockouts) are what an operator needs.
+    "loggers": {"django.db.backends": {"level": "INFO"}, "axes": {"level": "WARNING"}},
 }
 
 # Model providers: one transport retry loop per model call (timeouts, connection errors, 408, 429, 5xx, 529).
@@ -261,6 +262,8 @@ OPENAI_BASE_URL = env_str("OPENAI_BASE_URL", "https://api.openai.com/v1")
 XAI_BASE_URL = env_str("XAI_BASE_URL", "https://api.x.ai/v1")
 ANTHROPIC_BASE_URL = env_str("ANTHROPIC_BASE_URL", "https://api.anthropic.com")
 GEMINI_BASE_URL = env_str("GEMINI_BASE_URL", "https://generativelanguage.googleapis.com")
+# The anthropic-version header of Anthropic requests (the API reference's version).
+ANTHROPIC_VERSION = env_str("ANTHROPIC_VERSION", "2023-06-01")
 GPT6_ASTRA_MODEL = env_str("GPT6_ASTRA_MODEL", "gpt-6-astra")
 GROK_45_MODEL = env_str("GROK_45_MODEL", "grok-4.5")
 CLAUDE_OPUS_55_MODEL = env_str("CLAUDE_OPUS_55_MODEL", "claude-opus-5-5")

@@ -22,7 +22,9 @@ PYTHON = sys.executable
 RUNS = "/api/v1/open-hypothesis/runs"
 QUESTION = "How does remodelling of the bone-marrow niche affect mutant clones?"
 # Variables of the machine that would change what a fresh process reads.
-_OWN = re.compile(r"^(DEBUG|SECRET_KEY|ALLOWED_HOSTS|OH_|OPEN_HYPOTHESIS_|LITERATURE_|PROVIDER_|CELERY_|DATABASE_URL)")
+_OWN = re.compile(
+    r"^(DEBUG|SECRET_KEY|ALLOWED_HOSTS|OH_|OPEN_HYPOTHESIS_|LITERATURE_|PROVIDER_|CELERY_|DATABASE_URL|DJANGO_ALLOW_ASYNC)"
+)
 
 
 def clean_environment(tmp_path, **variables) -> dict:
@@ -228,9 +230,9 @@ def test_a_refusal_is_one_line_in_the_log(client, reviewer):
         assert client.get(f"/cohorts/{cohort.pk}/").status_code == 403
     finally:
         console.setStream(previous)
-    assert "Forbidden" in written.getvalue()
-    assert "Traceback" not in written.getvalue()
-    assert len(written.getvalue().strip().splitlines()) == 1
+    lines = written.getvalue().splitlines()
+    assert [line for line in lines if "Forbidden" in line] == [f"Forbidden (Permission denied): /cohorts/{cohort.pk}/"]
+    assert not any("Traceback" in line or "PermissionDenied" in line for line in lines)
 
 
 # make run --------------------------------------------------------------------------------------------------------
