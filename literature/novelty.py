@@ -27,7 +27,7 @@ from literature.verdicts import (
     split_sections,
 )
 from reviewapp.core.claims import work_claim, work_finish, work_release, work_sweep
-from reviewapp.core.queue import enqueue_on_commit
+from reviewapp.core.queue import broker_check, enqueue_on_commit
 from screening import llm
 from screening.prompts import hypothesis_text
 from screening.selectors import run_role_endpoint
@@ -157,6 +157,7 @@ def proposal_novelty_check_request(
     """Ask for a check of a proposal, done by a worker. The cutoff is `published_before` when given, else (with
     task_cutoff) the publication date of the proposal's research task: only what was published before it counts."""
     cutoff = published_before or (proposal.task.published if task_cutoff else None)
+    broker_check()
     with transaction.atomic():
         check = NoveltyCheck.objects.create(
             hypothesis_text=hypothesis_text(proposal.statement, proposal.mechanism, proposal.prediction),

@@ -19,7 +19,7 @@ from django.utils.text import slugify
 
 from reviewapp.core.claims import work_claim, work_finish, work_sweep
 from reviewapp.core.errors import ServiceError
-from reviewapp.core.queue import enqueue_on_commit
+from reviewapp.core.queue import broker_check, enqueue_on_commit
 from reviewapp.models import BackgroundJob, Cohort
 from reviewapp.selectors.exports import review_export_count, review_export_rows, write_xlsx
 
@@ -94,6 +94,7 @@ def job_label(job: BackgroundJob) -> str:
 def job_create(*, kind: str, params: dict, user) -> BackgroundJob:
     if kind not in JOB_KINDS:
         raise ValueError(f"Unknown job kind {kind!r}")
+    broker_check()
     job = BackgroundJob.objects.create(kind=kind, params=params, created_by=user)
     enqueue_on_commit(JOB_TASK, job.pk)
     return job

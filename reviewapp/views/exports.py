@@ -53,12 +53,14 @@ def _waits_for_worker(job: BackgroundJob) -> bool:
 @require_POST
 def cohort_reviews_xlsx_prepare(request, cohort_id):
     cohort = _get_cohort_for_user(request, cohort_id)
-    job = jobs.job_create(
-        kind="reviews_xlsx",
-        params={"cohort_id": cohort.pk, "unblinded": roles.can_coordinate(request.user)},
-        user=request.user,
-    )
-    return redirect("job-detail", job.pk)
+    with page_errors(request):
+        job = jobs.job_create(
+            kind="reviews_xlsx",
+            params={"cohort_id": cohort.pk, "unblinded": roles.can_coordinate(request.user)},
+            user=request.user,
+        )
+        return redirect("job-detail", job.pk)
+    return redirect("cohort-detail", cohort.pk)
 
 
 @login_required

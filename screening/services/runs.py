@@ -18,7 +18,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from reviewapp.core.errors import ServiceError
-from reviewapp.core.queue import enqueue_on_commit
+from reviewapp.core.queue import broker_check, enqueue_on_commit
 from reviewapp.core.requests import client_network
 from screening.llm.models import ModelEndpoint, Roster, RosterMember
 from screening.models import STEPS, Hypothesis, Run
@@ -58,9 +58,11 @@ def run_create(
 ) -> Run:
     """Start a run: generation by the roster's models, or (`hypotheses` given) a screening of the client's own.
 
-    Raises RunRefused when a limit is reached or no roster is configured. The first step is enqueued on commit."""
+    Raises RunRefused when a limit is reached or no roster is configured, and QueueUnavailable (503, nothing written)
+    when the broker is down. The first step is enqueued on commit."""
     kind = Run.Kind.GENERATE if hypotheses is None else Run.Kind.SCREENING
     roster = _roster_snapshot(kind)
+    broker_check()
     address_hash = client_hash(client_address)
     with transaction.atomic():
         _lock_limits()

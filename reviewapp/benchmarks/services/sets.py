@@ -18,7 +18,7 @@ from django.utils import timezone
 
 from reviewapp.benchmarks.models import BenchmarkHypothesis, BenchmarkSet, BenchmarkTask, Judge, RandomControlDraw
 from reviewapp.core.errors import ServiceError
-from reviewapp.core.queue import enqueue_on_commit
+from reviewapp.core.queue import broker_check, enqueue_on_commit
 from screening.llm.models import ModelEndpoint, Roster
 from screening.models import STEPS, Run
 from screening.services.progress import RUN_ADVANCE_TASK
@@ -111,6 +111,7 @@ def benchmark_run(*, benchmark: BenchmarkSet) -> list[Run]:
 
     The runs are the coordinator's, not a public client's: they do not count against a client address and are
     not refused by the public limits. Each is enqueued when the transaction commits."""
+    broker_check()
     with transaction.atomic():
         benchmark = BenchmarkSet.objects.select_for_update().get(pk=benchmark.pk)
         if benchmark.roster is None:
@@ -151,6 +152,7 @@ def _task_run_start(benchmark: BenchmarkSet, benchmark_task: BenchmarkTask, rost
 def benchmark_task_rerun(*, benchmark: BenchmarkSet, task_key: str) -> Run:
     """Run a task whose run failed again, from the start: a new run with the set's current roster and the task's
     seed. What the failed run left in the set (its pooled hypotheses, their scores, its random control) goes."""
+    broker_check()
     with transaction.atomic():
         benchmark = BenchmarkSet.objects.select_for_update().get(pk=benchmark.pk)
         benchmark_task = benchmark.benchmark_tasks.select_related("task", "run").filter(task__key=task_key).first()
