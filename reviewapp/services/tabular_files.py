@@ -94,14 +94,13 @@ def clean_rows(
         for name in fields[table]:
             raw = values.get(name)
             if isinstance(raw, FormulaCell):
-                message = f"The cell holds a formula ({raw[:40]}); type the value itself instead of a formula."
-                problems.append(problem(table, number, name, message))
+                formula = f"The cell holds a formula ({raw[:40]}); type the value itself instead of a formula."
+                problems.append(problem(table, number, name, formula))
                 record[name] = ""
                 continue
-            value, message = cleaners.get(name, clean_text)(raw)
+            value, cleaning_problem = cleaners.get(name, clean_text)(raw)
             record[name] = value
-            if not message:
-                message = _control_character_problem(value)
+            message = cleaning_problem or _control_character_problem(value)
             if message:
                 problems.append(problem(table, number, name, message))
             elif name in required[table] and (value is None or value == ""):
@@ -230,7 +229,7 @@ class TableFile:
 
     def _read_csv(self, content: bytes):
         lines = _csv_rows(_decode(content))
-        header = next(lines, [])
+        header: list[str] = next(lines, [])
         table = self._csv_table({_header_name(cell) for cell in header})
         if table is None:
             raise file_invalid(f"The CSV header is not recognised: {self.csv_header_rule}")
