@@ -9,7 +9,6 @@ autosaves and of the polls next to their targets, and exits 1 when one is missed
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres .venv/bin/python benchmarks/load_test.py [--keep]
 """
 
-import argparse
 import csv
 import json
 import os
@@ -19,7 +18,7 @@ import tempfile
 from pathlib import Path
 
 from screening_speed import BIN, Processes, free_port, wait_for_port
-from support import ROOT, Results, all_passed, postgres_server, print_table, scratch_database, setup_django
+from support import ROOT, Results, all_passed, print_table, scratch_arguments, scratch_database, setup_django
 
 SCRATCH_DATABASE = os.environ.get("OH_BENCH_DATABASE", "oh_bench_load")
 REVIEWERS, CLIENTS = 300, 100
@@ -134,14 +133,12 @@ def measure(processes: Processes, record, env: dict, folder: Path) -> None:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--keep", action="store_true", help=f"leave the {SCRATCH_DATABASE} database for inspection")
-    arguments = parser.parse_args()
-    url = postgres_server()
-    if url is None:
+    command_line = scratch_arguments(__doc__, SCRATCH_DATABASE)
+    if command_line is None:
         return 2
+    url, keep = command_line
     results = Results()
-    with scratch_database(url, SCRATCH_DATABASE, keep=arguments.keep) as scratch_url:
+    with scratch_database(url, SCRATCH_DATABASE, keep=keep) as scratch_url:
         env = {
             **os.environ,
             "DATABASE_URL": scratch_url,
