@@ -182,7 +182,10 @@ def client_network(address: str) -> str:
     if isinstance(parsed, ipaddress.IPv6Address):
         if parsed.ipv4_mapped is not None:
             return str(parsed.ipv4_mapped)
-        return str(ipaddress.ip_network(f"{parsed}/{settings.OPEN_HYPOTHESIS_IPV6_PREFIX}", strict=False))
+        # The network's first address stands for it (an address, as django-axes stores).
+        return str(
+            ipaddress.ip_network(f"{parsed}/{settings.OPEN_HYPOTHESIS_IPV6_PREFIX}", strict=False).network_address
+        )
     return str(parsed)
 
 
