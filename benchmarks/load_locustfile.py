@@ -20,7 +20,9 @@ _VERSION = re.compile(r'id="review-version" value="(\d+)"')
 
 class Reviewer(HttpUser):
     weight = PLAN["reviewer_weight"]
-    wait_time = between(1, 3)  # the page saves about a second after the reviewer stops typing
+    # The page saves about a second after the reviewer stops typing: a save every few seconds while one writes, a
+    # pause while one reads.
+    wait_time = between(3, 12)
 
     def on_start(self):
         reviewer = next(_REVIEWERS)
@@ -50,7 +52,7 @@ class Reviewer(HttpUser):
 
 class PublicClient(HttpUser):
     weight = PLAN["client_weight"]
-    wait_time = between(1, 2)  # far more often than the 15 s the API asks for
+    wait_time = between(5, 15)  # more often than the 15 s the API asks for
 
     @task
     def poll(self):
