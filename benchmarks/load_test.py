@@ -21,7 +21,9 @@ from screening_speed import BIN, Processes, free_port, wait_for_port
 from support import ROOT, Results, all_passed, print_table, scratch_arguments, scratch_database, setup_django
 
 SCRATCH_DATABASE = os.environ.get("OH_BENCH_DATABASE", "oh_bench_load")
-REVIEWERS, CLIENTS = 300, 100
+# The issue's load; LOAD_REVIEWERS and LOAD_CLIENTS scale it (e.g. to find what one machine sustains).
+REVIEWERS = int(os.environ.get("LOAD_REVIEWERS", "300"))
+CLIENTS = int(os.environ.get("LOAD_CLIENTS", "100"))
 LOAD_SECONDS = int(os.environ.get("LOAD_SECONDS", "60"))
 GUNICORN_WORKERS = int(os.environ.get("GUNICORN_WORKERS", "4"))
 # Targets on the project's reference machine (2 cores shared by the server, PostgreSQL and locust itself).
@@ -79,6 +81,19 @@ def load_data(plan_path: Path) -> None:
     plan_path.write_text(json.dumps(plan))
 
 
+def warm_up(port: int, plan: dict) -> None:
+    """A few requests per gunicorn worker first, as a server that has been up a while has had: every worker imports,
+    connects and compiles its templates before the load begins."""
+    from urllib.request import Request, urlopen
+
+    for reviewer in plan["reviewers"][: 4 * GUNICORN_WORKERS]:
+        page = Request(f"http://127.0.0.1:{port}/review/{reviewer['assignment']}/")
+        page.add_header("Cookie", f"sessionid={reviewer['session']}")
+        urlopen(page, timeout=60).read()
+    for run in plan["runs"] * 2 * GUNICORN_WORKERS:
+        urlopen(f"http://127.0.0.1:{port}/api/v1/open-hypothesis/runs/{run}", timeout=60).read()
+
+
 def percentile_row(stats_csv: Path, name: str) -> dict | None:
     with stats_csv.open() as handle:
         return next((row for row in csv.DictReader(handle) if row["Name"] == name), None)
@@ -94,6 +109,7 @@ def measure(processes: Processes, record, env: dict, folder: Path) -> None:
          "--bind", f"127.0.0.1:{port}", "--log-level", "warning", "--backlog", "2048"],
     )  # fmt: skip
     wait_for_port(port)
+    warm_up(port, json.loads(plan.read_text()))
     print(f"locust: {REVIEWERS} reviewers and {CLIENTS} clients for {LOAD_SECONDS} s…", flush=True)
     subprocess.run(
         [str(BIN / "locust"), "-f", str(ROOT / "benchmarks" / "load_locustfile.py"), "--headless",
