@@ -15,7 +15,6 @@ measures:
 Everything it started is stopped and the scratch database dropped at the end. Exit status 1 when a target is missed.
 """
 
-import argparse
 import asyncio
 import json
 import os
@@ -26,7 +25,7 @@ import sys
 import time
 from pathlib import Path
 
-from support import ROOT, Results, all_passed, postgres_server, print_table, scratch_database, setup_django
+from support import ROOT, Results, all_passed, print_table, scratch_arguments, scratch_database, setup_django
 
 SCRATCH_DATABASE = "oh_bench_screening"
 RUNS_PER_FIGURE = 3
@@ -201,16 +200,14 @@ def measure(processes: Processes, record, simulator_port: int) -> None:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--keep", action="store_true", help=f"leave the {SCRATCH_DATABASE} database for inspection")
-    arguments = parser.parse_args()
-    url = postgres_server()
-    if url is None:
+    command_line = scratch_arguments(__doc__, SCRATCH_DATABASE)
+    if command_line is None:
         return 2
+    url, keep = command_line
 
     simulator_port = free_port()
     results = Results()
-    with scratch_database(url, SCRATCH_DATABASE, keep=arguments.keep) as scratch_url:
+    with scratch_database(url, SCRATCH_DATABASE, keep=keep) as scratch_url:
         env = {key: value for key, value in os.environ.items() if key not in PROVIDER_KEYS}
         env.update(
             DATABASE_URL=scratch_url,

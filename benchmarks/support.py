@@ -67,6 +67,18 @@ def scratch_database(url: str, name: str, *, keep: bool = False) -> Iterator[str
             maintenance(url, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
+def scratch_arguments(description: str, scratch: str) -> tuple[str, bool] | None:
+    """The command line of a benchmark with a scratch database: (the server's URL, whether to keep the database), or
+    None (after saying why) when DATABASE_URL names no PostgreSQL server."""
+    import argparse
+
+    parser = argparse.ArgumentParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--keep", action="store_true", help=f"leave the {scratch} database for inspection")
+    keep = parser.parse_args().keep
+    url = postgres_server()
+    return None if url is None else (url, keep)
+
+
 def setup_django(url: str | None = None) -> None:
     """Set Django up in this process, on the database of `url` (default: the environment's DATABASE_URL)."""
     if url is not None:

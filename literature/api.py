@@ -41,6 +41,7 @@ def import_request(data) -> dict:
 
 
 class ReferenceImportApi(APIView):
+    body_limit_setting = "OH_MAX_REFERENCE_IMPORT_BYTES"  # reviewapp.core.requests
     permission_classes = [IsCoordinator]
 
     class OutputSerializer(serializers.Serializer):
@@ -68,6 +69,7 @@ class NoveltyCheckOutputSerializer(serializers.Serializer):
     evidence = serializers.CharField()
     reference = serializers.JSONField(source="citation", allow_null=True)
     reason = serializers.CharField()
+    error = serializers.CharField(help_text="why the check failed (e.g. its worker stopped), when it did")
     unsupported = serializers.BooleanField()
     components = serializers.JSONField()
     created_at = serializers.DateTimeField()

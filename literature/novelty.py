@@ -7,8 +7,9 @@ proposal is asked for on demand and done by a worker.
 """
 
 import logging
-from datetime import date
+from datetime import date, timedelta
 
+from django.conf import settings
 from django.db import DatabaseError, transaction
 from django.utils import timezone
 
@@ -25,8 +26,8 @@ from literature.verdicts import (
     parse_judgement,
     split_sections,
 )
-from reviewapp.core.claims import work_claim, work_finish, work_release
-from reviewapp.core.queue import enqueue_on_commit
+from reviewapp.core.claims import work_claim, work_finish, work_release, work_sweep
+from reviewapp.core.queue import broker_check, enqueue_on_commit
 from screening import llm
 from screening.prompts import hypothesis_text
 from screening.selectors import run_role_endpoint
@@ -156,6 +157,7 @@ def proposal_novelty_check_request(
     """Ask for a check of a proposal, done by a worker. The cutoff is `published_before` when given, else (with
     task_cutoff) the publication date of the proposal's research task: only what was published before it counts."""
     cutoff = published_before or (proposal.task.published if task_cutoff else None)
+    broker_check()
     with transaction.atomic():
         check = NoveltyCheck.objects.create(
             hypothesis_text=hypothesis_text(proposal.statement, proposal.mechanism, proposal.prediction),
@@ -186,6 +188,22 @@ def novelty_check_perform(*, check_id: int) -> None:
         result = NoveltyResult(verdict=Verdict.UNRESOLVED, reason=f"internal error ({type(exc).__name__})")
     with transaction.atomic():
         work_finish(NoveltyCheck, check_id, token, **_recorded_fields(result))
+
+
+def novelty_checks_sweep() -> int:
+    """The literature room's part of the sweeper: checks claimed OPEN_HYPOTHESIS_STALE_SECONDS ago and still running
+    (their worker died) are sent again, up to OH_WORK_MAX_ATTEMPTS claims, then fail with the reason. Redoing a check
+    is safe: its result is recorded only under its claim."""
+    attempts = settings.OH_WORK_MAX_ATTEMPTS
+    again = work_sweep(
+        NoveltyCheck,
+        claimed_before=timezone.now() - timedelta(seconds=settings.OPEN_HYPOTHESIS_STALE_SECONDS),
+        max_attempts=attempts,
+        reason=f"The worker doing this check stopped {attempts} times before it finished; request the check again.",
+    )
+    for check_id in again:
+        enqueue_on_commit(CHECK_TASK, check_id)
+    return len(again)
 
 
 # A run's literature step ---------------------------------------------------------------------------------------

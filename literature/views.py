@@ -10,11 +10,13 @@ from literature.importers.csv_table import FIELD_HELP
 from literature.services import FORMATS, references_import
 from reviewapp.core import roles
 from reviewapp.core.errors import page_errors
+from reviewapp.core.requests import body_limit
 
 # A page lists this many problems; the API returns them all.
 PROBLEMS_SHOWN = 200
 
 
+@body_limit("OH_MAX_REFERENCE_IMPORT_BYTES")
 @login_required
 @require_http_methods(["GET", "POST"])
 def literature_home(request):

@@ -25,5 +25,10 @@ class ReviewappConfig(AppConfig):
     def ready(self):
         # Django creates permissions in its own post_migrate handler (auth app), which runs before ours.
         post_migrate.connect(create_role_groups, sender=self)
-        # Registers the room's Celery tasks, which services send by name (reviewapp.core.queue).
+        # Registers the room's Celery tasks, which services send by name (reviewapp.core.queue), and the sweep of
+        # its background jobs.
         from reviewapp import tasks  # noqa: F401
+        from reviewapp.core.claims import sweep_register
+        from reviewapp.services.jobs import jobs_sweep
+
+        sweep_register("background jobs", jobs_sweep)

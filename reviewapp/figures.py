@@ -34,7 +34,12 @@ def rounded(value, digits: int = 4):
 
 def new_figure(width: float, height: float) -> "Figure":
     # Imported when a plot is drawn: matplotlib is slow to import and most requests draw nothing.
+    import matplotlib
     from matplotlib.figure import Figure
+
+    # Labels are names people chose (a "$" in a model's name is no formula): text, never mathtext. Every text object
+    # reads this when it is made, and this process draws nothing else.
+    matplotlib.rcParams["text.parse_math"] = False
 
     return Figure(figsize=(width, height), layout="constrained")
 

@@ -250,6 +250,8 @@ class BackgroundJob(ClaimedWork):
     result_name = models.CharField(max_length=255, blank=True)
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
     created_at = models.DateTimeField(auto_now_add=True)
+    heartbeat_at = models.DateTimeField(null=True, blank=True, help_text="when the running job last reported progress")
+    result_deleted_at = models.DateTimeField(null=True, blank=True, help_text="when the kept file was deleted")
 
     def __str__(self):
         return f"{self.kind} #{self.pk} ({self.state})"
@@ -270,3 +272,33 @@ class AuditEvent(models.Model):
 
     def __str__(self):
         return f"{self.action} {self.target_type}:{self.target_id}"
+
+
+class ApiToken(models.Model):
+    """A key for the API (`Authorization: Token <key>`). Only the key's sha256 is stored; the key is shown once.
+
+    A token ends at expires_at, when it is revoked (the row is deleted), and when its user's password changes: it
+    holds the fingerprint of the password it was made under (Django's session hash), as a session does."""
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_tokens")
+    name = models.CharField(max_length=100, blank=True, help_text="what the token is for, as its owner named it")
+    prefix = models.CharField(max_length=12, help_text="the key's first characters, to tell tokens apart")
+    key_sha256 = models.CharField(max_length=64, unique=True)
+    password_fingerprint = models.CharField(max_length=128)
+    created_at = models.DateTimeField(auto_now_add=True)
+    expires_at = models.DateTimeField()
+    last_used_at = models.DateTimeField(null=True, blank=True)
+
+    def __str__(self):
+        return f"API token {self.prefix}… of {self.user_id}"
+
+
+class PendingPasswordChange(models.Model):
+    """An account whose password was given to it (made by a coordinator): its owner must choose their own before
+    anything else."""
+
+    user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self):
+        return f"password change due for {self.user_id}"

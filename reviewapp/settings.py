@@ -1,20 +1,68 @@
-"""Settings for Open Hypothesis. Every deployment knob is an environment variable (see .env.example)."""
+"""Settings for Open Hypothesis. Every deployment knob is an environment variable (see .env.example); a `.env` file
+beside manage.py (or the file OH_ENV_FILE names) is read first, and the environment wins over it."""
 
+import os
+from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
+from dotenv import load_dotenv
 
 from reviewapp.core.env import env_bool, env_int, env_list, env_str
 
 BASE_DIR = Path(__file__).resolve().parent.parent
+load_dotenv(os.environ.get("OH_ENV_FILE") or BASE_DIR / ".env", override=False)
 VAR_DIR = Path(env_str("OH_VAR_DIR", str(BASE_DIR / "var")))
 VAR_DIR.mkdir(parents=True, exist_ok=True)
 
 DEBUG = env_bool("DEBUG", False)
-# The fallback key only serves local runs; production must set SECRET_KEY.
-SECRET_KEY = env_str("SECRET_KEY", "insecure-local-only-key-set-SECRET_KEY-in-production")
+# The fallback key only serves local runs; production must set SECRET_KEY (refused below in the HTTPS mode).
+LOCAL_SECRET_KEY = "insecure-local-only-key-set-SECRET_KEY-in-production"
+SECRET_KEY = env_str("SECRET_KEY", LOCAL_SECRET_KEY)
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]", "testserver"])
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
+
+# The one switch of an HTTPS deployment (README "Production"): secure cookies, HSTS, redirect to HTTPS, and the
+# header by which the proxy in front says a request came over HTTPS (it must set it and drop any the client sent).
+OH_HTTPS = env_bool("OH_HTTPS", False)
+if OH_HTTPS:
+    if SECRET_KEY == LOCAL_SECRET_KEY or len(SECRET_KEY) < 50:
+        raise ImproperlyConfigured(
+            "OH_HTTPS=true needs a SECRET_KEY of your own of at least 50 random characters, e.g. from "
+            "`python -c 'import secrets; print(secrets.token_urlsafe(50))'`; the built-in local key is refused."
+        )
+    SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = True
+    SECURE_SSL_REDIRECT = True
+    SECURE_HSTS_SECONDS = env_int("OH_HSTS_SECONDS", 31_536_000)
+    SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("OH_HSTS_INCLUDE_SUBDOMAINS", True)
+    SECURE_HSTS_PRELOAD = env_bool("OH_HSTS_PRELOAD", True)
+    _proxy_header = env_str("OH_PROXY_SSL_HEADER", "X-Forwarded-Proto")
+    if _proxy_header:
+        SECURE_PROXY_SSL_HEADER = ("HTTP_" + _proxy_header.upper().replace("-", "_"), "https")
+SESSION_COOKIE_HTTPONLY = True
+X_FRAME_OPTIONS = "DENY"
+# Browser features no page uses are switched off (Permissions-Policy, reviewapp.core.requests).
+PERMISSIONS_POLICY = (
+    "accelerometer=(), camera=(), geolocation=(), gyroscope=(), magnetometer=(), microphone=(), payment=(), usb=()"
+)
+# Content-Security-Policy (django-csp): scripts only from our own static files, no inline script and no eval. Style
+# attributes (progress-bar widths) are allowed; style elements and sheets come only from our static files.
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": ["'self'"],
+        "script-src": ["'self'"],
+        "style-src": ["'self'", "'unsafe-inline'"],
+        "style-src-elem": ["'self'"],
+        "style-src-attr": ["'unsafe-inline'"],
+        "img-src": ["'self'", "data:"],
+        "connect-src": ["'self'"],
+        "object-src": ["'none'"],
+        "base-uri": ["'none'"],
+        "form-action": ["'self'"],
+        "frame-ancestors": ["'none'"],
+    }
+}
 
 INSTALLED_APPS = [
     "django.contrib.admin",
@@ -24,8 +72,9 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "whitenoise.runserver_nostatic",
     "django.contrib.staticfiles",
+    "csp",
     "rest_framework",
-    "rest_framework.authtoken",
+    "axes",
     "django_htmx",
     "template_partials",
     "reviewapp",
@@ -39,13 +88,20 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
+    # Before anything reads a body (CSRF does): oversized bodies are refused unread; API errors answer JSON.
+    "reviewapp.core.requests.RequestLimitsMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "csp.middleware.CSPMiddleware",
+    "reviewapp.core.requests.PermissionsPolicyMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    "reviewapp.views.accounts.PasswordChangeFirstMiddleware",
+    # Last, as django-axes asks: it turns a lockout found during the request into the lockout answer.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "reviewapp.urls"
@@ -90,6 +146,21 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
+# Login throttling (django-axes) on the web login, the admin and POST /api/v1/auth/token: a username is locked after
+# OH_LOGIN_FAILURE_LIMIT failures, an address after OH_LOGIN_ADDRESS_FAILURE_LIMIT failures over any usernames, for
+# OH_LOGIN_LOCKOUT_MINUTES; coordinators unlock on the People page. Locked: 429 with Retry-After.
+AUTHENTICATION_BACKENDS = ["axes.backends.AxesStandaloneBackend", "django.contrib.auth.backends.ModelBackend"]
+AXES_FAILURE_LIMIT = env_int("OH_LOGIN_FAILURE_LIMIT", 5)
+OH_LOGIN_ADDRESS_FAILURE_LIMIT = env_int("OH_LOGIN_ADDRESS_FAILURE_LIMIT", 30)
+AXES_COOLOFF_TIME = timedelta(minutes=env_int("OH_LOGIN_LOCKOUT_MINUTES", 15))
+AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
+AXES_HANDLER = "reviewapp.services.accounts.LoginThrottle"
+AXES_LOCKOUT_CALLABLE = "reviewapp.views.accounts.locked_out"
+AXES_CLIENT_IP_CALLABLE = "reviewapp.core.requests.client_network_of"
+AXES_RESET_ON_SUCCESS = True
+AXES_VERBOSE = False
+# API tokens (README "API"): days until a new token expires.
+OH_API_TOKEN_DAYS = env_int("OH_API_TOKEN_DAYS", 30)
 LOGIN_URL = "/accounts/login/"
 LOGIN_REDIRECT_URL = "/"
 LOGOUT_REDIRECT_URL = "/accounts/login/"
@@ -110,14 +181,32 @@ STORAGES = {
 MEDIA_ROOT = VAR_DIR / "media"
 DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("DATA_UPLOAD_MAX_MEMORY_SIZE", 20 * 1024 * 1024)
 FILE_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
+# Request bodies are refused unread above these sizes (413): every address, then the imports of cohorts and
+# benchmark sets, then the literature corpus import (files of 100,000 PubMed records). JSON deeper than
+# OH_MAX_JSON_DEPTH levels is refused (400).
+OH_MAX_BODY_BYTES = env_int("OH_MAX_BODY_BYTES", 1024 * 1024)
+OH_MAX_IMPORT_BYTES = env_int("OH_MAX_IMPORT_BYTES", 20 * 1024 * 1024)
+OH_MAX_REFERENCE_IMPORT_BYTES = env_int("OH_MAX_REFERENCE_IMPORT_BYTES", 512 * 1024 * 1024)
+OH_MAX_JSON_DEPTH = env_int("OH_MAX_JSON_DEPTH", 64)
+# Imported tables (JSON, CSV, XLSX): rows and columns of one table, and what an XLSX workbook may expand to, in all and
+# per part relative to its compressed size; a workbook beyond them is refused before it is parsed.
+OH_IMPORT_MAX_ROWS = env_int("OH_IMPORT_MAX_ROWS", 100_000)
+OH_IMPORT_MAX_COLUMNS = env_int("OH_IMPORT_MAX_COLUMNS", 200)
+OH_XLSX_MAX_UNCOMPRESSED_BYTES = env_int("OH_XLSX_MAX_UNCOMPRESSED_BYTES", 200 * 1024 * 1024)
+OH_XLSX_MAX_COMPRESSION_RATIO = env_int("OH_XLSX_MAX_COMPRESSION_RATIO", 100)
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "rest_framework.authentication.TokenAuthentication",
+        "reviewapp.api.authentication.ApiTokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    "DEFAULT_PARSER_CLASSES": [
+        "reviewapp.core.requests.BoundedJSONParser",
+        "rest_framework.parsers.FormParser",
+        "rest_framework.parsers.MultiPartParser",
+    ],
     "EXCEPTION_HANDLER": "reviewapp.core.errors.exception_handler",
     "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",
 }
@@ -153,9 +242,12 @@ JOB_UNCLAIMED_WARNING_SECONDS = env_int("JOB_UNCLAIMED_WARNING_SECONDS", 20)
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    # A refusal (403) is one line in the log, not a traceback.
+    "filters": {"refusals_in_one_line": {"()": "reviewapp.core.requests.RefusalsInOneLine"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "filters": ["refusals_in_one_line"]}},
     "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
-    "loggers": {"django.db.backends": {"level": "INFO"}},
+    # django-axes logs every login at INFO; its warnings (failed logins, lockouts) are what an operator needs.
+    "loggers": {"django.db.backends": {"level": "INFO"}, "axes": {"level": "WARNING"}},
 }
 
 # Model providers: one transport retry loop per model call (timeouts, connection errors, 408, 429, 5xx, 529).
@@ -170,6 +262,8 @@ OPENAI_BASE_URL = env_str("OPENAI_BASE_URL", "https://api.openai.com/v1")
 XAI_BASE_URL = env_str("XAI_BASE_URL", "https://api.x.ai/v1")
 ANTHROPIC_BASE_URL = env_str("ANTHROPIC_BASE_URL", "https://api.anthropic.com")
 GEMINI_BASE_URL = env_str("GEMINI_BASE_URL", "https://generativelanguage.googleapis.com")
+# The anthropic-version header of Anthropic requests (the API reference's version).
+ANTHROPIC_VERSION = env_str("ANTHROPIC_VERSION", "2023-06-01")
 GPT6_ASTRA_MODEL = env_str("GPT6_ASTRA_MODEL", "gpt-6-astra")
 GROK_45_MODEL = env_str("GROK_45_MODEL", "grok-4.5")
 CLAUDE_OPUS_55_MODEL = env_str("CLAUDE_OPUS_55_MODEL", "claude-opus-5-5")
@@ -183,22 +277,25 @@ OPEN_HYPOTHESIS_DAILY_CAP = env_int("OPEN_HYPOTHESIS_DAILY_CAP", 60)
 OPEN_HYPOTHESIS_QUEUE_LIMIT = env_int("OPEN_HYPOTHESIS_QUEUE_LIMIT", 20)
 # The header the trusted proxy sets to the client's address (e.g. X-Forwarded-For); empty: REMOTE_ADDR.
 OPEN_HYPOTHESIS_TRUSTED_PROXY_HEADER = env_str("OPEN_HYPOTHESIS_TRUSTED_PROXY_HEADER", "")
+# IPv6 clients count by their network of this many leading bits (one host usually holds a whole /64).
+OPEN_HYPOTHESIS_IPV6_PREFIX = env_int("OPEN_HYPOTHESIS_IPV6_PREFIX", 64)
 OPEN_HYPOTHESIS_POLL_SECONDS = 15
 # A run with no progress for this long is restarted by the sweeper, and stopped after OPEN_HYPOTHESIS_MAX_RESUMES.
 # The default outlasts the longest model call (PROVIDER_MAX_SECONDS), after which a run always records progress.
 OPEN_HYPOTHESIS_STALE_SECONDS = env_int("OPEN_HYPOTHESIS_STALE_SECONDS", int(PROVIDER_MAX_SECONDS) + 600)
 OPEN_HYPOTHESIS_MAX_RESUMES = env_int("OPEN_HYPOTHESIS_MAX_RESUMES", 3)
-OPEN_HYPOTHESIS_SWEEP_SECONDS = env_int("OPEN_HYPOTHESIS_SWEEP_SECONDS", 60)
+# The one sweeper of every kind of background work (reviewapp.core.claims.sweep_all): how often it runs, how long a
+# running job may go without reporting progress before its worker counts as gone, how many times work whose worker
+# died is started again before it fails, and how long export files are kept.
+OH_SWEEP_SECONDS = env_int("OH_SWEEP_SECONDS", 60)
+OH_JOB_STALE_SECONDS = env_int("OH_JOB_STALE_SECONDS", int(PROVIDER_MAX_SECONDS) + 600)
+OH_WORK_MAX_ATTEMPTS = env_int("OH_WORK_MAX_ATTEMPTS", 3)
+OH_EXPORT_KEEP_HOURS = env_int("OH_EXPORT_KEEP_HOURS", 7 * 24)
 # Optional forecast modes (docs/protocol.md#forecast-modes), stored beside the protocol's boolean: the detailed
 # instruction and the single-hypothesis question.
 OPEN_HYPOTHESIS_DETAILED_FORECASTS = env_bool("OPEN_HYPOTHESIS_DETAILED_FORECASTS", False)
 OPEN_HYPOTHESIS_SINGLE_FORECASTS = env_bool("OPEN_HYPOTHESIS_SINGLE_FORECASTS", False)
-CELERY_BEAT_SCHEDULE = {
-    "screening-sweep-stalled-runs": {
-        "task": "screening.sweep_stalled_runs",
-        "schedule": OPEN_HYPOTHESIS_SWEEP_SECONDS,
-    },
-}
+CELERY_BEAT_SCHEDULE = {"sweep": {"task": "reviewapp.sweep", "schedule": OH_SWEEP_SECONDS}}
 
 # Literature sources (docs/protocol.md#literature-sources). Base addresses are settings so tests and mirrors can point
 # elsewhere.

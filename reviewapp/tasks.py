@@ -3,6 +3,7 @@
 from django.db import InterfaceError, OperationalError
 
 from reviewapp.celery import app
+from reviewapp.core.claims import sweep_all
 from reviewapp.services import jobs
 
 
@@ -10,3 +11,9 @@ from reviewapp.services import jobs
 @app.task(name=jobs.JOB_TASK, autoretry_for=(OperationalError, InterfaceError), retry_backoff=True, max_retries=5)
 def run_background_job(job_id: int) -> None:
     jobs.job_run(job_id=job_id)
+
+
+@app.task(name="reviewapp.sweep")
+def sweep_task() -> dict:
+    """The periodic sweeper of every room's background work (Celery beat, OH_SWEEP_SECONDS)."""
+    return sweep_all()

@@ -18,8 +18,3 @@ def run_advance_task(run_id: int) -> None:
 @app.task(name="screening.work_item", autoretry_for=_TRANSIENT, retry_backoff=True, max_retries=5)
 def work_item_task(item_id: int) -> None:
     work.work_item_perform(item_id=item_id)
-
-
-@app.task(name="screening.sweep_stalled_runs")
-def sweep_stalled_runs_task() -> int:
-    return progress.runs_sweep()

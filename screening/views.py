@@ -16,11 +16,12 @@ from django.views.decorators.http import require_http_methods, require_POST
 
 from reviewapp.core import roles
 from reviewapp.core.errors import page_errors
+from reviewapp.core.requests import client_address
 from screening import selectors
 from screening.api.runs import BACKGROUND_MAX, QUESTION_MAX, QUESTION_MIN, run_representation
 from screening.models import Hypothesis, Run
 from screening.services.cohorts import CHOICES, cohort_create_from_run
-from screening.services.runs import client_address, run_create
+from screening.services.runs import run_create
 
 # How often the run page asks for news while the run works (the API suggests 15 s to programs).
 PAGE_POLL_SECONDS = 3

@@ -10,6 +10,7 @@ from django.urls import URLPattern, URLResolver, get_resolver
 from literature.models import NoveltyCheck
 from reviewapp.benchmarks.models import BenchmarkSet
 from reviewapp.models import BackgroundJob
+from reviewapp.services.accounts import token_create
 from screening.models import Run
 from tests import factories
 
@@ -24,7 +25,18 @@ PUBLIC = {
     "open-hypothesis-api-screenings",
 }
 # Any signed-in user (each view still shows only the user's own records).
-SIGNED_IN = {"home", "logout", "password_change", "password_change_done", "job-detail", "job-download"}
+SIGNED_IN = {
+    "home",
+    "logout",
+    "password_change",
+    "password_change_done",
+    "job-detail",
+    "job-download",
+    "tokens",
+    "token-revoke",
+    "api-tokens",
+    "api-token-revoke",
+}
 REVIEWER = {"review-queue", "review-page"}
 # Coordinators and analysts read; only coordinators change anything.
 READ_ALL = {
@@ -85,6 +97,13 @@ COORDINATOR = {
     "api-benchmark-import",
     "api-benchmark-run",
     "api-benchmark-judging",
+    "user-unlock",
+    "job-retry",
+    "benchmark-task-rerun",
+    "user-active",
+    "user-tokens-revoke",
+    "api-user-unlock",
+    "api-user-active",
 }
 CLASSIFIED = PUBLIC | SIGNED_IN | REVIEWER | READ_ALL | COORDINATOR
 DENIED = {401, 403, 404, 405}
@@ -119,7 +138,10 @@ def urls(db, coordinator, other_reviewer):
     run = Run.objects.create(question="Does the niche shape clonal fitness?", shuffle_seed=1)
     benchmark = BenchmarkSet.objects.create(name="Ageing benchmark", seed=1)
     check = NoveltyCheck.objects.create(hypothesis_text=proposal.statement, proposal=proposal)
+    token, _ = token_create(user=coordinator)
     ids = {
+        "token_id": token.pk,
+        "account_id": other_reviewer.pk,
         "check_id": check.pk,
         "cohort_id": cohort.pk,
         "assignment_id": assignment.pk,

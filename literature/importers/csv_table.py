@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from literature.importers import records
 from literature.importers.records import FileUnreadable, Parsed, ParsedReference, Problem, clean
 from literature.models import Reference
+from reviewapp.core.requests import JSONTooDeep, json_loads_bounded
 
 DELIMITERS = (",", ";", "\t")
 FIELDS = ("id", "pmid", "doi", "title", "abstract", "journal", "authors", "published", "year")
@@ -42,7 +43,9 @@ def parse_mapping(text: str | dict | None) -> dict[str, str]:
         return {}
     if isinstance(text, str):
         try:
-            mapping = json.loads(text)
+            mapping = json_loads_bounded(text)
+        except JSONTooDeep as exc:
+            raise MappingInvalid(f"The column mapping is not valid: {exc.message}") from None
         except ValueError as exc:
             raise MappingInvalid(f"The column mapping is not valid JSON: {exc}.") from None
     else:

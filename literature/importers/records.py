@@ -13,6 +13,7 @@ from datetime import date
 from functools import cached_property
 
 from literature.models import Reference
+from reviewapp.core.text import control_character_problem
 
 PRECISION_YEAR = Reference.DatePrecision.YEAR.value
 PRECISION_MONTH = Reference.DatePrecision.MONTH.value
@@ -25,7 +26,9 @@ _DOI = re.compile(r"^10\.\d{4,9}(?:\.\d+)*/\S+$")
 _DOI_PREFIX = re.compile(r"^(?:https?://(?:dx\.)?doi\.org/|doi:\s*)", re.IGNORECASE)
 # MEDLINE-style dates: "2024 Nov-Dec", "2024 Mar 15", "2023 Dec-2024 Jan", "1998 Spring", "2000-2001".
 _MEDLINE_DATE = re.compile(r"^\s*(\d{4})(?:\s+([A-Za-z]+)\.?(?:\s+(\d{1,2}))?)?(?![\d])")
-_MAX_LENGTHS = {"source_id": 200, "pmid": 20, "doi": 200, "journal": 500}
+# The most characters of each field (README "Literature corpus").
+_MAX_LENGTHS = {"source_id": 200, "pmid": 20, "doi": 200, "journal": 500, "title": 2000, "abstract": 50_000}
+_TEXT_FIELDS = ("source_id", "pmid", "doi", "title", "abstract", "journal")
 
 
 @dataclass
@@ -175,6 +178,12 @@ def problems_of(
         value = getattr(reference, name)
         if len(value) > limit:
             problem(name, f"The {name} has {len(value)} characters; at most {limit} fit.")
+    for name, value in [(name, getattr(reference, name)) for name in _TEXT_FIELDS] + [
+        ("authors", author) for author in reference.authors
+    ]:
+        if message := control_character_problem(value):
+            problem(name, f"The {name}: {message[0].lower()}{message[1:]}")
+            break
     return problems
 
 

@@ -1,14 +1,17 @@
-"""API: token authentication. POST /api/v1/auth/token {username, password} → {"token"}."""
+"""API: tokens. POST /api/v1/auth/token {username, password, name?} → {"token", "id", "expires_at"};
+GET /api/v1/auth/tokens (own; a coordinator may add ?user=<id>); DELETE /api/v1/auth/tokens/<id>."""
 
 from django.contrib.auth import authenticate
 from django.urls import path
 from rest_framework import serializers, status
-from rest_framework.authtoken.models import Token
 from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from reviewapp.core import roles
 from reviewapp.core.errors import ServiceError, validated
+from reviewapp.models import ApiToken
+from reviewapp.services.accounts import token_create, token_revoke
 
 
 class TokenCreateApi(APIView):
@@ -18,16 +21,48 @@ class TokenCreateApi(APIView):
     class InputSerializer(serializers.Serializer):
         username = serializers.CharField()
         password = serializers.CharField(trim_whitespace=False)
+        name = serializers.CharField(required=False, allow_blank=True, default="", max_length=100)
 
     def post(self, request):
         data = validated(self.InputSerializer, request.data)
-        user = authenticate(request, **data)
+        # django-axes reads and marks the Django request, not DRF's wrapper; when it locks the username or address,
+        # its middleware answers 429 in the API's format (reviewapp.views.accounts.locked_out).
+        user = authenticate(request._request, username=data["username"], password=data["password"])
         if user is None or not user.is_active:
             raise ServiceError(
                 "Unknown username or wrong password.", code="invalid_credentials", status=status.HTTP_400_BAD_REQUEST
             )
-        token, _ = Token.objects.get_or_create(user=user)
-        return Response({"token": token.key})
+        token, key = token_create(user=user, name=data["name"])
+        return Response({"token": key, "id": token.pk, "expires_at": token.expires_at})
 
 
-urlpatterns = [path("auth/token", TokenCreateApi.as_view(), name="api-token")]
+class TokenOutputSerializer(serializers.ModelSerializer):
+    username = serializers.CharField(source="user.username")
+
+    class Meta:
+        model = ApiToken
+        fields = ["id", "username", "name", "prefix", "created_at", "expires_at", "last_used_at"]
+
+
+class TokenListApi(APIView):
+    def get(self, request):
+        owner = request.query_params.get("user") if roles.can_coordinate(request.user) else None
+        if owner and not owner.isdigit() and owner != "all":
+            raise ServiceError("user must be an account id or “all”.", code="invalid_request")
+        tokens = ApiToken.objects.select_related("user").order_by("-created_at")
+        if owner != "all":
+            tokens = tokens.filter(user_id=int(owner) if owner else request.user.pk)
+        return Response(TokenOutputSerializer(tokens, many=True).data)
+
+
+class TokenRevokeApi(APIView):
+    def delete(self, request, token_id: int):
+        token_revoke(token_id=token_id, user=request.user, may_revoke_others=roles.can_coordinate(request.user))
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+urlpatterns = [
+    path("auth/token", TokenCreateApi.as_view(), name="api-token"),
+    path("auth/tokens", TokenListApi.as_view(), name="api-tokens"),
+    path("auth/tokens/<int:token_id>", TokenRevokeApi.as_view(), name="api-token-revoke"),
+]

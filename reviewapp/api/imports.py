@@ -27,6 +27,7 @@ def import_upload(data):
 
 
 class CohortImportApi(APIView):
+    body_limit_setting = "OH_MAX_IMPORT_BYTES"  # reviewapp.core.requests
     permission_classes = [IsCoordinator]
 
     class OutputSerializer(serializers.Serializer):

@@ -7,6 +7,7 @@ from rest_framework.views import APIView
 
 from reviewapp.core.errors import validated
 from reviewapp.core.roles import ROLES, IsCoordinator
+from reviewapp.services.accounts import user_set_active, user_unlock
 from reviewapp.services.users import user_create
 
 
@@ -33,4 +34,35 @@ class UserCreateApi(APIView):
         return Response(self.OutputSerializer({**body, "password": password}).data, status=status.HTTP_201_CREATED)
 
 
-urlpatterns = [path("users", UserCreateApi.as_view(), name="api-users")]
+class UserUnlockApi(APIView):
+    """POST /api/v1/users/unlock {username}: clear a username's failed logins (django-axes)."""
+
+    permission_classes = [IsCoordinator]
+
+    class InputSerializer(serializers.Serializer):
+        username = serializers.CharField(max_length=150)
+
+    def post(self, request):
+        data = validated(self.InputSerializer, request.data)
+        return Response({"username": data["username"], "cleared": user_unlock(**data, user=request.user)})
+
+
+class UserActiveApi(APIView):
+    """POST /api/v1/users/<id>/active {active}: deactivate (revoking the account's API tokens) or reactivate."""
+
+    permission_classes = [IsCoordinator]
+
+    class InputSerializer(serializers.Serializer):
+        active = serializers.BooleanField()
+
+    def post(self, request, account_id: int):
+        data = validated(self.InputSerializer, request.data)
+        account = user_set_active(account_id=account_id, active=data["active"], user=request.user)
+        return Response({"username": account.username, "active": account.is_active})
+
+
+urlpatterns = [
+    path("users", UserCreateApi.as_view(), name="api-users"),
+    path("users/unlock", UserUnlockApi.as_view(), name="api-user-unlock"),
+    path("users/<int:account_id>/active", UserActiveApi.as_view(), name="api-user-active"),
+]

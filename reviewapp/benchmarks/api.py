@@ -135,6 +135,7 @@ class BenchmarkDetailApi(APIView):
 
 
 class BenchmarkImportApi(APIView):
+    body_limit_setting = "OH_MAX_IMPORT_BYTES"  # reviewapp.core.requests
     """POST a JSON, CSV or XLSX file of tasks, hypotheses with forecasts and/or judge scores as multipart "file"."""
 
     permission_classes = [IsCoordinator]

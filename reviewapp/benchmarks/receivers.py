@@ -7,7 +7,7 @@ from reviewapp.benchmarks.services.sets import benchmark_run_pooled
 from reviewapp.services.jobs import JobKind, job_kind_register
 from screening.hooks import run_pooled
 
-job_kind_register(JOB_KIND, JobKind(label="Judge scores of a benchmark set", run=judging_job_run))
+job_kind_register(JOB_KIND, JobKind(label="Judge scores of a benchmark set", run=judging_job_run, resumable=True))
 
 
 @receiver(run_pooled, dispatch_uid="benchmark-run-pooled")

@@ -25,6 +25,7 @@ from reviewapp.benchmarks.services.imports import FIELDS, FORECAST_COLUMN_PREFIX
 from reviewapp.benchmarks.services.judging import judging_jobs, judging_start
 from reviewapp.core import roles
 from reviewapp.core.errors import page_errors, validated
+from reviewapp.core.requests import body_limit
 from reviewapp.figures import FORMATS, figure_file
 from reviewapp.models import Cohort
 from reviewapp.views.analysis import figure_response
@@ -137,6 +138,17 @@ def benchmark_run(request, benchmark_id: int):
 
 @login_required
 @require_POST
+def benchmark_task_rerun(request, benchmark_id: int):
+    benchmark = _get_benchmark_for_coordinator(request, benchmark_id)
+    task_key = request.POST.get("task", "")
+    with page_errors(request):
+        services.benchmark_task_rerun(benchmark=benchmark, task_key=task_key)
+        messages.success(request, f"Task {task_key} is running again.")
+    return redirect("benchmark-detail", benchmark_id=benchmark.pk)
+
+
+@login_required
+@require_POST
 def benchmark_judge_add(request, benchmark_id: int):
     benchmark = _get_benchmark_for_coordinator(request, benchmark_id)
     endpoint_id = int_or_none(request.POST.get("endpoint"))
@@ -167,6 +179,7 @@ def benchmark_judging(request, benchmark_id: int):
     return redirect("benchmark-detail", benchmark_id=benchmark.pk)
 
 
+@body_limit("OH_MAX_IMPORT_BYTES")
 @login_required
 @require_http_methods(["GET", "POST"])
 def benchmark_import(request, benchmark_id: int):
@@ -322,6 +335,7 @@ urlpatterns = [
     path("benchmarks/<int:benchmark_id>/roster/", benchmark_roster, name="benchmark-roster"),
     path("benchmarks/<int:benchmark_id>/run/", benchmark_run, name="benchmark-run"),
     path("benchmarks/<int:benchmark_id>/import/", benchmark_import, name="benchmark-import"),
+    path("benchmarks/<int:benchmark_id>/rerun-task/", benchmark_task_rerun, name="benchmark-task-rerun"),
     path("benchmarks/<int:benchmark_id>/judges/add/", benchmark_judge_add, name="benchmark-judge-add"),
     path("benchmarks/<int:benchmark_id>/judging/", benchmark_judging, name="benchmark-judging"),
     path("benchmarks/<int:benchmark_id>/judges/", benchmark_judge_table, name="benchmark-judge-table"),

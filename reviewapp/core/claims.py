@@ -8,14 +8,22 @@ transient error, for the task's retry to claim it again.
 
 Models whose states have other names (e.g. a background job's "queued" and "succeeded") declare them as the class
 attributes PENDING, RUNNING, DONE and FAILED.
+
+The sweeper: every room registers the sweep of its own claimed work with `sweep_register` when its app is ready, and
+one periodic task (`reviewapp.sweep`, Celery beat) runs them all with `sweep_all`: work whose worker died goes back to
+pending and is sent again when it is safe to redo, and fails with a reason the user sees when it is not.
 """
 
+import logging
 import uuid
+from collections.abc import Callable
 from datetime import datetime
 
 from django.db import models
 from django.db.models import F, Q
 from django.utils import timezone
+
+logger = logging.getLogger(__name__)
 
 
 class ClaimState(models.TextChoices):
@@ -65,13 +73,46 @@ def work_finish(model: type[ClaimedWork], pk, token: uuid.UUID, *, failed: bool 
     )
 
 
-def work_sweep(model: type[ClaimedWork], *, claimed_before: datetime, max_attempts: int, reason: str, **conditions):
+def work_sweep(
+    model: type[ClaimedWork],
+    *,
+    claimed_before: datetime,
+    max_attempts: int,
+    reason: str,
+    alive_field: str = "started_at",
+    **conditions,
+):
     """Running rows claimed before the time (their worker died or hangs): back to pending without a token, or failed
-    with the reason once they used max_attempts. Returns the pks given back to pending, for re-enqueueing."""
-    stale = model._default_manager.filter(state=model.RUNNING, started_at__lt=claimed_before, **conditions)
+    with the reason once they used max_attempts. alive_field names the time a row was last known alive (its claim,
+    or a heartbeat the work writes). Returns the pks given back to pending, for re-enqueueing."""
+    # A row that never wrote its alive_field counts from its claim.
+    silent = Q(**{f"{alive_field}__isnull": True, "started_at__lt": claimed_before})
+    stale = model._default_manager.filter(state=model.RUNNING, **conditions).filter(
+        Q(**{f"{alive_field}__lt": claimed_before}) | silent
+    )
     stale.filter(attempts__gte=max_attempts).update(
         state=model.FAILED, claim_token=None, finished_at=timezone.now(), error=reason
     )
     again = list(stale.filter(~Q(attempts__gte=max_attempts)).values_list("pk", flat=True))
     model._default_manager.filter(pk__in=again, state=model.RUNNING).update(state=model.PENDING, claim_token=None)
     return again
+
+
+# The sweeps of every room, by name: each returns how many rows it touched.
+SWEEPS: dict[str, Callable[[], int]] = {}
+
+
+def sweep_register(name: str, sweep: Callable[[], int]) -> None:
+    SWEEPS[name] = sweep
+
+
+def sweep_all() -> dict[str, int]:
+    """Run every registered sweep; one that fails is logged and does not stop the others."""
+    touched = {}
+    for name, sweep in SWEEPS.items():
+        try:
+            touched[name] = sweep()
+        except Exception:
+            logger.exception("The %s sweep failed", name)
+            touched[name] = -1
+    return touched

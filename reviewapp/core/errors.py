@@ -11,7 +11,6 @@ from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.http import Http404
 from rest_framework import exceptions, status
 from rest_framework.response import Response
-from rest_framework.views import exception_handler as drf_exception_handler
 
 
 class ServiceError(Exception):
@@ -113,6 +112,10 @@ def _service_response(error: ServiceError) -> Response:
 
 def exception_handler(exc, context):
     """DRF's EXCEPTION_HANDLER: every error as the documented JSON body."""
+    # Imported here: rest_framework.views reads the parser settings, whose parser (reviewapp.core.requests) needs
+    # this module's ServiceError.
+    from rest_framework.views import exception_handler as drf_exception_handler
+
     if isinstance(exc, ServiceError):
         return _service_response(exc)
     # DRF answers Django's own Http404/PermissionDenied too; give them the same body as its exceptions.

@@ -18,6 +18,7 @@ from literature.demo import demo_references_load
 from reviewapp import protocol
 from reviewapp.core.roles import ANALYST, COORDINATOR, REVIEWER
 from reviewapp.models import Assignment, Cohort
+from reviewapp.services.accounts import tokens_revoke_all
 from reviewapp.services.cohorts import cohort_assign, cohort_create
 from reviewapp.services.imports import cohort_import_file
 from reviewapp.services.reviews import review_save, review_submit
@@ -76,6 +77,7 @@ def _demo_account(*, username: str, role: str) -> tuple[User, DemoLogin]:
     account.is_active = True
     account.save()
     account.groups.set([Group.objects.get(name=role)])
+    tokens_revoke_all(owner=account)  # tokens made with an earlier demo password end with it
     return account, DemoLogin(username=username, role=role, password=password)
 
 

@@ -1,7 +1,7 @@
 """Reads about people: who holds which role."""
 
 from django.contrib.auth.models import User
-from django.db.models import Q, QuerySet
+from django.db.models import Count, Q, QuerySet
 
 from reviewapp.core.errors import ServiceError
 from reviewapp.core.roles import REVIEWER, ROLE_PERMISSION, ROLES
@@ -19,8 +19,8 @@ def reviewer_queryset() -> QuerySet[User]:
 
 
 def user_list() -> QuerySet[User]:
-    """Every account, by username, with its groups loaded (see `user_roles`)."""
-    return User.objects.order_by("username").prefetch_related("groups")
+    """Every account, by username, with its groups loaded (see `user_roles`) and its number of API tokens."""
+    return User.objects.order_by("username").prefetch_related("groups").annotate(api_token_count=Count("api_tokens"))
 
 
 def user_roles(user: User) -> list[str]:

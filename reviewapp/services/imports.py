@@ -242,8 +242,26 @@ def _clean_parents(value):
 _CLEANERS = {"published": _clean_date, "citations": _clean_citations, "parents": _clean_parents}
 
 
+# The most characters of each free-text field (the others have their column's max_length); README "Importing
+# proposals". A reviewer reads every one of them on one page.
+TEXT_LIMITS = {
+    "question": 4000,
+    "background": 8000,
+    "reference_statement": 8000,
+    "statement": 4000,
+    "mechanism": 8000,
+    "prediction": 8000,
+    "investigation_plan": 20000,
+    "data_requirements": 8000,
+    "alternative_explanations": 8000,
+    "citations": 20000,
+}
+
+
 @cache
 def _max_length(table: str, name: str) -> int | None:
+    if name in TEXT_LIMITS:
+        return TEXT_LIMITS[name]
     if table == TASKS:
         return _field_max_length(ResearchTask, name)
     if name == "id":

@@ -9,15 +9,17 @@ import logging
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import timedelta
 from pathlib import Path
 
 from django.conf import settings
 from django.db import transaction
+from django.utils import timezone
 from django.utils.text import slugify
 
-from reviewapp.core.claims import work_claim, work_finish
+from reviewapp.core.claims import work_claim, work_finish, work_sweep
 from reviewapp.core.errors import ServiceError
-from reviewapp.core.queue import enqueue_on_commit
+from reviewapp.core.queue import broker_check, enqueue_on_commit
 from reviewapp.models import BackgroundJob, Cohort
 from reviewapp.selectors.exports import review_export_count, review_export_rows, write_xlsx
 
@@ -42,6 +44,9 @@ class JobResult:
 class JobKind:
     label: str
     run: Callable[[BackgroundJob, ProgressCallback], JobResult]
+    # Safe to run again from the start after its worker died (it rewrites its file, or skips what it recorded):
+    # the sweeper resumes it. Otherwise the sweeper fails it with a reason and a coordinator starts it again.
+    resumable: bool = False
 
 
 def exports_dir() -> Path:
@@ -71,7 +76,7 @@ def _run_reviews_xlsx(job: BackgroundJob, report_progress: ProgressCallback) -> 
 
 # Kinds of job by name. Other rooms add theirs with `job_kind_register` when their app is ready.
 JOB_KINDS: dict[str, JobKind] = {
-    "reviews_xlsx": JobKind(label="Reviews spreadsheet (XLSX)", run=_run_reviews_xlsx),
+    "reviews_xlsx": JobKind(label="Reviews spreadsheet (XLSX)", run=_run_reviews_xlsx, resumable=True),
 }
 JOB_TASK = "reviewapp.background_job"
 
@@ -89,14 +94,16 @@ def job_label(job: BackgroundJob) -> str:
 def job_create(*, kind: str, params: dict, user) -> BackgroundJob:
     if kind not in JOB_KINDS:
         raise ValueError(f"Unknown job kind {kind!r}")
+    broker_check()
     job = BackgroundJob.objects.create(kind=kind, params=params, created_by=user)
     enqueue_on_commit(JOB_TASK, job.pk)
     return job
 
 
 def _job_report_progress(job_id: int) -> ProgressCallback:
+    # Progress is also the job's heartbeat: the sweeper takes a job that stopped reporting for a dead worker's.
     def report(done: int, total: int) -> None:
-        BackgroundJob.objects.filter(pk=job_id).update(progress=done, total=total)
+        BackgroundJob.objects.filter(pk=job_id).update(progress=done, total=total, heartbeat_at=timezone.now())
 
     return report
 
@@ -111,8 +118,10 @@ def job_run(*, job_id: int) -> None:
         logger.info("Background job %s was not queued; nothing to do", job_id)
         return
     job = BackgroundJob.objects.get(pk=job_id)
+    report_progress = _job_report_progress(job_id)
+    report_progress(job.progress, job.total)
     try:
-        result = JOB_KINDS[job.kind].run(job, _job_report_progress(job_id))
+        result = JOB_KINDS[job.kind].run(job, report_progress)
     except JobError as exc:
         logger.warning("Background job %s (%s) failed: %s", job_id, job.kind, exc)
         work_finish(BackgroundJob, job_id, token, failed=True, error=exc.message)
@@ -124,3 +133,61 @@ def job_run(*, job_id: int) -> None:
         work_finish(BackgroundJob, job_id, token, failed=True, error=error)
         return
     work_finish(BackgroundJob, job_id, token, result_path=str(result.path), result_name=result.name)
+
+
+def job_retry(*, job_id: int, user) -> BackgroundJob:
+    """Start a failed job again, as a new job of the same kind and parameters (the failed one stays as it was)."""
+    job = BackgroundJob.objects.filter(pk=job_id).first()
+    if job is None:
+        raise JobError("There is no such job.", code="not_found", status=404)
+    if job.state != BackgroundJob.State.FAILED:
+        raise JobError("Only a failed job can be started again.", code="job_not_failed", status=409)
+    return job_create(kind=job.kind, params=job.params, user=user)
+
+
+# The sweeper (reviewapp.core.claims.sweep_all) ----------------------------------------------------------------------
+
+STOPPED = "The worker running this job stopped before it finished (it was stopped or lost its connection)"
+
+
+def jobs_sweep() -> int:
+    """Running jobs whose worker stopped reporting for OH_JOB_STALE_SECONDS: resumable kinds go back to the queue (up
+    to OH_WORK_MAX_ATTEMPTS runs), the others fail with a reason; then export files past their keeping time go.
+    Returns how many jobs and files it touched."""
+    stale_before = timezone.now() - timedelta(seconds=settings.OH_JOB_STALE_SECONDS)
+    resumable = [name for name, kind in JOB_KINDS.items() if kind.resumable]
+    attempts = settings.OH_WORK_MAX_ATTEMPTS
+    again = work_sweep(
+        BackgroundJob,
+        claimed_before=stale_before,
+        max_attempts=attempts,
+        reason=f"{STOPPED} {attempts} times; start it again.",
+        alive_field="heartbeat_at",
+        kind__in=resumable,
+    )
+    work_sweep(  # one attempt allowed: every stale job of these kinds fails
+        BackgroundJob,
+        claimed_before=stale_before,
+        max_attempts=1,
+        reason=f"{STOPPED}; start it again.",
+        alive_field="heartbeat_at",
+        **{"kind__in": [name for name in JOB_KINDS if name not in resumable]},
+    )
+    for job_id in again:
+        logger.warning("Background job %s lost its worker; it is queued again", job_id)
+        enqueue_on_commit(JOB_TASK, job_id)
+    return len(again) + exports_expire()
+
+
+def exports_expire() -> int:
+    """Delete export files older than OH_EXPORT_KEEP_HOURS (a job's page then says so); returns how many."""
+    cutoff = timezone.now() - timedelta(hours=settings.OH_EXPORT_KEEP_HOURS)
+    deleted = 0
+    for path in exports_dir().iterdir():
+        if path.is_file() and path.stat().st_mtime < cutoff.timestamp():
+            path.unlink(missing_ok=True)
+            deleted += 1
+    BackgroundJob.objects.filter(finished_at__lt=cutoff, result_deleted_at=None).exclude(result_path="").update(
+        result_deleted_at=timezone.now()
+    )
+    return deleted

@@ -9,16 +9,20 @@ own cleaners and limits; checking them against each other and the database stays
 import csv
 import io
 import json
+import zipfile
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import date
 from pathlib import PurePath
 from typing import Any
 
+from django.conf import settings
 from openpyxl import load_workbook
 from openpyxl.utils import get_column_letter
 
 from reviewapp.core.errors import ServiceError
+from reviewapp.core.requests import JSONTooDeep, json_loads_bounded
+from reviewapp.core.text import control_character_problem
 
 FILE = "file"  # the table of a problem with the file as a whole
 FORMATS = ("json", "csv", "xlsx")
@@ -59,6 +63,10 @@ def as_text(value) -> str | None:
     return None
 
 
+class FormulaCell(str):
+    """The formula of an XLSX cell (its text, e.g. "=A1*2"): refused, since the import stores values, not formulas."""
+
+
 def clean_text(value):
     """(text, None), or ("", a problem) when the value is not text-like."""
     value_text = as_text(value)
@@ -84,8 +92,15 @@ def clean_rows(
     for number, values in rows:
         record = {"row": number}
         for name in fields[table]:
-            value, message = cleaners.get(name, clean_text)(values.get(name))
+            raw = values.get(name)
+            if isinstance(raw, FormulaCell):
+                formula = f"The cell holds a formula ({raw[:40]}); type the value itself instead of a formula."
+                problems.append(problem(table, number, name, formula))
+                record[name] = ""
+                continue
+            value, cleaning_problem = cleaners.get(name, clean_text)(raw)
             record[name] = value
+            message = cleaning_problem or _control_character_problem(value)
             if message:
                 problems.append(problem(table, number, name, message))
             elif name in required[table] and (value is None or value == ""):
@@ -96,6 +111,14 @@ def clean_rows(
                 problems.append(problem(table, number, name, message))
         records.append(record)
     return records
+
+
+def _control_character_problem(value) -> str | None:
+    """The first control character in a cleaned value (text, or a list or mapping of texts), as a sentence."""
+    if isinstance(value, str):
+        return control_character_problem(value)
+    texts = list(value.values()) if isinstance(value, dict) else value if isinstance(value, list) else []
+    return next((found for text in texts if isinstance(text, str) and (found := control_character_problem(text))), None)
 
 
 @dataclass(frozen=True)
@@ -168,7 +191,9 @@ class TableFile:
 
     def _read_json(self, content: bytes):
         try:
-            data = json.loads(_decode(content), object_pairs_hook=_json_object)
+            data = json_loads_bounded(_decode(content), object_pairs_hook=_json_object)
+        except JSONTooDeep as exc:
+            raise file_invalid(exc.message) from exc
         except json.JSONDecodeError as exc:
             message = f"The file is not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})."
             raise file_invalid(message) from exc
@@ -203,43 +228,46 @@ class TableFile:
         return rows, problems
 
     def _read_csv(self, content: bytes):
-        try:
-            grid = list(csv.reader(io.StringIO(_decode(content), newline="")))
-        except csv.Error as exc:
-            raise file_invalid(f"The CSV file cannot be read: {exc}.") from exc
-        table = self._csv_table({_header_name(cell) for cell in grid[0]})
+        lines = _csv_rows(_decode(content))
+        header: list[str] = next(lines, [])
+        table = self._csv_table({_header_name(cell) for cell in header})
         if table is None:
             raise file_invalid(f"The CSV header is not recognised: {self.csv_header_rule}")
-        records, problems = self._read_grid(table, grid[0], enumerate(grid[1:], start=2))
+        records, problems = self._read_grid(table, header, enumerate(lines, start=2))
         return {table: records}, problems
 
     def _read_xlsx(self, content: bytes):
+        _check_xlsx_archive(content)
         try:
-            workbook = load_workbook(io.BytesIO(content), read_only=True, data_only=True)
+            # Not data_only: a formula cell is reported as a formula, not read as its cached value or as empty.
+            workbook = load_workbook(io.BytesIO(content), read_only=True, data_only=False)
         except Exception as exc:  # openpyxl raises many kinds of error on a damaged workbook
             raise file_invalid("The file is not a readable XLSX workbook.") from exc
-        names = workbook.sheetnames
-        if not names or any(name not in self.fields for name in names):
-            workbook.close()
-            found = ", ".join(f"“{name}”" for name in names)
-            raise file_invalid(f"The workbook has the sheets {found}; {self.sheet_rule}")
         try:
-            grids = {name: list(workbook[name].iter_rows(values_only=True)) for name in names}
+            names = workbook.sheetnames
+            if not names or any(name not in self.fields for name in names):
+                found = ", ".join(f"“{name}”" for name in names)
+                raise file_invalid(f"The workbook has the sheets {found}; {self.sheet_rule}")
+            rows, problems = {}, []
+            for name in names:
+                sheet_rows = _sheet_rows(name, workbook[name])
+                header = next(sheet_rows, None)
+                if header is not None:
+                    rows[name], sheet_problems = self._read_grid(name, header, enumerate(sheet_rows, start=2))
+                    problems += sheet_problems
+            return rows, problems
+        except ImportInvalid:
+            raise
         except Exception as exc:  # as above: damaged sheet data
             raise file_invalid("The file is not a readable XLSX workbook.") from exc
         finally:
             workbook.close()
-        rows, problems = {}, []
-        for table, grid in grids.items():
-            if grid:
-                rows[table], sheet_problems = self._read_grid(table, grid[0], enumerate(grid[1:], start=2))
-                problems += sheet_problems
-        return rows, problems
 
     def _read_grid(self, table: str, header: list, numbered_rows):
         """Rows of a CSV table or a sheet as (row number, {column: value}); problems with the header or cells."""
         fields = self.fields[table]
         keyed = self.keyed_columns.get(table)
+        header = _bounded_columns(table, 1, header)
         columns = [_header_name(cell) for cell in header]
         keys = [keyed.key_of(str(cell)) if keyed and cell is not None else None for cell in header]
         problems, seen = [], set()
@@ -272,6 +300,12 @@ class TableFile:
         for number, cells in numbered_rows:
             if all(_is_blank(cell) for cell in cells):
                 continue
+            if number > settings.OH_IMPORT_MAX_ROWS + 1:  # the header is row 1
+                raise file_invalid(
+                    f"The {table} table goes on past row {number - 1}; at most {settings.OH_IMPORT_MAX_ROWS} rows can "
+                    "be imported at once: split the file."
+                )
+            cells = _bounded_columns(table, number, cells)
             values: dict[str, Any] = {}
             keyed_values: dict[str, Any] = {}
             for index, cell in enumerate(cells):
@@ -288,6 +322,68 @@ class TableFile:
                 values[keyed.field] = keyed_values
             records.append((number, values))
         return records, problems
+
+
+def _csv_rows(text: str):
+    """The rows of a CSV text one at a time; an unreadable row is a problem of the file."""
+    reader = csv.reader(io.StringIO(text, newline=""))
+    while True:
+        try:
+            row = next(reader)
+        except StopIteration:
+            return
+        except csv.Error as exc:
+            raise file_invalid(f"The CSV file cannot be read: {exc}.") from exc
+        yield row
+
+
+def _bounded_columns(table: str, number: int, cells):
+    """The cells of a row, refused when one past the column limit holds a value (trailing blanks are dropped)."""
+    limit = settings.OH_IMPORT_MAX_COLUMNS
+    if len(cells) > limit and any(not _is_blank(cell) for cell in cells[limit:]):
+        raise file_invalid(
+            f"Row {number} of the {table} table has a value past column {get_column_letter(limit)}; "
+            f"at most {limit} columns can be imported."
+        )
+    return cells[:limit]
+
+
+def _check_xlsx_archive(content: bytes) -> None:
+    """Refuse a workbook whose zip directory declares too much data, or data compressed suspiciously well (a "zip
+    bomb"), before any of it is decompressed."""
+    try:
+        members = zipfile.ZipFile(io.BytesIO(content)).infolist()
+    except (zipfile.BadZipFile, ValueError) as exc:
+        raise file_invalid("The file is not a readable XLSX workbook.") from exc
+    limit, ratio = settings.OH_XLSX_MAX_UNCOMPRESSED_BYTES, settings.OH_XLSX_MAX_COMPRESSION_RATIO
+    total = sum(member.file_size for member in members)
+    if total > limit:
+        raise file_invalid(
+            f"The workbook expands to {total:,} bytes; at most {limit:,} can be imported: split the file."
+        )
+    for member in members:
+        # Small parts compress unevenly; only large ones are held to the ratio.
+        if member.file_size > 1024 * 1024 and member.file_size > ratio * max(member.compress_size, 1):
+            raise file_invalid(
+                f"The workbook's part {member.filename} expands {member.file_size // max(member.compress_size, 1)} "
+                f"times (at most {ratio} is accepted): it is not a spreadsheet that can be imported."
+            )
+
+
+def _sheet_rows(name: str, sheet):
+    """The rows of a read-only sheet as values, one at a time, formula cells as FormulaCell. A sheet that declares
+    more rows or columns than can be imported is refused before a row is read (openpyxl would pad every row to the
+    declared width)."""
+    max_rows, max_columns = settings.OH_IMPORT_MAX_ROWS + 1, settings.OH_IMPORT_MAX_COLUMNS
+    declared_rows, declared_columns = sheet.max_row, sheet.max_column
+    if (declared_rows or 0) > max_rows or (declared_columns or 0) > max_columns:
+        raise file_invalid(
+            f"The sheet “{name}” declares {declared_rows or 0:,} rows and {declared_columns or 0:,} columns; at most "
+            f"{max_rows - 1:,} rows and {max_columns} columns can be imported."
+        )
+    width = declared_columns if declared_columns else max_columns + 1
+    for cells in sheet.iter_rows(max_row=max_rows + 1, max_col=width):
+        yield tuple(FormulaCell(str(cell.value)) if cell.data_type == "f" else cell.value for cell in cells)
 
 
 def _decode(content: bytes) -> str:

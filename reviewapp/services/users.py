@@ -17,6 +17,7 @@ from django.db.models.functions import Lower
 from reviewapp.core.errors import ServiceError
 from reviewapp.core.roles import ROLES
 from reviewapp.models import AuditEvent
+from reviewapp.services.accounts import password_change_require
 
 CSV_COLUMNS = ("username", "email", "role")
 MAX_CSV_ROWS = 1000
@@ -73,6 +74,7 @@ def _create(*, username: str, email: str, role: str, groups: dict[str, Group], u
     password = _new_password()
     account = User.objects.create_user(username=username, email=email, password=password)
     account.groups.add(groups[role])
+    password_change_require(account=account)  # the password is one-time: its owner chooses their own first
     AuditEvent.objects.create(
         actor=user, action="user_create", target_type="user", target_id=str(account.pk), data={"role": role}
     )

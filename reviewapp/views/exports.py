@@ -16,6 +16,7 @@ from django.utils import timezone
 from django.views.decorators.http import require_POST
 
 from reviewapp.core import roles
+from reviewapp.core.errors import page_errors
 from reviewapp.models import BackgroundJob, Cohort
 from reviewapp.services import jobs
 
@@ -52,12 +53,14 @@ def _waits_for_worker(job: BackgroundJob) -> bool:
 @require_POST
 def cohort_reviews_xlsx_prepare(request, cohort_id):
     cohort = _get_cohort_for_user(request, cohort_id)
-    job = jobs.job_create(
-        kind="reviews_xlsx",
-        params={"cohort_id": cohort.pk, "unblinded": roles.can_coordinate(request.user)},
-        user=request.user,
-    )
-    return redirect("job-detail", job.pk)
+    with page_errors(request):
+        job = jobs.job_create(
+            kind="reviews_xlsx",
+            params={"cohort_id": cohort.pk, "unblinded": roles.can_coordinate(request.user)},
+            user=request.user,
+        )
+        return redirect("job-detail", job.pk)
+    return redirect("cohort-detail", cohort.pk)
 
 
 @login_required
@@ -75,6 +78,8 @@ def job_detail(request, job_id):
         "percent": percent,
         "badge": _STATE_BADGES.get(job.state, ""),
         "cohort_id": job.params.get("cohort_id"),
+        "can_retry": job.state == BackgroundJob.State.FAILED and roles.can_coordinate(request.user),
+        "keep_hours": settings.OH_EXPORT_KEEP_HOURS,
     }
     template = "reviewapp/job_detail.html#status" if request.htmx else "reviewapp/job_detail.html"
     return render(request, template, context)
@@ -83,13 +88,24 @@ def job_detail(request, job_id):
 @login_required
 def job_download(request, job_id):
     job = _get_job_for_user(request, job_id)
-    if job.state != BackgroundJob.State.SUCCEEDED or not job.result_path:
+    if job.state != BackgroundJob.State.SUCCEEDED or not job.result_path or job.result_deleted_at:
         raise Http404
     try:
         result = open(job.result_path, "rb")  # FileResponse closes it
     except FileNotFoundError:
         raise Http404 from None
     return FileResponse(result, as_attachment=True, filename=job.result_name)
+
+
+@login_required
+@require_POST
+def job_retry_page(request, job_id):
+    """A coordinator starts a failed job again (as a new job) and follows it."""
+    roles.require_coordinator(request.user)
+    job = _get_job_for_user(request, job_id)
+    with page_errors(request):
+        return redirect("job-detail", jobs.job_retry(job_id=job.pk, user=request.user).pk)
+    return redirect("job-detail", job.pk)
 
 
 urlpatterns = [
@@ -100,4 +116,5 @@ urlpatterns = [
     ),
     path("jobs/<int:job_id>/", job_detail, name="job-detail"),
     path("jobs/<int:job_id>/download", job_download, name="job-download"),
+    path("jobs/<int:job_id>/retry", job_retry_page, name="job-retry"),
 ]

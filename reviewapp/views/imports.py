@@ -9,6 +9,7 @@ from django.views.decorators.http import require_http_methods
 from reviewapp.api.imports import import_upload
 from reviewapp.core import roles
 from reviewapp.core.errors import page_errors
+from reviewapp.core.requests import body_limit
 from reviewapp.models import Cohort
 from reviewapp.services.imports import (
     PROPOSAL_FIELDS,
@@ -38,6 +39,7 @@ def posted_import(request, import_file, **target):
     return result, problems, outcome.error
 
 
+@body_limit("OH_MAX_IMPORT_BYTES")
 @login_required
 @require_http_methods(["GET", "POST"])
 def cohort_import(request, cohort_id):

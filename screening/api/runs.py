@@ -11,17 +11,17 @@ from django.http import HttpResponse
 from django.urls import reverse
 from rest_framework import serializers, status
 from rest_framework.exceptions import ParseError, UnsupportedMediaType
-from rest_framework.parsers import JSONParser
 from rest_framework.permissions import AllowAny, IsAuthenticated
 from rest_framework.renderers import JSONRenderer
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from reviewapp.core.errors import NotFound, ServiceError
+from reviewapp.core.requests import BoundedJSONParser, client_address
 from reviewapp.core.roles import CanReadAll
 from screening import selectors
 from screening.models import Run, Translation
-from screening.services.runs import ClientHypothesis, client_address, run_create
+from screening.services.runs import ClientHypothesis, run_create
 
 QUESTION_MIN, QUESTION_MAX, BACKGROUND_MAX = 10, 2000, 8000
 HYPOTHESES_MAX = 100
@@ -101,7 +101,7 @@ class RunCreateApi(APIView):
 
     authentication_classes = []
     permission_classes = [AllowAny]
-    parser_classes = [JSONParser]
+    parser_classes = [BoundedJSONParser]
 
     class InputSerializer(serializers.Serializer):
         question = StrictCharField(allow_blank=True)

@@ -42,6 +42,7 @@ class SimulatorConfig:
     missing_id_share: float = 0.0  # share of forecast replies that leave one id out
     rate_limit_share: float = 0.0  # share of requests answered 429 with retry-after
     overloaded_share: float = 0.0  # share answered 529 (Anthropic) or 503 (the others)
+    quota_share: float = 0.0  # share answered 429 for an exhausted quota or spend limit (waiting will not help)
     latency_seconds: float = 0.0  # added to every request
     retry_after_seconds: float = 1.0  # named in 429 replies
     seed: int | None = None  # seeds the fault draws (content is always deterministic)
@@ -275,7 +276,14 @@ def protocol_reply(protocol: str, *, model: str, system: str, user: str, text: s
             "object": "chat.completion",
             "created": int(time.time()),
             "model": model,
-            "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+            "choices": [
+                {
+                    "index": 0,
+                    "message": {"role": "assistant", "content": text, "refusal": None, "annotations": []},
+                    "logprobs": None,
+                    "finish_reason": "stop",
+                }
+            ],
             "usage": {
                 "prompt_tokens": input_tokens,
                 "completion_tokens": output_tokens,
@@ -291,7 +299,12 @@ def protocol_reply(protocol: str, *, model: str, system: str, user: str, text: s
             "content": [{"type": "text", "text": text}],
             "stop_reason": "end_turn",
             "stop_sequence": None,
-            "usage": {"input_tokens": input_tokens, "output_tokens": output_tokens},
+            "usage": {
+                "input_tokens": input_tokens,
+                "output_tokens": output_tokens,
+                "cache_creation_input_tokens": 0,
+                "cache_read_input_tokens": 0,
+            },
         }
     return {
         "candidates": [{"content": {"role": "model", "parts": [{"text": text}]}, "finishReason": "STOP", "index": 0}],
@@ -304,24 +317,85 @@ def protocol_reply(protocol: str, *, model: str, system: str, user: str, text: s
     }
 
 
+# Error bodies in each protocol's own shape (what the providers' SDKs parse): OpenAI {"error": {"message", "type",
+# "param", "code"}}, Anthropic {"type": "error", "error": {"type", "message"}}, Gemini {"error": {"code", "message",
+# "status"}}.
+_ANTHROPIC_TYPES = {
+    400: "invalid_request_error",
+    401: "authentication_error",
+    402: "billing_error",
+    403: "permission_error",
+    404: "not_found_error",
+    429: "rate_limit_error",
+    500: "api_error",
+    529: "overloaded_error",
+}
+_GEMINI_STATUSES = {
+    400: "INVALID_ARGUMENT",
+    401: "UNAUTHENTICATED",
+    403: "PERMISSION_DENIED",
+    404: "NOT_FOUND",
+    429: "RESOURCE_EXHAUSTED",
+    500: "INTERNAL",
+    503: "UNAVAILABLE",
+}
+_OPENAI_TYPES = {400: "invalid_request_error", 401: "invalid_request_error", 404: "invalid_request_error"}
+
+
+def error_body(protocol: str, status: int, message: str, *, code: str | None = None, details=None) -> dict:
+    """An error of the protocol, as its provider writes one. code: OpenAI's error code, or Anthropic's
+    error.details.error_code; details: Gemini's error details."""
+    if protocol == "anthropic":
+        error = {"type": _ANTHROPIC_TYPES.get(status, "api_error"), "message": message}
+        if code:
+            error["details"] = {"error_code": code}
+        return {"type": "error", "error": error, "request_id": f"req_simulated_{uuid.uuid4().hex[:12]}"}
+    if protocol == "gemini":
+        error = {"code": status, "message": message, "status": _GEMINI_STATUSES.get(status, "UNKNOWN")}
+        return {"error": {**error, "details": details}} if details else {"error": error}
+    kind = _OPENAI_TYPES.get(status, "server_error" if status >= 500 else "requests")
+    return {"error": {"message": message, "type": code or kind, "param": None, "code": code}}
+
+
 def throttled_reply(protocol: str, retry_after: float) -> tuple[int, dict, dict]:
     """(status, headers, body) of a simulated 429 in the protocol's own shape."""
     message = "Simulated rate limit: the simulated server asks you to wait."
     if protocol == "gemini":
         details = [{"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": f"{retry_after:g}s"}]
-        return 429, {}, {"error": {"code": 429, "message": message, "status": "RESOURCE_EXHAUSTED", "details": details}}
+        return 429, {}, error_body(protocol, 429, message, details=details)
     headers = {"retry-after": f"{retry_after:g}"}
     if protocol == "anthropic":
-        return 429, headers, {"type": "error", "error": {"type": "rate_limit_error", "message": message}}
+        return 429, headers, error_body(protocol, 429, message)
     headers["retry-after-ms"] = f"{retry_after * 1000:g}"
-    return 429, headers, {"error": {"message": message, "type": "requests", "code": "rate_limit_exceeded"}}
+    return 429, headers, error_body(protocol, 429, message, code="rate_limit_exceeded")
 
 
 def overloaded_reply(protocol: str) -> tuple[int, dict]:
     message = "Simulated overload: the simulated server is busy."
+    status = 529 if protocol == "anthropic" else 503
+    return status, error_body(protocol, status, message)
+
+
+def quota_reply(protocol: str) -> tuple[int, dict]:
+    """A 429 that waiting does not lift: OpenAI's insufficient_quota, Anthropic's spend limit (by its error code),
+    Gemini's per-day quota."""
+    message = "Simulated quota: the simulated account has used up its quota."
     if protocol == "anthropic":
-        return 529, {"type": "error", "error": {"type": "overloaded_error", "message": message}}
-    return 503, {"error": {"code": 503, "message": message, "status": "UNAVAILABLE"}}
+        return 429, error_body(protocol, 429, message, code="enforced_spend_limit_reached")
+    if protocol == "gemini":
+        details = [
+            {
+                "@type": "type.googleapis.com/google.rpc.QuotaFailure",
+                "violations": [
+                    {
+                        "quotaMetric": "generativelanguage.googleapis.com/generate_requests_per_model_per_day",
+                        "quotaId": "GenerateRequestsPerDayPerProjectPerModel",
+                    }
+                ],
+            }
+        ]
+        return 429, error_body(protocol, 429, message, details=details)
+    return 429, error_body(protocol, 429, message, code="insufficient_quota")
 
 
 class SimulatorHandler(BaseHTTPRequestHandler):
@@ -332,21 +406,21 @@ class SimulatorHandler(BaseHTTPRequestHandler):
         if self.path == "/health":
             self._send(200, {"status": "ok", "simulated": True})
         else:
-            self._send(404, {"error": {"message": "not found"}})
+            self._send(404, error_body("openai", 404, "not found"))
 
     def do_POST(self):
         raw = self.rfile.read(int(self.headers.get("content-length") or 0))
         protocol, model = self._route()
         if protocol is None:
-            return self._send(404, {"error": {"message": f"the simulated server has no {self.path}"}})
+            return self._send(404, error_body("openai", 404, f"the simulated server has no {self.path}"))
         try:
             body = json.loads(raw)
         except ValueError:
-            return self._send(400, {"error": {"message": "the request body is not JSON"}})
+            return self._send(400, error_body(protocol, 400, "the request body is not JSON"))
         if not self._authorised(protocol):
-            return self._send(401, {"error": {"message": "no key in the protocol's authentication header"}})
+            return self._send(401, error_body(protocol, 401, "no key in the protocol's authentication header"))
         if any(field in body for field in _TOOL_FIELDS):
-            return self._send(400, {"error": {"message": "the simulated server accepts no tools"}})
+            return self._send(400, error_body(protocol, 400, "the simulated server accepts no tools"))
 
         config, draw = self.server.config, self.server.draw
         if config.latency_seconds:
@@ -356,6 +430,8 @@ class SimulatorHandler(BaseHTTPRequestHandler):
             return self._send(status, error, headers)
         if draw() < config.overloaded_share:
             return self._send(*overloaded_reply(protocol))
+        if draw() < config.quota_share:
+            return self._send(*quota_reply(protocol))
 
         model = model or str(body.get("model", ""))
         model = model if model.startswith("simulated") else f"simulated-{model}"
@@ -375,8 +451,9 @@ class SimulatorHandler(BaseHTTPRequestHandler):
     def _authorised(self, protocol: str) -> bool:
         if protocol == "openai":
             return self.headers.get("authorization", "").startswith("Bearer ")
-        if protocol == "anthropic":
-            return bool(self.headers.get("x-api-key")) and bool(self.headers.get("anthropic-version"))
+        if protocol == "anthropic":  # the API reference's x-api-key, or the SDK's Authorization: Bearer
+            key = self.headers.get("x-api-key") or self.headers.get("authorization", "").startswith("Bearer ")
+            return bool(key) and bool(self.headers.get("anthropic-version"))
         return bool(self.headers.get("x-goog-api-key"))
 
     def _send(self, status: int, payload: dict, headers: dict | None = None):

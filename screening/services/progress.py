@@ -15,6 +15,7 @@ from django.db import transaction
 from django.db.models import Count, F, Q
 from django.utils import timezone
 
+from reviewapp.core.claims import work_sweep
 from reviewapp.core.queue import enqueue_on_commit
 from screening import hooks
 from screening.models import Hypothesis, Run, RunWorkItem, Translation
@@ -218,6 +219,30 @@ def _member_name(run: Run, item: RunWorkItem) -> str:
 
 
 # The sweeper ---------------------------------------------------------------------------------------------------
+
+
+def screening_sweep() -> int:
+    """The screening room's part of the sweeper: work items whose worker died, then runs that stopped moving."""
+    return work_items_sweep() + runs_sweep()
+
+
+def work_items_sweep() -> int:
+    """Work items claimed OPEN_HYPOTHESIS_STALE_SECONDS ago and still running (their worker died; a model call ends
+    well before): sent again, up to OH_WORK_MAX_ATTEMPTS claims, then failed with the reason (the run goes on with
+    what it has, as after any failed item)."""
+    stale_before = timezone.now() - timedelta(seconds=settings.OPEN_HYPOTHESIS_STALE_SECONDS)
+    attempts = settings.OH_WORK_MAX_ATTEMPTS
+    reason = f"the worker doing this stopped {attempts} times before it finished"
+    failing = RunWorkItem.objects.filter(
+        state=RunWorkItem.State.RUNNING, started_at__lt=stale_before, attempts__gte=attempts
+    )
+    failing_runs = set(failing.values_list("run_id", flat=True))
+    again = work_sweep(RunWorkItem, claimed_before=stale_before, max_attempts=attempts, reason=reason)
+    _enqueue(RunWorkItem.objects.filter(pk__in=again))
+    # A run whose item just failed moves on (run_advance decides what the rest allows).
+    for run_id in failing_runs:
+        enqueue_on_commit(RUN_ADVANCE_TASK, run_id)
+    return len(again) + len(failing_runs)
 
 
 def runs_sweep() -> int:

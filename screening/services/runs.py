@@ -18,7 +18,8 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from reviewapp.core.errors import ServiceError
-from reviewapp.core.queue import enqueue_on_commit
+from reviewapp.core.queue import broker_check, enqueue_on_commit
+from reviewapp.core.requests import client_network
 from screening.llm.models import ModelEndpoint, Roster, RosterMember
 from screening.models import STEPS, Hypothesis, Run
 from screening.services.progress import RUN_ADVANCE_TASK
@@ -42,21 +43,9 @@ class ClientHypothesis:
     prediction: str
 
 
-def client_address(meta) -> str:
-    """The client's address: REMOTE_ADDR, or the configured trusted proxy header when the proxy set it.
-
-    Only the last entry of the header counts: it is the one our proxy wrote; earlier entries come from the client."""
-    header = settings.OPEN_HYPOTHESIS_TRUSTED_PROXY_HEADER
-    if header:
-        value = meta.get("HTTP_" + header.upper().replace("-", "_"), "")
-        entries = [entry.strip() for entry in value.split(",") if entry.strip()]
-        if entries:
-            return entries[-1]
-    return meta.get("REMOTE_ADDR", "")
-
-
 def client_hash(address: str) -> str:
-    return hmac.new(settings.SECRET_KEY.encode(), address.encode(), hashlib.sha256).hexdigest()
+    network = client_network(address)
+    return hmac.new(settings.SECRET_KEY.encode(), network.encode(), hashlib.sha256).hexdigest()
 
 
 def run_create(
@@ -69,9 +58,11 @@ def run_create(
 ) -> Run:
     """Start a run: generation by the roster's models, or (`hypotheses` given) a screening of the client's own.
 
-    Raises RunRefused when a limit is reached or no roster is configured. The first step is enqueued on commit."""
+    Raises RunRefused when a limit is reached or no roster is configured, and QueueUnavailable (503, nothing written)
+    when the broker is down. The first step is enqueued on commit."""
     kind = Run.Kind.GENERATE if hypotheses is None else Run.Kind.SCREENING
     roster = _roster_snapshot(kind)
+    broker_check()
     address_hash = client_hash(client_address)
     with transaction.atomic():
         _lock_limits()

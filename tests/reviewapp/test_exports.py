@@ -8,11 +8,11 @@ from django.db import connection
 from django.template.loader import render_to_string
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
-from rest_framework.authtoken.models import Token
 
 from reviewapp.models import Review
 from reviewapp.protocol import CANT_JUDGE, CRITERION_FIELDS
 from reviewapp.selectors.exports import review_export_rows
+from reviewapp.services.accounts import token_create
 from tests import factories
 
 AUTHOR = "canary-author-GPT-x9"
@@ -291,10 +291,10 @@ def test_unknown_cohort_is_not_found(client, coordinator):
 
 
 def test_analyst_exports_with_a_token(client, analyst, cohort):
-    token = Token.objects.create(user=analyst)
+    _, key = token_create(user=analyst)
     response = client.get(
         reverse("api-cohort-reviews-csv", args=[cohort.pk]),
-        HTTP_AUTHORIZATION=f"Token {token.key}",
+        HTTP_AUTHORIZATION=f"Token {key}",
         HTTP_ACCEPT="text/csv",
     )
     rows = read_csv(response)

@@ -9,10 +9,10 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 from openpyxl import Workbook
-from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from reviewapp.models import Cohort, ImportBatch, Proposal, ResearchTask
+from reviewapp.services.accounts import token_create
 from reviewapp.services.imports import CohortFrozen, ImportInvalid, cohort_import_file
 from tests import factories
 
@@ -342,8 +342,8 @@ def test_parents_may_be_proposals_imported_before(cohort):
 
 def api_for(user) -> APIClient:
     client = APIClient()
-    token, _ = Token.objects.get_or_create(user=user)
-    client.credentials(HTTP_AUTHORIZATION=f"Token {token.key}")
+    _, key = token_create(user=user)
+    client.credentials(HTTP_AUTHORIZATION=f"Token {key}")
     return client
 
 

@@ -3,6 +3,7 @@
 import pytest
 from django.contrib.auth import authenticate
 from django.contrib.auth.models import User
+from django.test import RequestFactory
 from rest_framework.test import APIClient
 
 from reviewapp.core import roles
@@ -17,8 +18,9 @@ def test_a_new_account_logs_in_with_its_one_time_password_which_is_stored_only_h
     assert len(password) >= 16
     assert password not in account.password
     assert roles.can_review(account) and not roles.can_read_all(account)
-    assert authenticate(username="rev-jane", password=password) == account
-    assert client.login(username="rev-jane", password=password)
+    assert authenticate(RequestFactory().post("/accounts/login/"), username="rev-jane", password=password) == account
+    response = client.post("/accounts/login/", {"username": "rev-jane", "password": password})
+    assert response.status_code == 302 and client.session.get("_auth_user_id") == str(account.pk)
     event = AuditEvent.objects.get(action="user_create")
     assert password not in str(event.data)
 
@@ -57,7 +59,7 @@ def test_a_csv_creates_every_account_with_its_role(coordinator):
         ("ana-li", "analyst"),
     ]
     for account, password in created:
-        assert authenticate(username=account.username, password=password) == account
+        assert authenticate(RequestFactory().post("/"), username=account.username, password=password) == account
 
 
 def test_a_csv_with_any_bad_row_creates_nothing_and_names_every_bad_row(coordinator):
@@ -98,7 +100,7 @@ def api(user=None) -> APIClient:
     return client
 
 
-def test_api_creates_an_account_whose_password_obtains_a_token(coordinator):
+def test_api_creates_an_account_whose_owner_sets_a_password_before_getting_a_token(coordinator, client):
     response = api(coordinator).post(
         "/api/v1/users", {"username": "rev-jane", "email": "jane@example.org", "role": "reviewer"}, format="json"
     )
@@ -108,6 +110,16 @@ def test_api_creates_an_account_whose_password_obtains_a_token(coordinator):
     assert set(body) == {"username", "email", "role", "password"}
     assert (body["username"], body["role"]) == ("rev-jane", "reviewer")
     token = APIClient().post("/api/v1/auth/token", {"username": "rev-jane", "password": body["password"]})
+    assert token.status_code == 403 and token.json()["error"] == "password_change_required"
+
+    client.post("/accounts/login/", {"username": "rev-jane", "password": body["password"]})
+    new_password = "a-password-of-my-own-42"
+    changed = client.post(
+        "/accounts/password_change/",
+        {"old_password": body["password"], "new_password1": new_password, "new_password2": new_password},
+    )
+    assert changed.status_code == 302
+    token = APIClient().post("/api/v1/auth/token", {"username": "rev-jane", "password": new_password})
     assert token.status_code == 200 and token.json()["token"]
 
 
@@ -136,7 +148,7 @@ def test_people_page_creates_an_account_and_shows_its_password_once(client, coor
     assert response.status_code == 200
     assert "no-store" in response["Cache-Control"]
     password = response.content.decode().split('<code class="one-time-password">')[1].split("</code>")[0]
-    assert authenticate(username="rev-jane", password=password) is not None
+    assert authenticate(RequestFactory().post("/"), username="rev-jane", password=password) is not None
     assert password not in client.get("/people/").content.decode()
 
 

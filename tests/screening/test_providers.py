@@ -405,7 +405,14 @@ QUOTA_ERRORS = [
     ),
     (
         "anthropic",
-        {"type": "error", "error": {"type": "rate_limit_error", "message": "You have reached your spend limit."}},
+        {
+            "type": "error",
+            "error": {
+                "type": "rate_limit_error",
+                "message": "Monthly threshold crossed.",  # the wording is not matched, the code is
+                "details": {"error_code": "enforced_spend_limit_reached"},
+            },
+        },
     ),
     (
         "gemini",
@@ -434,6 +441,35 @@ def test_an_exhausted_quota_is_not_retried(db, serve, protocol, body):
     assert not result.usable and result.http_status == 429
     assert "not retried" in result.error
     assert len(server.seen) == 1
+
+
+@pytest.mark.parametrize("code", ["contract_spend_limit_reached", "ramp_limit_exceeded"])
+def test_every_anthropic_spend_limit_code_stops_the_call(db, serve, code):
+    body = {"type": "error", "error": {"type": "rate_limit_error", "message": "x", "details": {"error_code": code}}}
+    server = serve(Step(429, body, {"retry-after": "0"}), Step(body=OK_REPLY["anthropic"]()))
+    result = ask(make_endpoint("anthropic", server.url + BASE_PATH["anthropic"]))
+    assert not result.usable and "not retried" in result.error and len(server.seen) == 1
+
+
+def test_an_anthropic_linked_organization_402_is_reported_as_a_billing_limit(db, serve):
+    body = {
+        "type": "error",
+        "error": {
+            "type": "billing_error",
+            "message": "x",
+            "details": {"error_code": "linked_organization_spend_limit_reached"},
+        },
+    }
+    server = serve(Step(402, body), Step(body=OK_REPLY["anthropic"]()))
+    result = ask(make_endpoint("anthropic", server.url + BASE_PATH["anthropic"]))
+    assert not result.usable and result.http_status == 402 and "spend limit exhausted" in result.error
+
+
+def test_an_anthropic_rate_limit_that_mentions_a_spend_limit_but_has_no_code_is_transient(db, serve):
+    body = {"type": "error", "error": {"type": "rate_limit_error", "message": "Close to your spend limit; slow down."}}
+    server = serve(Step(429, body, {"retry-after": "0"}), Step(body=OK_REPLY["anthropic"]()))
+    result = ask(make_endpoint("anthropic", server.url + BASE_PATH["anthropic"]))
+    assert result.usable and len(server.seen) == 2
 
 
 def test_retries_stop_at_the_attempt_cap(db, serve, settings):
@@ -555,3 +591,55 @@ def test_a_call_waits_for_a_held_slot_only_until_its_time_cap(db, serve, setting
     result = ask(endpoint)
     assert not result.usable and "no free slot" in result.error
     assert server.seen == []
+
+
+# Anthropic and Gemini details checked against the providers' current SDKs ----------------------------------------
+
+
+def test_anthropic_requests_never_carry_a_temperature(db, serve):
+    server = serve(Step(body=anthropic_reply()))
+    ask(make_endpoint("anthropic", server.url, accepts_temperature=True, temperature=0.3))
+    assert "temperature" not in server.seen[0].json
+
+
+def test_a_long_anthropic_request_is_capped_below_what_needs_streaming(db, serve):
+    import anthropic
+
+    server = serve(Step(body=anthropic_reply()))
+    ask(make_endpoint("anthropic", server.url, max_tokens=32_000))
+    max_tokens = server.seen[0].json["max_tokens"]
+    assert max_tokens < 32_000
+    # The official SDK accepts this request without streaming (it refuses 32,000: "Streaming is required").
+    client = anthropic.Anthropic(api_key="k", base_url="http://127.0.0.1:9")
+    client._calculate_nonstreaming_timeout(max_tokens, None)
+    with pytest.raises(ValueError, match="Streaming is required"):
+        client._calculate_nonstreaming_timeout(32_000, None)
+
+
+def test_anthropic_input_tokens_include_the_cache(db, serve):
+    reply = anthropic_reply()
+    reply["usage"] = {
+        "input_tokens": 21,
+        "cache_creation_input_tokens": 1000,
+        "cache_read_input_tokens": 300,
+        "output_tokens": 9,
+    }
+    server = serve(Step(body=reply))
+    result = ask(make_endpoint("anthropic", server.url))
+    assert (result.call.input_tokens, result.call.output_tokens) == (1321, 9)
+
+
+def test_gemini_output_tokens_count_the_thinking_when_no_answer_tokens_are_given(db, serve):
+    reply = gemini_reply(finish="MAX_TOKENS")
+    reply["usageMetadata"] = {"promptTokenCount": 31, "thoughtsTokenCount": 32_000}
+    server = serve(Step(body=reply))
+    result = ask(make_endpoint("gemini", server.url))
+    assert result.call.output_tokens == 32_000
+    assert "length limit" in result.error
+
+
+def test_a_gemini_continuation_is_a_length_cut_not_a_refusal(db, serve):
+    server = serve(Step(body=gemini_reply(finish="CONTINUATION")))
+    result = ask(make_endpoint("gemini", server.url))
+    assert not result.usable
+    assert "cut by the length limit (finishReason CONTINUATION)" in result.error and "refused" not in result.error

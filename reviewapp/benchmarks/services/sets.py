@@ -18,7 +18,7 @@ from django.utils import timezone
 
 from reviewapp.benchmarks.models import BenchmarkHypothesis, BenchmarkSet, BenchmarkTask, Judge, RandomControlDraw
 from reviewapp.core.errors import ServiceError
-from reviewapp.core.queue import enqueue_on_commit
+from reviewapp.core.queue import broker_check, enqueue_on_commit
 from screening.llm.models import ModelEndpoint, Roster
 from screening.models import STEPS, Run
 from screening.services.progress import RUN_ADVANCE_TASK
@@ -111,6 +111,7 @@ def benchmark_run(*, benchmark: BenchmarkSet) -> list[Run]:
 
     The runs are the coordinator's, not a public client's: they do not count against a client address and are
     not refused by the public limits. Each is enqueued when the transaction commits."""
+    broker_check()
     with transaction.atomic():
         benchmark = BenchmarkSet.objects.select_for_update().get(pk=benchmark.pk)
         if benchmark.roster is None:
@@ -123,27 +124,47 @@ def benchmark_run(*, benchmark: BenchmarkSet) -> list[Run]:
         )
         if not waiting:
             raise BenchmarkError("Every task of the set already has a run or hypotheses.", code="nothing_to_run")
-        simulated = any(member["simulated"] for members in roster["roles"].values() for member in members)
-        runs = []
-        for benchmark_task in waiting:
-            task = benchmark_task.task
-            run = Run.objects.create(
-                kind=Run.Kind.GENERATE,
-                question=task.question,
-                background=task.background,
-                shuffle_seed=task_shuffle_seed(benchmark.seed, task.key),
-                roster=roster,
-                simulated=simulated,
-                steps={step: {"state": "pending"} for step in STEPS},
-            )
-            benchmark_task.run = run
-            benchmark_task.save(update_fields=["run"])
-            runs.append(run)
-            enqueue_on_commit(RUN_ADVANCE_TASK, run.pk)
+        runs = [_task_run_start(benchmark, benchmark_task, roster) for benchmark_task in waiting]
         if benchmark.started_at is None:
             benchmark.started_at = timezone.now()
             benchmark.save(update_fields=["started_at"])
     return runs
+
+
+def _task_run_start(benchmark: BenchmarkSet, benchmark_task: BenchmarkTask, roster: dict) -> Run:
+    """Start the screening run of one task of the set (in the caller's transaction; enqueued when it commits)."""
+    task = benchmark_task.task
+    run = Run.objects.create(
+        kind=Run.Kind.GENERATE,
+        question=task.question,
+        background=task.background,
+        shuffle_seed=task_shuffle_seed(benchmark.seed, task.key),
+        roster=roster,
+        simulated=any(member["simulated"] for members in roster["roles"].values() for member in members),
+        steps={step: {"state": "pending"} for step in STEPS},
+    )
+    benchmark_task.run = run
+    benchmark_task.save(update_fields=["run"])
+    enqueue_on_commit(RUN_ADVANCE_TASK, run.pk)
+    return run
+
+
+def benchmark_task_rerun(*, benchmark: BenchmarkSet, task_key: str) -> Run:
+    """Run a task whose run failed again, from the start: a new run with the set's current roster and the task's
+    seed. What the failed run left in the set (its pooled hypotheses, their scores, its random control) goes."""
+    broker_check()
+    with transaction.atomic():
+        benchmark = BenchmarkSet.objects.select_for_update().get(pk=benchmark.pk)
+        benchmark_task = benchmark.benchmark_tasks.select_related("task", "run").filter(task__key=task_key).first()
+        if benchmark_task is None:
+            raise BenchmarkError(f"The set has no task “{task_key}”.", code="not_found", status=404)
+        if benchmark_task.run is None or not benchmark_task.run.status.startswith("failed"):
+            raise BenchmarkError("Only a task whose run failed can be run again.", code="run_not_failed", status=409)
+        if benchmark.roster is None:
+            raise BenchmarkError("Choose the set's roster before running it.", code="no_roster")
+        benchmark_task.hypotheses.all().delete()
+        RandomControlDraw.objects.filter(benchmark_task=benchmark_task).delete()
+        return _task_run_start(benchmark, benchmark_task, complete_roster_snapshot(benchmark.roster))
 
 
 # The random control --------------------------------------------------------------------------------------

@@ -1,10 +1,12 @@
 """Anthropic messages (docs/protocol.md#model-providers)."""
 
-import re
+from django.conf import settings
 
 from screening.llm.providers.transport import Reply, error_of, finished_reply
 
-ANTHROPIC_VERSION = "2023-06-01"
+# The provider's SDK requires streaming for a request that may take longer than ten minutes, which it reckons as
+# max_tokens above 128,000 × 600 / 3,600; a request without streaming asks for at most this many tokens.
+NONSTREAMING_MAX_TOKENS = 128_000 * 600 // 3_600
 
 _UNUSABLE_STOP = {
     "max_tokens": "the reply was cut by the length limit (stop_reason max_tokens)",
@@ -13,8 +15,10 @@ _UNUSABLE_STOP = {
     "tool_use": "the reply asked for a tool although none was offered",
     "pause_turn": "the reply paused before finishing (stop_reason pause_turn)",
 }
-# A 429 that names the account's spend or usage limit, or its credit: waiting will not help.
-_SPEND_LIMIT = re.compile(r"spend(ing)? limit|usage limit|credit balance|billing", re.IGNORECASE)
+# Error codes (error.details.error_code; the message's wording is not to be matched) of limits that waiting does not
+# lift: the account's spend limits on 429, a linked organization's billing on 402.
+_SPEND_LIMIT_CODES = {"enforced_spend_limit_reached", "contract_spend_limit_reached", "ramp_limit_exceeded"}
+_BILLING_CODE_PREFIX = "linked_organization_"
 
 
 def url(endpoint) -> str:
@@ -22,36 +26,45 @@ def url(endpoint) -> str:
 
 
 def auth_headers(key: str) -> dict:
-    return {"x-api-key": key, "anthropic-version": ANTHROPIC_VERSION}
+    # The API reference's key header; the version is a setting (ANTHROPIC_VERSION), still accepted as documented.
+    return {"x-api-key": key, "anthropic-version": settings.ANTHROPIC_VERSION}
 
 
 def build_body(endpoint, *, system: str, user: str, json_mode: bool, json_schema: dict | None) -> dict:
-    # Tools are off by leaving out tools and tool_choice.
+    # Tools are off by leaving out tools and tool_choice. temperature is not a Messages parameter any more: never sent.
     body = {
         "model": endpoint.model_id,
-        "max_tokens": endpoint.max_tokens,
+        "max_tokens": min(endpoint.max_tokens, NONSTREAMING_MAX_TOKENS),
         "system": system,
         "messages": [{"role": "user", "content": user}],
     }
     # Native JSON output needs a schema here; without one the prompt alone asks for JSON.
     if json_mode and endpoint.supports_json_mode and json_schema:
         body["output_config"] = {"format": {"type": "json_schema", "schema": json_schema}}
-    if endpoint.accepts_temperature and endpoint.temperature is not None:
-        body["temperature"] = endpoint.temperature
     return body
 
 
 def read_reply(data: dict) -> Reply:
     usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
-    tokens = {"input_tokens": usage.get("input_tokens"), "output_tokens": usage.get("output_tokens")}
+    # All input counts: uncached, written to the cache and read from it.
+    parts = [usage.get(name) for name in ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")]
+    input_tokens = sum(part for part in parts if isinstance(part, int)) if isinstance(parts[0], int) else None
+    tokens = {"input_tokens": input_tokens, "output_tokens": usage.get("output_tokens")}
     blocks = data.get("content") if isinstance(data.get("content"), list) else []
     text = "".join(b.get("text", "") for b in blocks if isinstance(b, dict) and b.get("type") == "text")
     stop = data.get("stop_reason") or ""
     return finished_reply(text, stop, tokens, _UNUSABLE_STOP.get(stop, ""))
 
 
+def error_code(data) -> str:
+    details = error_of(data).get("details")
+    code = details.get("error_code") if isinstance(details, dict) else None
+    return code if isinstance(code, str) else ""
+
+
 def is_quota_exhausted(status: int, data) -> bool:
-    return status == 429 and bool(_SPEND_LIMIT.search(str(error_of(data).get("message", ""))))
+    code = error_code(data)
+    return (status == 429 and code in _SPEND_LIMIT_CODES) or (status == 402 and code.startswith(_BILLING_CODE_PREFIX))
 
 
 def body_retry_delay(data) -> float | None:

@@ -5,7 +5,9 @@ from urllib.parse import quote
 
 from screening.llm.providers.transport import Reply, error_of, finished_reply
 
-_CUT = {"MAX_TOKENS"}
+# Cut by a length limit: the output budget (MAX_TOKENS) or the per-request limit before generation finished
+# (CONTINUATION).
+_CUT = {"MAX_TOKENS", "CONTINUATION"}
 _FINE = {"STOP", "FINISH_REASON_UNSPECIFIED", ""}
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)s\s*$")
 _PER_DAY = re.compile(r"per ?day", re.IGNORECASE)
@@ -36,9 +38,11 @@ def build_body(endpoint, *, system: str, user: str, json_mode: bool, json_schema
 
 def read_reply(data: dict) -> Reply:
     usage = data.get("usageMetadata") if isinstance(data.get("usageMetadata"), dict) else {}
-    output = usage.get("candidatesTokenCount")
-    if output is not None and usage.get("thoughtsTokenCount"):
-        output += usage["thoughtsTokenCount"]
+    # Output is the answer and the thinking; candidatesTokenCount is absent when the whole budget went on thinking.
+    counts = [usage.get(name) for name in ("candidatesTokenCount", "thoughtsTokenCount")]
+    output = (
+        sum(count for count in counts if isinstance(count, int)) if any(isinstance(c, int) for c in counts) else None
+    )
     tokens = {"input_tokens": usage.get("promptTokenCount"), "output_tokens": output}
     candidates = data.get("candidates")
     if not isinstance(candidates, list) or not candidates or not isinstance(candidates[0], dict):
@@ -53,7 +57,7 @@ def read_reply(data: dict) -> Reply:
     text = "".join(p.get("text", "") for p in parts if isinstance(p, dict) and not p.get("thought"))
     finish = candidate.get("finishReason") or ""
     if finish in _CUT:
-        error = "the reply was cut by the length limit (finishReason MAX_TOKENS)"
+        error = f"the reply was cut by the length limit (finishReason {finish})"
     elif finish not in _FINE:
         error = f"refused (finishReason {finish})"
     else:

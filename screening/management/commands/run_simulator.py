@@ -28,7 +28,13 @@ class Command(BaseCommand):
             simulator_config = SimulatorConfig.from_env(json.loads(text) if text else None)
         except (OSError, ValueError, TypeError) as exc:
             raise CommandError(f"bad simulator config: {exc}") from exc
-        server = SimulatedModelServer((host, port), simulator_config)
+        try:
+            server = SimulatedModelServer((host, port), simulator_config)
+        except OSError as exc:
+            raise CommandError(
+                f"The simulated model server cannot listen on {host}:{port} ({exc.strerror or exc}): the port is "
+                "taken. Set SIMULATOR_PORT to a free port and start again."
+            ) from None
         self.stdout.write(f"Simulated model server (not a real model) at {server.url}: {simulator_config}")
         try:
             server.serve_forever()

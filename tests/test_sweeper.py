@@ -1,0 +1,200 @@
+"""The one sweeper of every kind of background work: jobs, novelty checks and run work items whose worker died are
+resumed when it is safe and failed with a reason otherwise; export files go after their keeping time; coordinators
+start a failed job or a failed benchmark task again."""
+
+import os
+import time
+from datetime import timedelta
+
+import pytest
+from django.conf import settings as django_settings
+from django.utils import timezone
+
+from literature.models import NoveltyCheck
+from reviewapp.core.claims import SWEEPS, sweep_all
+from reviewapp.models import BackgroundJob
+from reviewapp.services.jobs import JOB_KINDS, JobKind, job_kind_register, jobs_sweep
+from screening.models import Run, RunWorkItem
+from screening.services.progress import run_advance
+from screening.services.runs import run_create
+from tests import factories
+from tests.benchmark_support import make_set, task
+from tests.screening_support import drive, make_roster
+
+pytestmark = pytest.mark.usefixtures("fast_retries")
+
+
+@pytest.fixture
+def exports_home(settings, tmp_path):
+    settings.VAR_DIR = tmp_path
+    return tmp_path / "exports"
+
+
+def long_ago(seconds: float):
+    return timezone.now() - timedelta(seconds=seconds + 1)
+
+
+def died_while_running(job: BackgroundJob, attempts: int = 1) -> None:
+    """A worker claimed the job and died: running, with a claim, and silent for longer than the stale time."""
+    stale = long_ago(django_settings.OH_JOB_STALE_SECONDS)
+    BackgroundJob.objects.filter(pk=job.pk).update(
+        state="running",
+        claim_token="00000000-0000-0000-0000-000000000001",
+        started_at=stale,
+        heartbeat_at=stale,
+        attempts=attempts,
+    )
+
+
+def test_every_room_registers_its_sweep_and_one_periodic_task_runs_them(db):
+    assert {"background jobs", "screening runs", "novelty checks"} <= set(SWEEPS)
+    assert [entry["task"] for entry in django_settings.CELERY_BEAT_SCHEDULE.values()] == ["reviewapp.sweep"]
+    assert set(sweep_all()) == set(SWEEPS)
+
+
+def test_a_resumable_job_whose_worker_died_runs_again_and_succeeds(
+    db, coordinator, exports_home, settings, django_capture_on_commit_callbacks
+):
+    settings.CELERY_TASK_ALWAYS_EAGER = True
+    cohort = factories.make_cohort()
+    job = BackgroundJob.objects.create(kind="reviews_xlsx", params={"cohort_id": cohort.pk}, created_by=coordinator)
+    died_while_running(job)
+    with django_capture_on_commit_callbacks(execute=True):
+        assert jobs_sweep() == 1
+    job.refresh_from_db()
+    assert job.state == BackgroundJob.State.SUCCEEDED and job.attempts == 2, job.error
+    assert os.path.exists(job.result_path)
+
+
+def test_a_job_that_keeps_losing_its_worker_fails_with_a_reason_the_page_shows(db, coordinator, client, settings):
+    job = BackgroundJob.objects.create(kind="reviews_xlsx", params={"cohort_id": 1}, created_by=coordinator)
+    died_while_running(job, attempts=settings.OH_WORK_MAX_ATTEMPTS)
+    jobs_sweep()
+    job.refresh_from_db()
+    assert job.state == BackgroundJob.State.FAILED and "stopped before it finished" in job.error
+    client.force_login(coordinator)
+    assert job.error in client.get(f"/jobs/{job.pk}/").content.decode()
+
+
+def test_a_job_that_is_not_safe_to_redo_fails_at_once(db, coordinator):
+    job_kind_register("test_once_only", JobKind(label="Once only", run=lambda job, report: None))
+    try:
+        job = BackgroundJob.objects.create(kind="test_once_only", params={}, created_by=coordinator)
+        died_while_running(job)
+        jobs_sweep()
+        job.refresh_from_db()
+        assert job.state == BackgroundJob.State.FAILED and "start it again" in job.error
+    finally:
+        JOB_KINDS.pop("test_once_only")
+
+
+def test_a_job_that_reports_progress_is_not_taken_for_dead(db, coordinator):
+    job = BackgroundJob.objects.create(kind="reviews_xlsx", params={}, created_by=coordinator)
+    died_while_running(job)
+    BackgroundJob.objects.filter(pk=job.pk).update(heartbeat_at=timezone.now())  # a long job, still reporting
+    assert jobs_sweep() == 0
+    job.refresh_from_db()
+    assert job.state == BackgroundJob.State.RUNNING
+
+
+def test_a_coordinator_runs_a_failed_job_again(db, coordinator, analyst, client):
+    job = BackgroundJob.objects.create(
+        kind="reviews_xlsx", params={"cohort_id": 1}, created_by=coordinator, state="failed", error="It broke."
+    )
+    client.force_login(analyst)
+    assert client.post(f"/jobs/{job.pk}/retry").status_code == 403
+    client.force_login(coordinator)
+    assert "Run it again" in client.get(f"/jobs/{job.pk}/").content.decode()
+    response = client.post(f"/jobs/{job.pk}/retry")
+    again = BackgroundJob.objects.exclude(pk=job.pk).get()
+    assert response["Location"] == f"/jobs/{again.pk}/"
+    assert (again.kind, again.params, again.state) == (job.kind, job.params, BackgroundJob.State.QUEUED)
+
+
+def test_export_files_are_deleted_after_their_keeping_time(db, coordinator, client, exports_home, settings):
+    settings.OH_EXPORT_KEEP_HOURS = 24
+    exports_home.mkdir(parents=True)
+    old, fresh = exports_home / "job-1-reviews.xlsx", exports_home / "job-2-reviews.xlsx"
+    for path in (old, fresh):
+        path.write_bytes(b"PK")
+    two_days_ago = time.time() - 48 * 3600
+    os.utime(old, (two_days_ago, two_days_ago))
+    job = BackgroundJob.objects.create(
+        kind="reviews_xlsx",
+        created_by=coordinator,
+        state="succeeded",
+        result_path=str(old),
+        result_name="r.xlsx",
+        finished_at=timezone.now() - timedelta(hours=48),
+    )
+    jobs_sweep()
+    assert not old.exists() and fresh.exists()
+    client.force_login(coordinator)
+    assert "deleted 24 hours after it was made" in client.get(f"/jobs/{job.pk}/").content.decode()
+    assert client.get(f"/jobs/{job.pk}/download").status_code == 404
+
+
+def test_a_novelty_check_whose_worker_died_is_sent_again_then_failed(db, settings, django_capture_on_commit_callbacks):
+    proposal = factories.make_proposal()
+    check = NoveltyCheck.objects.create(hypothesis_text=proposal.statement, proposal=proposal)
+    stale = long_ago(settings.OPEN_HYPOTHESIS_STALE_SECONDS)
+    NoveltyCheck.objects.filter(pk=check.pk).update(state="running", started_at=stale, attempts=1)
+    with django_capture_on_commit_callbacks() as sent:
+        assert SWEEPS["novelty checks"]() == 1
+    assert len(sent) == 1  # the check is sent to a worker again
+    check.refresh_from_db()
+    assert check.state == "pending"
+    NoveltyCheck.objects.filter(pk=check.pk).update(
+        state="running", started_at=stale, attempts=settings.OH_WORK_MAX_ATTEMPTS
+    )
+    SWEEPS["novelty checks"]()
+    check.refresh_from_db()
+    assert check.state == "failed" and "stopped" in check.error
+
+
+def test_a_run_work_item_whose_worker_died_is_sent_again_and_the_run_completes(roster, settings):
+    run = run_create(question="Does the bone-marrow niche shape clonal fitness?", client_address="192.0.2.1")
+    run_advance(run_id=run.pk)
+    item = run.work_items.filter(step="generate").first()
+    stale = long_ago(settings.OPEN_HYPOTHESIS_STALE_SECONDS)
+    RunWorkItem.objects.filter(pk=item.pk).update(state="running", started_at=stale, attempts=1)
+    assert SWEEPS["screening runs"]() >= 1
+    item.refresh_from_db()
+    assert item.state == "pending"
+    assert drive(run).status == Run.Status.COMPLETED
+
+
+def test_a_run_work_item_that_keeps_losing_its_worker_fails_and_the_run_goes_on(roster, settings):
+    run = run_create(question="Does the bone-marrow niche shape clonal fitness?", client_address="192.0.2.1")
+    run_advance(run_id=run.pk)
+    item = run.work_items.filter(step="generate").first()
+    stale = long_ago(settings.OPEN_HYPOTHESIS_STALE_SECONDS)
+    RunWorkItem.objects.filter(pk=item.pk).update(
+        state="running", started_at=stale, attempts=settings.OH_WORK_MAX_ATTEMPTS
+    )
+    SWEEPS["screening runs"]()
+    item.refresh_from_db()
+    assert item.state == "failed" and "stopped" in item.error
+    run = drive(run)
+    assert run.status == Run.Status.COMPLETED  # three generators of four are enough
+    assert run.hypotheses.count() == 9
+
+
+def test_a_coordinator_runs_a_failed_benchmark_task_again(db, server, coordinator, client):
+    roster = make_roster(server.base_url, translator=None)
+    benchmark = make_set({"tasks": [task("T1")]}, roster=roster)
+    client.force_login(coordinator)
+    client.post(f"/benchmarks/{benchmark.pk}/run/")
+    benchmark_task = benchmark.benchmark_tasks.get()
+    failed = benchmark_task.run
+    Run.objects.filter(pk=failed.pk).update(status=Run.Status.FAILED_AT_GENERATE)
+    assert "Run again" in client.get(f"/benchmarks/{benchmark.pk}/").content.decode()
+
+    client.post(f"/benchmarks/{benchmark.pk}/rerun-task/", {"task": "T1"})
+    benchmark_task.refresh_from_db()
+    assert benchmark_task.run_id != failed.pk and benchmark_task.run.status == Run.Status.QUEUED
+    assert drive(benchmark_task.run).status == Run.Status.COMPLETED
+    assert benchmark.hypotheses.count() == 12
+
+    response = client.post(f"/benchmarks/{benchmark.pk}/rerun-task/", {"task": "T1"}, follow=True)
+    assert "Only a task whose run failed" in response.content.decode()
