@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('reviewapp', '0005_api_tokens_and_password_changes_due'),
+        ('reviewapp', '0006_api_tokens_and_password_changes_due'),
     ]
 
     operations = [

@@ -8,7 +8,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('reviewapp', '0004_background_job_claimed_work'),
+        ('reviewapp', '0005_review_saved_by_tab'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
