@@ -7,8 +7,9 @@ reach it.
 import pytest
 from django.urls import URLPattern, URLResolver, get_resolver
 
-from literature.models import NoveltyCheck
+from literature.models import CitationWave, NoveltyCheck, Reference
 from reviewapp.benchmarks.models import BenchmarkSet
+from reviewapp.inspiration.models import InspirationAudit
 from reviewapp.models import BackgroundJob
 from screening.models import Run
 from tests import factories
@@ -54,6 +55,19 @@ READ_ALL = {
     "api-benchmark-statistics",
     "api-benchmark-table-s",
     "api-benchmark-bundle",
+    "literature-corpus",
+    "literature-reference",
+    "literature-citation-waves",
+    "literature-citation-wave",
+    "api-citation-waves",
+    "api-citation-wave",
+    "api-citation-wave-edges",
+    "inspiration-home",
+    "inspiration-cutoffs",
+    "inspiration-audit",
+    "api-inspiration-cutoffs",
+    "api-inspiration-audits",
+    "api-inspiration-audit",
 }
 COORDINATOR = {
     "cohort-status",
@@ -85,6 +99,7 @@ COORDINATOR = {
     "api-benchmark-import",
     "api-benchmark-run",
     "api-benchmark-judging",
+    "api-inspiration-cutoff",
 }
 CLASSIFIED = PUBLIC | SIGNED_IN | REVIEWER | READ_ALL | COORDINATOR
 DENIED = {401, 403, 404, 405}
@@ -119,7 +134,14 @@ def urls(db, coordinator, other_reviewer):
     run = Run.objects.create(question="Does the niche shape clonal fitness?", shuffle_seed=1)
     benchmark = BenchmarkSet.objects.create(name="Ageing benchmark", seed=1)
     check = NoveltyCheck.objects.create(hypothesis_text=proposal.statement, proposal=proposal)
+    reference = Reference.objects.create(source="demo", source_id="access", title="A reference", content_sha256="0")
+    wave = CitationWave.objects.create(anchors=["MED:1"])
+    audit = InspirationAudit.objects.create(population="cohort", cohort=cohort)
     ids = {
+        "reference_id": reference.pk,
+        "wave_id": wave.pk,
+        "audit_id": audit.pk,
+        "group": "Model A",
         "check_id": check.pk,
         "cohort_id": cohort.pk,
         "assignment_id": assignment.pk,
