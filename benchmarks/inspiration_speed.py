@@ -11,7 +11,8 @@ abstract in three with a sentence naming a measurement or a comparator, so that 
 ways), indexes them and runs ANALYZE, as autovacuum does after a bulk load. The cohort: 3,000 proposals from four
 generators with day and month cutoffs and four domains, half of them written from a reference's words (so that
 retrieval finds something), one in twenty a verbatim copy of another (a shared judgement). The judge is the default
-roster's, on the project's simulated model server in this process, at zero latency.
+roster's, on the project's simulated model server (`manage.py run_simulator`, a process of its own as in `make run`)
+at zero latency.
 
 The audit is done as one worker does it (`celery -A reviewapp worker --pool threads`): its batches are claimed and
 done by --threads threads (default 4, the judge endpoint's concurrency limit), each with its own database
@@ -29,6 +30,7 @@ import sys
 import time
 
 from literature_retrieval_speed import FILLER, hypothesis_from, synthetic_corpus
+from screening_speed import PROVIDER_KEYS, Processes, free_port, start_simulator
 from support import EXAMPLE_SERVER, Results, all_passed, child_figures, print_table, scratch_database, setup_django
 
 AUDIT_TARGET_S = 120.0
@@ -143,21 +145,15 @@ def audit_by_threads(audit_id: int, threads: int):
 
 def child(versions: int, references: int, threads: int) -> dict:
     """Runs with DATABASE_URL set to the scratch database: build, audit, time. Returns the figures."""
-    for name in ("OPENAI_API_KEY", "XAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY"):
-        os.environ.pop(name, None)  # every endpoint of the default roster on the simulated server
     setup_django()
-    from django.conf import settings
     from django.contrib.auth.models import Group, User
     from django.core.management import call_command
     from django.test import Client
 
     from reviewapp.inspiration.models import InspirationAudit
     from reviewapp.inspiration.services import audit_create
-    from screening.llm.simulator import SimulatorConfig, start_simulator
     from screening.management.commands.setup_roster import roster_setup_default
 
-    simulator = start_simulator(SimulatorConfig(latency_seconds=0, seed=1))
-    settings.SIMULATOR_PORT = simulator.server_address[1]
     call_command("migrate", verbosity=0)
     roster_setup_default()
     started = time.monotonic()
@@ -188,7 +184,6 @@ def child(versions: int, references: int, threads: int) -> dict:
         response = client.get(url)
         timings.append((time.perf_counter() - begun) * 1000)
         assert response.status_code == 200
-    simulator.shutdown()
     totals = InspirationAudit.objects.get(pk=audit.pk).summary["totals"]
     return {
         "references": references,
@@ -224,17 +219,17 @@ def main() -> int:
         print(f"Set DATABASE_URL to a PostgreSQL server, e.g. {EXAMPLE_SERVER}", file=sys.stderr)
         return 2
     with scratch_database(server, args.scratch, keep=args.keep) as scratch_url:
-        env = {**os.environ, "DATABASE_URL": scratch_url, "LOG_LEVEL": "WARNING"}
-        command = [
-            sys.executable,
-            __file__,
-            "--child",
-            "--versions",
-            str(args.versions),
-            "--threads",
-            str(args.threads),
-        ]
-        figures = child_figures([*command, "--references", str(args.references)], env)
+        # No provider key: every endpoint of the default roster points at the simulated server.
+        env = {name: value for name, value in os.environ.items() if name not in PROVIDER_KEYS}
+        env.update(DATABASE_URL=scratch_url, LOG_LEVEL="WARNING", SIMULATOR_PORT=str(free_port()))
+        processes = Processes(env)
+        try:
+            start_simulator(processes, int(env["SIMULATOR_PORT"]), latency=0)
+            command = [sys.executable, __file__, "--child", "--versions", str(args.versions)]
+            command += ["--threads", str(args.threads), "--references", str(args.references)]
+            figures = child_figures(command, env)
+        finally:
+            processes.stop_all()
 
     totals = figures["totals"]
     print(

@@ -87,6 +87,7 @@ def corpus_page(request):
         "next_page": page_number + 1 if found and shown_until < min(found.total, selectors.SEARCH_DEPTH) else None,
         "corpus": selectors.corpus_size_by_source(),
     }
+    context["corpus_total"] = sum(row["references"] for row in context["corpus"])
     return render(request, "literature/corpus.html", context)
 
 

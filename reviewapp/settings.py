@@ -193,9 +193,17 @@ OPEN_HYPOTHESIS_SWEEP_SECONDS = env_int("OPEN_HYPOTHESIS_SWEEP_SECONDS", 60)
 # instruction and the single-hypothesis question.
 OPEN_HYPOTHESIS_DETAILED_FORECASTS = env_bool("OPEN_HYPOTHESIS_DETAILED_FORECASTS", False)
 OPEN_HYPOTHESIS_SINGLE_FORECASTS = env_bool("OPEN_HYPOTHESIS_SINGLE_FORECASTS", False)
+# Inspiration audits (docs/protocol.md#inspiration-audit): a batch claimed this long ago is given to another worker,
+# at most this many times. A judging batch asks the judge ten times, twice at most each.
+INSPIRATION_STALE_SECONDS = env_int("INSPIRATION_STALE_SECONDS", 3600)
+INSPIRATION_MAX_ATTEMPTS = env_int("INSPIRATION_MAX_ATTEMPTS", 3)
 CELERY_BEAT_SCHEDULE = {
     "screening-sweep-stalled-runs": {
         "task": "screening.sweep_stalled_runs",
+        "schedule": OPEN_HYPOTHESIS_SWEEP_SECONDS,
+    },
+    "inspiration-sweep-stalled-batches": {
+        "task": "inspiration.sweep_stalled_batches",
         "schedule": OPEN_HYPOTHESIS_SWEEP_SECONDS,
     },
 }

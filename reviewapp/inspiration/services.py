@@ -17,8 +17,9 @@ that stops keeps what it obtained and says why.
 
 import hashlib
 import logging
-from datetime import date
+from datetime import date, timedelta
 
+from django.conf import settings
 from django.db import DatabaseError, transaction
 from django.db.models import F
 from django.utils import timezone
@@ -27,7 +28,7 @@ from literature import retrieval
 from literature.models import Reference
 from literature.retrieval import GATE_MIN_SHARED_TERMS, JUDGEMENT_CHARS, RETRIEVAL_CHARS, judgement_card
 from literature.verdicts import clean_quote, quote_occurs
-from reviewapp.core.claims import work_claim, work_finish, work_release
+from reviewapp.core.claims import work_claim, work_finish, work_release, work_sweep
 from reviewapp.core.errors import ServiceError
 from reviewapp.core.queue import enqueue_on_commit
 from reviewapp.inspiration import prompts, selectors
@@ -224,6 +225,8 @@ def audit_advance(*, audit_id: int, enqueue: bool = True) -> None:
     if audit.state != Audit.State.RUNNING:
         return
     kinds = InspirationBatch.Kind
+    if audit.phase == Audit.Phase.RETRIEVAL and not audit.batches.exists():
+        return  # still starting (or its starter died: the sweeper gives it back)
     if audit.phase == Audit.Phase.RETRIEVAL and not _unfinished_batches(audit, kinds.RETRIEVAL).exists():
         failed = audit.batches.filter(kind=kinds.RETRIEVAL, state=InspirationBatch.State.FAILED).first()
         if failed is not None:
@@ -370,9 +373,9 @@ def best_candidate(query: str, cutoff: Cutoff, window_end: date | None):
     """The best reference published after the cutoff (and within the window) for a query, the terms it shares with
     the query, and whether it passes the lexical gate: (candidate or None, shared terms, passed)."""
     query = query[:RETRIEVAL_CHARS]
-    found = retrieval.search(
-        query, limit=CANDIDATES_SEARCHED, published_after=cutoff.last_day, published_until=window_end
-    )
+    # Without the optional re-ranking, the first by rank is the best: no need to read more.
+    limit = CANDIDATES_SEARCHED if retrieval.dense_model() is not None else 1
+    found = retrieval.search(query, limit=limit, published_after=cutoff.last_day, published_until=window_end)
     if not found:
         return None, [], False
     shared = retrieval.shared_terms(query, found[0].retrieval_text)
@@ -473,6 +476,32 @@ def judge(judgment: InspirationJudgment, endpoint: ModelEndpoint | None) -> dict
         f" (the judge's reason: {reading.reason})" if reading.reason else ""
     )
     return {**fields, "judgment": Judgment.NEGATIVE, "quote": quote, "reason": reason}
+
+
+def batches_sweep() -> int:
+    """Batches claimed longer ago than INSPIRATION_STALE_SECONDS (their worker died or hangs) go back to the queue;
+    after INSPIRATION_MAX_ATTEMPTS claims they fail, their pending judgements with them, and their audit moves on. An
+    audit whose starter died before making its batches starts again. Returns how many batches were sent again."""
+    stale = timezone.now() - timedelta(seconds=settings.INSPIRATION_STALE_SECONDS)
+    reason = "stopped: its worker made no progress (the sweeper gave up on it)"
+    again = work_sweep(
+        InspirationBatch, claimed_before=stale, max_attempts=settings.INSPIRATION_MAX_ATTEMPTS, reason=reason
+    )
+    for batch_id in again:
+        enqueue_on_commit(BATCH_TASK, batch_id)
+    unstarted = Audit.objects.filter(
+        state=Audit.State.RUNNING, phase=Audit.Phase.RETRIEVAL, started_at__lt=stale, batches__isnull=True
+    )
+    for audit_id in list(unstarted.values_list("pk", flat=True)):
+        if Audit.objects.filter(pk=audit_id, state=Audit.State.RUNNING).update(state=Audit.State.PENDING):
+            enqueue_on_commit(ADVANCE_TASK, audit_id)
+    given_up = InspirationBatch.objects.filter(state=InspirationBatch.State.FAILED, error=reason)
+    for batch in given_up.filter(audit__state=Audit.State.RUNNING):
+        InspirationJudgment.objects.filter(pk__in=batch.judgments, state=InspirationJudgment.State.PENDING).update(
+            state=InspirationJudgment.State.DONE, judgment=Judgment.FAILED, reason=reason, finished_at=timezone.now()
+        )
+        audit_advance(audit_id=batch.audit_id)
+    return len(again)
 
 
 def audit_complete_here(*, audit_id: int) -> InspirationAudit:

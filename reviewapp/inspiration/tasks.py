@@ -18,3 +18,8 @@ def audit_advance_task(audit_id: int) -> None:
 @app.task(name=services.BATCH_TASK, autoretry_for=_TRANSIENT, retry_backoff=True, max_retries=5)
 def batch_task(batch_id: int) -> None:
     services.batch_perform(batch_id=batch_id)
+
+
+@app.task(name="inspiration.sweep_stalled_batches")
+def sweep_stalled_batches_task() -> int:
+    return services.batches_sweep()

@@ -233,3 +233,51 @@ def test_the_audit_pages_show_counts_beside_every_share(client, cohort, judge, c
     assert response["Location"] == f"/inspiration/audits/{started.pk}/"
     refused = client.post("/inspiration/cutoffs/", {"group": A, "cutoff": "May 2026", "action": "set"})
     assert "is not a day like 2026-05-14" in refused.content.decode()
+
+
+def test_the_sweeper_gives_a_stalled_batch_to_another_worker_then_gives_up_on_it(cohort, judge, settings):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from reviewapp.inspiration.models import InspirationBatch
+    from reviewapp.inspiration.services import audit_advance, batch_perform, batches_sweep
+
+    settings.INSPIRATION_MAX_ATTEMPTS = 2
+    audit = audit_create(cohort=cohort, enqueue=False)
+    audit_advance(audit_id=audit.pk, enqueue=False)
+    for batch in InspirationBatch.objects.filter(audit=audit):
+        batch_perform(batch_id=batch.pk, enqueue=False)  # retrieval done; the judging batch is created
+    judging = InspirationBatch.objects.get(audit=audit, kind="judging")
+    long_ago = timezone.now() - timedelta(hours=2)
+    # A worker claimed it and died, twice.
+    for expected_state in ("pending", "failed"):
+        InspirationBatch.objects.filter(pk=judging.pk).update(
+            state="running", started_at=long_ago, attempts=InspirationBatch.objects.get(pk=judging.pk).attempts + 1
+        )
+        batches_sweep()
+        assert InspirationBatch.objects.get(pk=judging.pk).state == expected_state
+
+    audit.refresh_from_db()
+    assert audit.state == "done"
+    assert audit.summary["totals"]["failed"] == 5 and audit.summary["totals"]["pending"] == 0
+    assert set(audit.judgments.values_list("judgment", flat=True)) == {"failed"}
+
+
+def test_an_audit_whose_starter_died_is_started_again_by_the_sweeper(cohort, judge):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from reviewapp.inspiration.services import audit_advance, batches_sweep
+
+    audit = audit_create(cohort=cohort, enqueue=False)
+    # Claimed, then its worker died before making the batches: advancing must not count an empty audit.
+    InspirationAudit.objects.filter(pk=audit.pk).update(state="running", started_at=timezone.now() - timedelta(hours=2))
+    audit_advance(audit_id=audit.pk, enqueue=False)
+    assert InspirationAudit.objects.get(pk=audit.pk).state == "running"
+
+    batches_sweep()
+
+    assert InspirationAudit.objects.get(pk=audit.pk).state == "pending"
+    assert audit_complete_here(audit_id=audit.pk).summary["totals"]["positive"] == 2
