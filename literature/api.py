@@ -2,16 +2,23 @@
 
 POST /api/v1/literature/import: multipart "file" and "format" (pubmed_xml, medline, ris or csv), optionally "mapping"
 (CSV columns, a JSON object {field: column}). POST/GET /api/v1/literature/checks: novelty checks of proposals.
+POST/GET /api/v1/literature/citation-waves: building the corpus by citation wave.
 """
 
+import csv
+import itertools
+
+from django.http import StreamingHttpResponse
 from django.shortcuts import get_object_or_404
 from rest_framework import serializers
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from literature.models import NoveltyCheck
+from literature.models import CitationEdge, CitationWave, NoveltyCheck
 from literature.novelty import proposal_novelty_check_request
+from literature.selectors import citation_waves_recent
 from literature.services import FORMATS, ImportInvalid, references_import
+from literature.waves import MAX_ANCHORS, citation_wave_start
 from reviewapp.core.errors import InputInvalid, ServiceError, validated
 from reviewapp.core.roles import CanReadAll, IsCoordinator
 from reviewapp.models import Proposal
@@ -52,6 +59,10 @@ class ReferenceImportApi(APIView):
         updated = serializers.IntegerField()
         unchanged = serializers.IntegerField()
         repeated = serializers.IntegerField()
+        skipped = serializers.ListField(child=serializers.DictField())
+        skipped_count = serializers.IntegerField()
+        warnings = serializers.ListField(child=serializers.DictField())
+        warning_count = serializers.IntegerField()
         seconds = serializers.FloatField()
 
     def post(self, request):
@@ -107,3 +118,78 @@ class NoveltyCheckDetailApi(APIView):
     def get(self, request, check_id: int):
         check = get_object_or_404(NoveltyCheck.objects.select_related("proposal"), pk=check_id, proposal__isnull=False)
         return Response(NoveltyCheckOutputSerializer(check).data)
+
+
+class CitationWaveOutputSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    state = serializers.CharField()
+    phase = serializers.CharField()
+    anchors = serializers.ListField(child=serializers.CharField())
+    progress = serializers.IntegerField()
+    total = serializers.IntegerField()
+    traversals = serializers.IntegerField()
+    edges = serializers.IntegerField()
+    unmatched = serializers.IntegerField()
+    works = serializers.IntegerField()
+    resolved = serializers.IntegerField()
+    unresolved = serializers.IntegerField()
+    requests = serializers.IntegerField()
+    error = serializers.CharField()
+    created_at = serializers.DateTimeField()
+    started_at = serializers.DateTimeField(allow_null=True)
+    finished_at = serializers.DateTimeField(allow_null=True)
+
+
+class CitationWaveInput(serializers.Serializer):
+    anchors = serializers.ListField(
+        child=serializers.CharField(max_length=100), allow_empty=False, max_length=MAX_ANCHORS
+    )
+
+
+class CitationWaveCreateApi(APIView):
+    """POST /api/v1/literature/citation-waves {"anchors": ["MED:…", …]}: start a wave (202)."""
+
+    permission_classes = [IsCoordinator]
+
+    def post(self, request):
+        data = validated(CitationWaveInput, request.data)
+        wave = citation_wave_start(anchors=data["anchors"], user=request.user)
+        return Response(CitationWaveOutputSerializer(wave).data, status=202)
+
+
+class CitationWaveListApi(APIView):
+    """GET /api/v1/literature/citation-waves: the most recent waves."""
+
+    permission_classes = [CanReadAll]
+
+    def get(self, request):
+        return Response(CitationWaveOutputSerializer(citation_waves_recent(), many=True).data)
+
+
+class CitationWaveDetailApi(APIView):
+    """GET /api/v1/literature/citation-waves/<id>: the state and the counts."""
+
+    permission_classes = [CanReadAll]
+
+    def get(self, request, wave_id: int):
+        return Response(CitationWaveOutputSerializer(get_object_or_404(CitationWave, pk=wave_id)).data)
+
+
+class _Echo:
+    def write(self, value):
+        return value
+
+
+class CitationWaveEdgesApi(APIView):
+    """GET /api/v1/literature/citation-waves/<id>/edges.csv: every edge, citing, cited and direction."""
+
+    permission_classes = [CanReadAll]
+
+    def get(self, request, wave_id: int):
+        wave = get_object_or_404(CitationWave, pk=wave_id)
+        writer = csv.writer(_Echo())
+        rows = CitationEdge.objects.filter(wave=wave).order_by("pk").values_list("citing", "cited", "direction")
+        body = (writer.writerow(row) for row in itertools.chain([("citing", "cited", "direction")], rows.iterator()))
+        response = StreamingHttpResponse(body, content_type="text/csv; charset=utf-8")
+        response["Content-Disposition"] = f'attachment; filename="citation-wave-{wave.pk}-edges.csv"'
+        return response

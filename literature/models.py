@@ -61,7 +61,10 @@ class ReferenceImport(models.Model):
     created = models.PositiveIntegerField(default=0)
     updated = models.PositiveIntegerField(default=0)
     unchanged = models.PositiveIntegerField(default=0)
-    skipped = models.PositiveIntegerField(default=0, help_text="repeated records in a file; unusable online records")
+    skipped = models.PositiveIntegerField(default=0, help_text="records not written: unusable ones and repeats")
+    # The first of the unusable records and of the warnings, as the import answered them.
+    skipped_records = models.JSONField(default=list, blank=True, help_text='[{"record", "id", "reason"}]')
+    warnings = models.JSONField(default=list, blank=True, help_text='[{"record", "id", "field", "message"}]')
     seconds = models.FloatField(default=0)
     created_by = models.ForeignKey("auth.User", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     created_at = models.DateTimeField(auto_now_add=True)
@@ -144,3 +147,61 @@ class NoveltyCheck(ClaimedWork):
 
     def __str__(self):
         return f"novelty check {self.pk}: {self.verdict or self.state}"
+
+
+class CitationWave(ClaimedWork):
+    """One wave of citation traversal from anchor works through Europe PMC (docs/protocol.md#a-corpus-by-citation-wave):
+    each anchor's references (backward) and citations (forward), every page; then the works at either end of an edge,
+    anchors included, fetched and written into the corpus. Done by a worker, claimed through reviewapp.core.claims;
+    edges and references are written as they arrive, so a wave that stops keeps what it obtained."""
+
+    class Phase(models.TextChoices):
+        TRAVERSING = "traversing", "Following citations"
+        RESOLVING = "resolving", "Fetching the works"
+        FINISHED = "finished", "Finished"
+
+    State = ClaimState
+
+    anchors = models.JSONField(help_text='Europe PMC ids with their source: ["MED:12345", "PMC:PMC67890"]')
+    phase = models.CharField(max_length=12, choices=Phase.choices, default=Phase.TRAVERSING)
+    # Progress of the current phase (traversals, then works fetched), for the page's progress bar.
+    progress = models.PositiveIntegerField(default=0)
+    total = models.PositiveIntegerField(default=0)
+    traversals = models.PositiveIntegerField(
+        default=0, help_text="reference and citation lists read, one per anchor each"
+    )
+    edges = models.PositiveIntegerField(default=0, help_text="distinct citing → cited pairs between identified works")
+    unmatched = models.PositiveIntegerField(default=0, help_text="list entries Europe PMC could not identify")
+    works = models.PositiveIntegerField(
+        default=0, help_text="distinct identified works: anchors and both ends of edges"
+    )
+    resolved = models.PositiveIntegerField(default=0, help_text="works fetched with a usable record into the corpus")
+    unresolved = models.PositiveIntegerField(default=0, help_text="works Europe PMC returned no usable record for")
+    requests = models.PositiveIntegerField(default=0, help_text="pages asked for (cached answers included)")
+    created_by = models.ForeignKey("auth.User", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at", "-pk"]
+
+    def __str__(self):
+        return f"citation wave {self.pk} ({self.state}, {len(self.anchors)} anchors)"
+
+
+class CitationEdge(models.Model):
+    """One citation found by a wave: `citing` cites `cited` (both "SRC:id" as Europe PMC names them)."""
+
+    class Direction(models.TextChoices):
+        BACKWARD = "backward", "In an anchor's references"
+        FORWARD = "forward", "Citing an anchor"
+
+    wave = models.ForeignKey(CitationWave, on_delete=models.CASCADE, related_name="citation_edges")
+    citing = models.CharField(max_length=100)
+    cited = models.CharField(max_length=100)
+    direction = models.CharField(max_length=10, choices=Direction.choices)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["wave", "citing", "cited"], name="one_edge_per_wave_pair")]
+
+    def __str__(self):
+        return f"{self.citing} → {self.cited}"

@@ -15,7 +15,7 @@ from django.utils import timezone
 
 from literature import prompts, retrieval
 from literature.models import NoveltyCheck
-from literature.retrieval import JUDGEMENT_CHARS, RETRIEVAL_CHARS, Candidate
+from literature.retrieval import JUDGEMENT_CHARS, RETRIEVAL_CHARS
 from literature.verdicts import (
     JudgementUnreadable,
     NoveltyResult,
@@ -68,15 +68,6 @@ def _retrieve(hypothesis_text: str, parts: list[Part], published_before: date | 
     return list(pool.values())
 
 
-def _as_read(candidate: Candidate) -> str:
-    """A reference as the judge reads it: year, title and the first JUDGEMENT_CHARS characters of the abstract."""
-    title = candidate.title.strip()
-    if title and title[-1] not in ".?!":
-        title += "."
-    year = f"({candidate.year}) " if candidate.year else ""
-    return f"{year}{title} {candidate.abstract[:JUDGEMENT_CHARS]}"
-
-
 def novelty_check(*, hypothesis_text: str, endpoint, run=None, published_before: date | None = None) -> NoveltyResult:
     """Check one hypothesis against the corpus (see the module docs). endpoint: the judge (a ModelEndpoint), or None
     when none is configured (then only a check that finds no candidate can finish). Call outside a transaction."""
@@ -89,7 +80,7 @@ def novelty_check(*, hypothesis_text: str, endpoint, run=None, published_before:
     system, user = prompts.novelty_messages(
         hypothesis=hypothesis_text[:JUDGEMENT_CHARS],
         parts=[(part.name, part.text) for part in parts],
-        references=[(retrieved.label, _as_read(retrieved.candidate)) for retrieved in pool],
+        references=[(retrieved.label, retrieved.candidate.as_read) for retrieved in pool],
     )
     completion = llm.complete(
         endpoint=endpoint, system=system, user=user, purpose="novelty", run=run, json_schema=prompts.NOVELTY_SCHEMA

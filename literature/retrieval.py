@@ -151,13 +151,38 @@ class Candidate:
         """What the API shows of a reference: source, id, title, year, link."""
         return {"source": self.source, "id": self.source_id, "title": self.title, "year": self.year, "link": self.link}
 
+    @property
+    def as_read(self) -> str:
+        """The reference as a judge reads it: year, title and the first JUDGEMENT_CHARS characters of the abstract."""
+        return judgement_card(self.title, self.abstract, self.year)
 
-def search(query_text: str, *, limit: int = 20, published_before: date | None = None) -> list[Candidate]:
+
+def judgement_card(title: str, abstract: str, year: int | None) -> str:
+    """A reference as a model judge reads it (the novelty check, the inspiration audit)."""
+    title = title.strip()
+    if title and title[-1] not in ".?!":
+        title += "."
+    prefix = f"({year}) " if year else ""
+    return f"{prefix}{title} {abstract[:JUDGEMENT_CHARS]}".strip()
+
+
+def search(
+    query_text: str,
+    *,
+    limit: int = 20,
+    published_before: date | None = None,
+    published_after: date | None = None,
+    published_until: date | None = None,
+    source: str | None = None,
+) -> list[Candidate]:
     """The references that best match a text, best first, at most `limit`.
 
     published_before: only references published before this date, counting a year-only or month-only date as its
-    whole year or month (a reference from "2020" is before 2021-01-01, not before 2020-06-01); references without a
-    date are left out then."""
+    whole year or month (a reference from "2020" is before 2021-01-01, not before 2020-06-01).
+    published_after: only references published after this date, again counting the whole period (a reference from
+    "2026" is after 2025-12-31, not after 2026-05-14: see DateWindow).
+    published_until: only references whose period starts on or before this date.
+    References without a date are left out when any of the three is given. source: only this source's references."""
     query_terms = terms(query_text[:RETRIEVAL_CHARS])[:MAX_CANDIDATE_TERMS]
     if not query_terms or limit < 1:
         return []
@@ -165,7 +190,8 @@ def search(query_text: str, *, limit: int = 20, published_before: date | None = 
     backend = _BACKENDS.get(connection.vendor)
     if backend is None:
         raise NotImplementedError(f"literature search supports PostgreSQL and SQLite, not {connection.vendor}")
-    ranked = backend.search(query_terms, limit=limit, published_before=published_before)
+    window = DateWindow(before=published_before, after=published_after, until=published_until)
+    ranked = backend.search(query_terms, limit=limit, window=window, source=source)
     references = Reference.objects.defer("raw", "authors").in_bulk([reference_id for reference_id, _ in ranked])
     candidates = [
         Candidate(
@@ -201,20 +227,48 @@ def _informative(query_terms: list[str], frequency: dict[str, float]) -> list[st
     return chosen
 
 
-def _cutoff_sql(published_before: date | None, column: str) -> tuple[str, list]:
-    """A condition on the reference's publication date: every day its date may mean is before the cutoff."""
-    if published_before is None:
-        return "", []
-    adapt = connection.ops.adapt_datefield_value
-    year_start = date(published_before.year, 1, 1)
-    month_start = date(published_before.year, published_before.month, 1)
-    sql = (
-        f" AND {column}.published IS NOT NULL AND ("
-        f"({column}.published_precision = 'year' AND {column}.published < %s)"
-        f" OR ({column}.published_precision = 'month' AND {column}.published < %s)"
-        f" OR ({column}.published_precision NOT IN ('year', 'month') AND {column}.published < %s))"
-    )
-    return sql, [adapt(year_start), adapt(month_start), adapt(published_before)]
+@dataclass(frozen=True)
+class DateWindow:
+    """Bounds on a reference's publication period. A reference dated only by a year or a month stands for every day
+    of it, and `published` holds the period's first day: it is before a date when the whole period is (its first day
+    is before the date's year or month start, by precision), after a date when the whole period is (its first day is
+    after the date), and within `until` when its first day is on or before it."""
+
+    before: date | None = None
+    after: date | None = None
+    until: date | None = None
+
+    def sql(self, column: str, published: str = "") -> tuple[str, list]:
+        """The condition on the table aliased `column`; published: the expression to compare (default the column)."""
+        if self.before is None and self.after is None and self.until is None:
+            return "", []
+        published = published or f"{column}.published"
+        adapt = connection.ops.adapt_datefield_value
+        sql, params = f" AND {column}.published IS NOT NULL", []
+        if self.before is not None:
+            year_start = date(self.before.year, 1, 1)
+            month_start = date(self.before.year, self.before.month, 1)
+            sql += (
+                f" AND (({column}.published_precision = 'year' AND {published} < %s)"
+                f" OR ({column}.published_precision = 'month' AND {published} < %s)"
+                f" OR ({column}.published_precision NOT IN ('year', 'month') AND {published} < %s))"
+            )
+            params += [adapt(year_start), adapt(month_start), adapt(self.before)]
+        if self.after is not None:
+            sql += f" AND {published} > %s"
+            params.append(adapt(self.after))
+        if self.until is not None:
+            sql += f" AND {published} <= %s"
+            params.append(adapt(self.until))
+        return sql, params
+
+
+def _filter_sql(window: DateWindow, source: str | None, column: str, published: str = "") -> tuple[str, list]:
+    sql, params = window.sql(column, published or f"{column}.published")
+    if source:
+        sql += f" AND {column}.source = %s"
+        params.append(source)
+    return sql, params
 
 
 # PostgreSQL ------------------------------------------------------------------------------------------------------
@@ -255,7 +309,7 @@ class _PostgresBackend:
     # (monotonic time it was read, {lexeme: expected matching references}) or None: no statistics to use.
     _statistics: tuple[float, dict[str, float] | None] | None = None
 
-    def search(self, query_terms, *, limit, published_before):
+    def search(self, query_terms, *, limit, window, source):
         with connection.cursor() as cursor:
             # The same stemming as the search vector; the terms are already without stopwords.
             cursor.execute(
@@ -268,7 +322,9 @@ class _PostgresBackend:
             chosen = _informative([lexeme for lexeme in lexemes if lexeme in frequency], frequency)
             if not chosen:
                 return []
-            cutoff, cutoff_params = _cutoff_sql(published_before, "r")
+            # The text matches are few by design (MATCH_BUDGET): filtering them by date is cheaper than intersecting
+            # them with the date index, which the planner would otherwise do ("+ 0" keeps the index out).
+            cutoff, cutoff_params = _filter_sql(window, source, "r", published="(r.published + 0)")
             cursor.execute(
                 "SELECT r.id, ts_rank(r.search_vector, q.query, 1) AS score "
                 "FROM literature_reference r, (SELECT %s::tsquery AS query) q "
@@ -378,7 +434,7 @@ _SQLITE_CHUNK = 900
 
 
 class _SqliteBackend:
-    def search(self, query_terms, *, limit, published_before):
+    def search(self, query_terms, *, limit, window, source):
         with connection.cursor() as cursor:
             frequency = {}
             for term in query_terms:
@@ -391,7 +447,7 @@ class _SqliteBackend:
             chosen = _informative([term for term in query_terms if frequency[term]], frequency)
             if not chosen:
                 return []
-            cutoff, cutoff_params = _cutoff_sql(published_before, "r")
+            cutoff, cutoff_params = _filter_sql(window, source, "r")
             cursor.execute(
                 "SELECT r.id, bm25(literature_reference_fts, 2.0, 1.0) AS score FROM literature_reference_fts "
                 "JOIN literature_reference r ON r.id = literature_reference_fts.rowid "

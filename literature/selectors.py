@@ -1,8 +1,21 @@
-"""Reads of the reference corpus for the coordinators' literature page."""
+"""Reads of the reference corpus: its size, recent imports, browsing and searching it, one reference and what used
+it, citation waves."""
 
-from django.db.models import Count, Q
+from dataclasses import dataclass
+from datetime import date, timedelta
 
-from literature.models import Reference, ReferenceImport
+from django.db import connection
+from django.db.models import Count, F, Q
+from django.urls import reverse
+
+from literature import retrieval
+from literature.hooks import ReferenceUse, registered_uses
+from literature.models import CitationWave, NoveltyCheck, Reference, ReferenceImport
+
+# Searching reads at most this many ranked references; browsing pages through them.
+SEARCH_DEPTH = 500
+# Without PostgreSQL's JSON containment, the candidates of this many most recent checks are scanned.
+_SCANNED_CHECKS = 5000
 
 
 def corpus_size_by_source() -> list[dict]:
@@ -18,3 +31,90 @@ def corpus_size_by_source() -> list[dict]:
 
 def reference_imports_recent(*, limit: int = 20) -> list[ReferenceImport]:
     return list(ReferenceImport.objects.select_related("created_by").order_by("-created_at", "-pk")[:limit])
+
+
+@dataclass(frozen=True)
+class CorpusRow:
+    reference: Reference
+    score: float | None  # the retrieval score when searching
+
+
+@dataclass(frozen=True)
+class CorpusPage:
+    rows: list[CorpusRow]
+    total: int  # references matching (when searching: among the best SEARCH_DEPTH)
+    searched: bool
+
+
+def corpus_browse(
+    *,
+    query: str = "",
+    source: str | None = None,
+    published_from: date | None = None,
+    published_until: date | None = None,
+    offset: int = 0,
+    limit: int = 50,
+) -> CorpusPage:
+    """One page of the corpus: with a query, the project's retrieval (best first, the lexical terms of the query);
+    without, the most recently published first. Dates bound the first day of each reference's publication period;
+    undated references are left out when a date is given."""
+    if query.strip():
+        after = published_from - timedelta(days=1) if published_from else None
+        candidates = retrieval.search(
+            query,
+            limit=min(offset + limit, SEARCH_DEPTH),
+            published_after=after,
+            published_until=published_until,
+            source=source or None,
+        )
+        chosen = candidates[offset : offset + limit]
+        by_id = Reference.objects.defer("raw").in_bulk([candidate.reference_id for candidate in chosen])
+        rows = [CorpusRow(by_id[c.reference_id], c.score) for c in chosen if c.reference_id in by_id]
+        return CorpusPage(rows, len(candidates), searched=True)
+    references = Reference.objects.defer("raw")
+    if source:
+        references = references.filter(source=source)
+    if published_from:
+        references = references.filter(published__gte=published_from)
+    if published_until:
+        references = references.filter(published__lte=published_until)
+    ordered = references.order_by(F("published").desc(nulls_last=True), "-pk")
+    rows = [CorpusRow(reference, None) for reference in ordered[offset : offset + limit]]
+    return CorpusPage(rows, references.count(), searched=False)
+
+
+def reference_uses(reference: Reference) -> list[ReferenceUse]:
+    """The novelty checks that read or cited the reference, then what the rooms above registered (audits)."""
+    uses = [_check_use(check, reference) for check in _checks_using(reference)]
+    return uses + registered_uses([reference.pk]).get(reference.pk, [])
+
+
+def _checks_using(reference: Reference) -> list[NoveltyCheck]:
+    checks = NoveltyCheck.objects.select_related("proposal", "run").order_by("-created_at", "-pk")
+    if connection.vendor == "postgresql":
+        return list(checks.filter(Q(reference=reference) | Q(candidates__contains=[{"reference_id": reference.pk}])))
+    recent = checks[:_SCANNED_CHECKS]
+    return [
+        check
+        for check in recent
+        if check.reference_id == reference.pk
+        or any(candidate.get("reference_id") == reference.pk for candidate in check.candidates or [])
+    ]
+
+
+def _check_use(check: NoveltyCheck, reference: Reference) -> ReferenceUse:
+    if check.proposal is not None:
+        label = f"Novelty check {check.pk} of proposal {check.proposal.external_id}"
+        url = reverse("api-novelty-check", args=[check.pk])
+    elif check.run is not None:
+        label = f"Novelty check {check.pk} of run {check.run.public_id}"
+        url = reverse("open-hypothesis-run", args=[check.run.public_id])
+    else:
+        label, url = f"Novelty check {check.pk}", ""
+    how = "quoted as evidence" if check.reference_id == reference.pk else "read as a candidate"
+    verdict = check.verdict or check.state
+    return ReferenceUse(kind="Novelty check", label=label, url=url, detail=f"{how}; verdict {verdict}")
+
+
+def citation_waves_recent(*, limit: int = 20) -> list[CitationWave]:
+    return list(CitationWave.objects.select_related("created_by")[:limit])

@@ -1,8 +1,10 @@
 """Writes to the reference corpus: file imports, online fetches and the one writer both use.
 
-A file import is all-or-nothing: the file is streamed once, references are written in batches inside one
-transaction, and if any record has a problem the transaction is rolled back and every problem is reported
-(record number, field, reason). A reference is unique per (source, source id): importing it again updates it
+A file import writes every usable record and skips the others with their reasons (a record without a title or an
+abstract, without an identifier or a content key, or repeating an id with other content); a field that cannot be
+read (a date, a DOI) is left out of its record and reported as a warning. The file is streamed once and written in
+batches inside one transaction: only a file that cannot be read (not UTF-8, broken XML, no records) is refused as a
+whole, and then nothing is written. A reference is unique per (source, source id): importing it again updates it
 when its content hash changed and leaves it alone otherwise, never duplicating it.
 """
 
@@ -10,7 +12,7 @@ import logging
 import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from pathlib import Path, PurePath
 
 from django.db import transaction
@@ -54,16 +56,24 @@ _UPDATE_FIELDS = [
 ]
 
 
+# An answer lists at most this many skipped records and warnings (their counts are always complete).
+LISTED_AT_MOST = 1000
+
+
 @dataclass(frozen=True)
 class ImportSummary:
     format: str
-    records: int  # distinct references in the file
+    records: int  # distinct references written
     created: int
     updated: int  # known before, content changed
     unchanged: int  # known before, same content
     repeated: int  # identical copies of a record earlier in the same file, skipped
     seconds: float
     import_id: int
+    skipped: list[dict] = field(default_factory=list)  # [{"record", "id", "reason"}], unusable records
+    skipped_count: int = 0
+    warnings: list[dict] = field(default_factory=list)  # [{"record", "id", "field", "message"}], fields left out
+    warning_count: int = 0
 
 
 @dataclass(frozen=True)
@@ -80,7 +90,8 @@ class FetchSummary:
 
 
 class ImportInvalid(ServiceError):
-    """Nothing was imported. problems: [{"record", "id", "field", "message"}], every problem found."""
+    """Nothing was imported: the file (or the request) cannot be read. problems: [{"record", "id", "field",
+    "message"}]."""
 
     code = "invalid_import"
 
@@ -147,11 +158,11 @@ def references_import(
     column_mapping: str | dict | None = None,
     name: str = "",
 ) -> ImportSummary:
-    """Import one file into the corpus, all or nothing.
+    """Import the usable records of one file into the corpus (see the module docs).
 
     file: a path, or a binary file object (an upload) read from its current position. format: a key of FORMATS.
     progress(records_read) is called every PROGRESS_EVERY records. column_mapping: CSV only, {field: column}.
-    Raises ImportInvalid listing every problem; nothing is written then.
+    Raises ImportInvalid when the file cannot be read; nothing is written then.
     """
     read = _reader(format, column_mapping)
     started = time.monotonic()
@@ -159,32 +170,44 @@ def references_import(
         name = name or _file_name(file)
         with transaction.atomic():
             writer = ReferenceWriter()
-            records, repeated = _write_file(read(stream), writer, progress)
+            outcome = _write_file(read(stream), writer, progress)
             writer.flush()
             batch = ReferenceImport.objects.create(
                 origin=ReferenceImport.Origin.FILE,
                 file_format=format,
                 name=name[:500],
-                records=records,
+                records=outcome.records,
                 created=writer.created,
                 updated=writer.updated,
                 unchanged=writer.unchanged,
-                skipped=repeated,
+                skipped=outcome.repeated + len(outcome.skipped),
+                skipped_records=outcome.skipped[:LISTED_AT_MOST],
+                warnings=outcome.warnings[:LISTED_AT_MOST],
                 seconds=time.monotonic() - started,
                 created_by=user if user is not None and user.is_authenticated else None,
             )
     logger.info(
-        "imported %s (%s): %s references, %s new, %s updated", name, format, records, writer.created, writer.updated
+        "imported %s (%s): %s references, %s new, %s updated, %s unusable skipped",
+        name,
+        format,
+        outcome.records,
+        writer.created,
+        writer.updated,
+        len(outcome.skipped),
     )
     return ImportSummary(
         format=format,
-        records=records,
+        records=outcome.records,
         created=writer.created,
         updated=writer.updated,
         unchanged=writer.unchanged,
-        repeated=repeated,
+        repeated=outcome.repeated,
         seconds=batch.seconds,
         import_id=batch.pk,
+        skipped=outcome.skipped[:LISTED_AT_MOST],
+        skipped_count=len(outcome.skipped),
+        warnings=outcome.warnings[:LISTED_AT_MOST],
+        warning_count=len(outcome.warnings),
     )
 
 
@@ -264,40 +287,56 @@ def _reader(format: str, column_mapping) -> Callable[..., Iterator[Parsed]]:
     return lambda stream: csv_table.read(stream, mapping)
 
 
-def _write_file(parsed_records: Iterator[Parsed], writer: ReferenceWriter, progress) -> tuple[int, int]:
-    """Feed the writer until the first problem, then only look for more problems. Returns (records, repeated)."""
-    problems: list[dict] = []
+@dataclass
+class _FileOutcome:
+    records: int = 0
+    repeated: int = 0
+    skipped: list[dict] = field(default_factory=list)
+    warnings: list[dict] = field(default_factory=list)
+
+
+def _write_file(parsed_records: Iterator[Parsed], writer: ReferenceWriter, progress) -> _FileOutcome:
+    """Feed the writer every usable record; collect the skipped ones and the warnings. A file that stops being
+    readable raises ImportInvalid (the caller's transaction then writes nothing)."""
+    outcome = _FileOutcome()
     seen: dict[str, tuple[int, str]] = {}  # source id → (first record number, content hash)
-    records = repeated = read = 0
+    read = 0
     try:
         for parsed in parsed_records:
             read += 1
             if progress and read % PROGRESS_EVERY == 0:
                 progress(read)
-            if parsed.problems:
-                problems += [problem.as_dict() for problem in parsed.problems]
+            if parsed.reference is None:
+                outcome.skipped += skipped_entries(parsed.problems)
                 continue
             reference = parsed.reference
-            assert reference is not None  # a record has its reference exactly when it has no problems
             earlier = seen.get(reference.source_id)
             if earlier is not None:
                 if earlier[1] == reference.content_sha256:
-                    repeated += 1
+                    outcome.repeated += 1
                 else:
-                    message = _repeat_message(earlier[0], reference.source_id)
-                    problems.append(Problem(parsed.number, "id", message, reference.source_id).as_dict())
+                    reason = _repeat_message(earlier[0], reference.source_id)
+                    outcome.skipped.append({"record": parsed.number, "id": reference.source_id, "reason": reason})
                 continue
             seen[reference.source_id] = (parsed.number, reference.content_sha256)
-            records += 1
-            if not problems:  # the transaction will be rolled back: writing more would be wasted
-                writer.add(reference)
+            outcome.records += 1
+            outcome.warnings += [warning.as_dict() for warning in parsed.warnings]
+            writer.add(reference)
     except FileUnreadable as exc:
-        problems.append(Problem(None, "file", str(exc)).as_dict())
+        raise ImportInvalid([Problem(None, "file", str(exc)).as_dict()]) from None
     if progress:
         progress(read)
-    if problems:
-        raise ImportInvalid(problems)
-    return records, repeated
+    return outcome
+
+
+def skipped_entries(problems: list[Problem]) -> list[dict]:
+    """{"record", "id", "reason"} per skipped record: the reasons of one record joined, each stray line apart."""
+    entries: dict[object, dict] = {}
+    for index, problem in enumerate(problems):
+        key = problem.record if problem.record is not None else ("line", index)
+        entry = entries.setdefault(key, {"record": problem.record, "id": problem.id, "reason": ""})
+        entry["reason"] = f"{entry['reason']} {problem.message}".strip()
+    return list(entries.values())
 
 
 def _file_name(file) -> str:
@@ -336,12 +375,13 @@ def _model(reference: ParsedReference) -> Reference:
 
 
 def _repeat_message(earlier: int, source_id: str) -> str:
-    if source_id.startswith("title:"):
+    if source_id.startswith(("title:", "abstract:")):
+        what = "title" if source_id.startswith("title:") else "abstract"
         return (
-            f"Record {earlier} has the same title and year but different content; "
+            f"Record {earlier} has the same {what} and year but different content; "
             "give them a PMID, DOI or ID to tell them apart."
         )
-    return f"Record {earlier} has the same id with different content."
+    return f"Record {earlier} has the same id with different content; only the first was imported."
 
 
 def _reasons(parsed: Parsed) -> str:

@@ -3,7 +3,7 @@ retried or redelivered task harmless."""
 
 from django.db import InterfaceError, OperationalError
 
-from literature import novelty, retrieval
+from literature import novelty, retrieval, waves
 from reviewapp.celery import app
 
 # A lost database connection is worth retrying.
@@ -19,3 +19,8 @@ def novelty_check_task(check_id: int) -> None:
 def index_references_task() -> int:
     """Index every new or changed reference (e.g. after an import), so that the next search need not."""
     return retrieval.index_references()
+
+
+@app.task(name=waves.WAVE_TASK, autoretry_for=_TRANSIENT, retry_backoff=True, max_retries=5)
+def citation_wave_task(wave_id: int) -> None:
+    waves.citation_wave_perform(wave_id=wave_id)

@@ -1,19 +1,28 @@
-"""Pages: the coordinators' literature page (corpus size, file import, recent imports)."""
+"""Pages: the coordinators' literature page (corpus size, file import, recent imports), the corpus for coordinators
+and analysts (search, filters, one reference and what used it), and citation waves."""
 
+from datetime import timedelta
+
+from django.conf import settings
 from django.contrib.auth.decorators import login_required
-from django.shortcuts import render
+from django.shortcuts import get_object_or_404, redirect, render
+from django.utils import timezone
 from django.views.decorators.http import require_http_methods
+from rest_framework import serializers
 
 from literature import selectors
-from literature.api import import_request
+from literature.api import CitationWaveInput, import_request
 from literature.importers.csv_table import FIELD_HELP
+from literature.models import CitationWave, Reference
 from literature.services import FORMATS, references_import
+from literature.waves import citation_wave_start
 from reviewapp.core import roles
-from reviewapp.core.errors import page_errors
+from reviewapp.core.errors import page_errors, validated
 from reviewapp.core.requests import body_limit
 
 # A page lists this many problems; the API returns them all.
 PROBLEMS_SHOWN = 200
+CORPUS_PAGE = 50
 
 
 @body_limit("OH_MAX_REFERENCE_IMPORT_BYTES")
@@ -37,4 +46,87 @@ def literature_home(request):
     context["corpus_total"] = sum(row["references"] for row in context["corpus"])
     context["imports"] = selectors.reference_imports_recent()
     template = "literature/home.html#outcome" if request.htmx else "literature/home.html"
+    return render(request, template, context)
+
+
+class CorpusQueryInput(serializers.Serializer):
+    q = serializers.CharField(required=False, allow_blank=True, max_length=6000)
+    source = serializers.ChoiceField(choices=[("", "any"), *Reference.Source.choices], required=False)
+    published_from = serializers.DateField(required=False, allow_null=True)
+    published_until = serializers.DateField(required=False, allow_null=True)
+    page = serializers.IntegerField(required=False, min_value=1, max_value=selectors.SEARCH_DEPTH // CORPUS_PAGE)
+
+
+@login_required
+def corpus_page(request):
+    roles.require_read_all(request.user)
+    raw = {name: value for name, value in request.GET.items() if value != ""}
+    errors: list[str] = []
+    values: dict = {}
+    with page_errors(into=errors):
+        values = dict(validated(CorpusQueryInput, raw))
+    page_number = values.get("page", 1)
+    found = None
+    if not errors:
+        found = selectors.corpus_browse(
+            query=values.get("q", ""),
+            source=values.get("source") or None,
+            published_from=values.get("published_from"),
+            published_until=values.get("published_until"),
+            offset=(page_number - 1) * CORPUS_PAGE,
+            limit=CORPUS_PAGE,
+        )
+    shown_until = (page_number - 1) * CORPUS_PAGE + (len(found.rows) if found else 0)
+    context = {
+        "errors": errors,
+        "found": found,
+        "query": raw,
+        "sources": Reference.Source.choices,
+        "page_number": page_number,
+        "first_shown": (page_number - 1) * CORPUS_PAGE + 1,
+        "shown_until": shown_until,
+        "previous_page": page_number - 1 if page_number > 1 else None,
+        "next_page": page_number + 1 if found and shown_until < min(found.total, selectors.SEARCH_DEPTH) else None,
+        "corpus": selectors.corpus_size_by_source(),
+    }
+    context["corpus_total"] = sum(row["references"] for row in context["corpus"])
+    return render(request, "literature/corpus.html", context)
+
+
+@login_required
+def reference_page(request, reference_id: int):
+    roles.require_read_all(request.user)
+    reference = get_object_or_404(Reference, pk=reference_id)
+    context = {"reference": reference, "uses": selectors.reference_uses(reference)}
+    return render(request, "literature/reference.html", context)
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def citation_wave_list(request):
+    roles.require_read_all(request.user)
+    errors: list[str] = []
+    if request.method == "POST":
+        roles.require_coordinator(request.user)
+        with page_errors(into=errors):
+            anchors = request.POST.get("anchors", "").replace(",", " ").split()
+            values = validated(CitationWaveInput, {"anchors": anchors})
+            wave = citation_wave_start(anchors=values["anchors"], user=request.user)
+            return redirect("literature-citation-wave", wave.pk)
+    context = {"waves": selectors.citation_waves_recent(), "errors": errors, "anchors": request.POST.get("anchors", "")}
+    return render(request, "literature/citation_waves.html", context)
+
+
+@login_required
+def citation_wave_page(request, wave_id: int):
+    roles.require_read_all(request.user)
+    wave = get_object_or_404(CitationWave, pk=wave_id)
+    waited = timezone.now() - wave.created_at
+    context = {
+        "wave": wave,
+        "in_progress": wave.state in (CitationWave.State.PENDING, CitationWave.State.RUNNING),
+        "waits_for_worker": wave.state == CitationWave.State.PENDING
+        and waited > timedelta(seconds=settings.JOB_UNCLAIMED_WARNING_SECONDS),
+    }
+    template = "literature/citation_wave.html#status" if request.htmx else "literature/citation_wave.html"
     return render(request, template, context)

@@ -295,6 +295,10 @@ OH_EXPORT_KEEP_HOURS = env_int("OH_EXPORT_KEEP_HOURS", 7 * 24)
 # instruction and the single-hypothesis question.
 OPEN_HYPOTHESIS_DETAILED_FORECASTS = env_bool("OPEN_HYPOTHESIS_DETAILED_FORECASTS", False)
 OPEN_HYPOTHESIS_SINGLE_FORECASTS = env_bool("OPEN_HYPOTHESIS_SINGLE_FORECASTS", False)
+# Inspiration audits (docs/protocol.md#inspiration-audit): a batch claimed this long ago is given to another worker,
+# at most this many times. A judging batch asks the judge ten times, twice at most each.
+INSPIRATION_STALE_SECONDS = env_int("INSPIRATION_STALE_SECONDS", 3600)
+INSPIRATION_MAX_ATTEMPTS = env_int("INSPIRATION_MAX_ATTEMPTS", 3)
 CELERY_BEAT_SCHEDULE = {"sweep": {"task": "reviewapp.sweep", "schedule": OH_SWEEP_SECONDS}}
 
 # Literature sources (docs/protocol.md#literature-sources). Base addresses are settings so tests and mirrors can point

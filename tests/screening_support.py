@@ -70,7 +70,8 @@ class Script:
 
     generate[model](attempt) → reply text, forecast[model](items, attempt) → reply text (items: [(label, text)]),
     translate[model](user, attempt) → reply text. A reply may also be (status, body dict) for an HTTP error.
-    The optional modes answer from `detailed` (items → reply) and `single` (items → reply) for every model."""
+    The optional modes answer from `detailed` (items → reply) and `single` (items → reply) for every model, and the
+    inspiration judge from `inspire` (user, attempt → reply; attempt counts requests with the same user text)."""
 
     def __init__(self):
         self.generate = {}
@@ -85,13 +86,18 @@ class Script:
             }
         )
         self.single = lambda items: forecast_reply({label: False for label, _ in items})
+        self.inspire = lambda user, attempt: json.dumps(
+            {"judgment": "negative", "connection": "", "quote": "", "reason": "scripted"}
+        )
         self.requests = []
         self.attempts = defaultdict(int)
         self._lock = threading.Lock()
 
     def answer(self, model: str, system: str, user: str):
         kind = (
-            "generate"
+            "inspiration"
+            if "offer a concrete connection to the hypothesis" in user
+            else "generate"
             if "Propose ten hypotheses" in user
             else "translate"
             if "into Russian" in user
@@ -105,6 +111,11 @@ class Script:
             self.requests.append((model, kind, user))
             self.attempts[(model, kind)] += 1
             attempt = self.attempts[(model, kind)]
+        if kind == "inspiration":
+            with self._lock:
+                self.attempts[(model, kind, user)] += 1
+                attempt = self.attempts[(model, kind, user)]
+            return self.inspire(user, attempt)
         if kind == "generate":
             return self.generate.get(model, lambda attempt: generation_reply(model))(attempt)
         if kind == "translate":

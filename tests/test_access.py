@@ -7,8 +7,9 @@ reach it.
 import pytest
 from django.urls import URLPattern, URLResolver, get_resolver
 
-from literature.models import NoveltyCheck
+from literature.models import CitationWave, NoveltyCheck, Reference
 from reviewapp.benchmarks.models import BenchmarkSet
+from reviewapp.inspiration.models import InspirationAudit
 from reviewapp.models import BackgroundJob
 from reviewapp.services.accounts import token_create
 from screening.models import Run
@@ -66,6 +67,19 @@ READ_ALL = {
     "api-benchmark-statistics",
     "api-benchmark-table-s",
     "api-benchmark-bundle",
+    "literature-corpus",
+    "literature-reference",
+    "literature-citation-waves",
+    "literature-citation-wave",
+    "api-citation-waves",
+    "api-citation-wave",
+    "api-citation-wave-edges",
+    "inspiration-home",
+    "inspiration-cutoffs",
+    "inspiration-audit",
+    "api-inspiration-cutoffs",
+    "api-inspiration-audits",
+    "api-inspiration-audit",
 }
 COORDINATOR = {
     "cohort-status",
@@ -104,6 +118,7 @@ COORDINATOR = {
     "user-tokens-revoke",
     "api-user-unlock",
     "api-user-active",
+    "api-inspiration-cutoff",
 }
 CLASSIFIED = PUBLIC | SIGNED_IN | REVIEWER | READ_ALL | COORDINATOR
 DENIED = {401, 403, 404, 405}
@@ -139,7 +154,14 @@ def urls(db, coordinator, other_reviewer):
     benchmark = BenchmarkSet.objects.create(name="Ageing benchmark", seed=1)
     check = NoveltyCheck.objects.create(hypothesis_text=proposal.statement, proposal=proposal)
     token, _ = token_create(user=coordinator)
+    reference = Reference.objects.create(source="demo", source_id="access", title="A reference", content_sha256="0")
+    wave = CitationWave.objects.create(anchors=["MED:1"])
+    audit = InspirationAudit.objects.create(population="cohort", cohort=cohort)
     ids = {
+        "reference_id": reference.pk,
+        "wave_id": wave.pk,
+        "audit_id": audit.pk,
+        "group": "Model A",
         "token_id": token.pk,
         "account_id": other_reviewer.pk,
         "check_id": check.pk,

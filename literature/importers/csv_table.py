@@ -23,7 +23,7 @@ FIELD_HELP = {
     "id": "the file's own id of the record",
     "pmid": "PubMed id",
     "doi": "DOI, with or without https://doi.org/",
-    "title": "required",
+    "title": "a record needs a title or an abstract",
     "abstract": "",
     "journal": "",
     "authors": "separated by ;",
@@ -96,8 +96,10 @@ def _columns(header: list[str], mapping: dict[str, str]) -> dict[str, int]:
             columns[field] = position[field]
     if missing:
         raise FileUnreadable(f"The mapping names columns the file does not have: {'; '.join(missing)}.")
-    if "title" not in columns:
-        raise FileUnreadable('The file has no title column: name one “title” or map it, e.g. {"title": "Title"}.')
+    if "title" not in columns and "abstract" not in columns:
+        raise FileUnreadable(
+            'The file has no title or abstract column: name one “title” or map it, e.g. {"title": "Title"}.'
+        )
     return columns
 
 
@@ -110,30 +112,31 @@ def _row(number: int, header: list[str], row: list[str], columns: dict[str, int]
         index = columns.get(field)
         return clean(row[index]) if index is not None and index < len(row) else ""
 
-    problems = []
-    pmid, doi, title = value("pmid"), records.normalise_doi(value("doi")), value("title")
+    warnings: list[Problem] = []
+    pmid = records.usable_pmid(value("pmid"), number, warnings)
+    doi = records.usable_doi(records.normalise_doi(value("doi")), number, warnings)
+    title, abstract = value("title"), value("abstract")
     try:
         published, precision = _published(value("published"), value("year"))
     except ValueError as exc:
-        problems.append(Problem(number, "published", f"The date is not valid: {exc}.", pmid or doi))
-        published, precision = None, records.PRECISION_UNKNOWN
+        published, precision = records.date_left_out(number, "published/year", exc, warnings)
     reference = ParsedReference(
         source=Reference.Source.CSV,
-        source_id=records.file_source_id(pmid=pmid, doi=doi, own_id=value("id"), title=title, published=published),
+        source_id=records.file_source_id(
+            pmid=pmid, doi=doi, own_id=value("id"), title=title, published=published, abstract=abstract
+        ),
         pmid=pmid,
         doi=doi,
         title=title,
-        abstract=value("abstract"),
+        abstract=abstract,
         journal=value("journal"),
         authors=[clean(name) for name in value("authors").split(";") if clean(name)],
         published=published,
         published_precision=precision,
         raw=json.dumps(dict(zip(header, row, strict=False)), ensure_ascii=False),
     )
-    for problem in problems:
-        problem.id = reference.source_id
-    problems += records.problems_of(reference, number, id_from_title=True)
-    return Parsed(number, None if problems else reference, problems)
+    problems = records.problems_of(reference, number, id_from_content=True)
+    return records.identify(Parsed(number, None if problems else reference, problems, warnings))
 
 
 def _published(published: str, year: str):

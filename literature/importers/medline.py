@@ -18,13 +18,13 @@ def read(stream) -> Iterator[Parsed]:
     number = 0
     lines: list[str] = []
     fields: dict[str, list[str]] = {}
-    problems: list[Problem] = []
+    warnings: list[Problem] = []
     last_tag = None
     for line_number, line in records.text_lines(stream):
         if not line.strip():
             if lines:
-                yield _record(number, fields, lines, problems)
-                lines, fields, problems, last_tag = [], {}, [], None
+                yield _record(number, fields, lines, warnings)
+                lines, fields, warnings, last_tag = [], {}, [], None
             continue
         if not lines:
             number += 1
@@ -36,27 +36,23 @@ def read(stream) -> Iterator[Parsed]:
         elif line.startswith(_CONTINUATION) and last_tag:
             fields[last_tag][-1] = f"{fields[last_tag][-1]} {line.strip()}".strip()
         else:
-            problems.append(
-                Problem(number, "line", f"Line {line_number} is neither a “TAG - value” line nor a continuation.")
-            )
+            message = f"Line {line_number} is neither a “TAG - value” line nor a continuation; it was ignored."
+            warnings.append(Problem(number, "line", message))
     if lines:
-        yield _record(number, fields, lines, problems)
+        yield _record(number, fields, lines, warnings)
     if number == 0:
         raise FileUnreadable("The file holds no MEDLINE records (“PMID- …” lines).")
 
 
-def _record(number: int, fields: dict[str, list[str]], lines: list[str], problems: list[Problem]) -> Parsed:
+def _record(number: int, fields: dict[str, list[str]], lines: list[str], warnings: list[Problem]) -> Parsed:
     def first(*tags: str) -> str:
         return next((clean(fields[tag][0]) for tag in tags if fields.get(tag)), "")
 
     pmid = first("PMID")
-    for problem in problems:
-        problem.id = pmid
     try:
         published, precision = _published(first("DP"), first("DEP"))
     except ValueError as exc:
-        problems.append(Problem(number, "published", f"The publication date (DP) is not valid: {exc}.", pmid))
-        published, precision = None, records.PRECISION_UNKNOWN
+        published, precision = records.date_left_out(number, "DP", exc, warnings)
     reference = ParsedReference(
         source=Reference.Source.PUBMED,
         source_id=pmid,
@@ -70,8 +66,8 @@ def _record(number: int, fields: dict[str, list[str]], lines: list[str], problem
         published_precision=precision,
         raw="\n".join(lines),
     )
-    problems += records.problems_of(reference, number, id_field="PMID", id_label="PMID")
-    return Parsed(number, None if problems else reference, problems)
+    problems = records.problems_of(reference, number, id_field="PMID", id_label="PMID")
+    return records.identify(Parsed(number, None if problems else reference, problems, warnings))
 
 
 def _doi(article_ids: list[str]) -> str:

@@ -72,7 +72,6 @@ def parse_article(element: ET.Element, number: int, raw: str | None = None) -> P
     """One PubmedArticle or PubmedBookArticle; raw is its text in the file, if known."""
     citation = element.find("MedlineCitation")
     book = element.find("BookDocument")
-    problems: list[Problem] = []
     if citation is not None:
         holder = citation.find("Article")
         pmid = clean(citation.findtext("PMID"))
@@ -96,11 +95,11 @@ def parse_article(element: ET.Element, number: int, raw: str | None = None) -> P
     else:
         return Parsed(number, None, [Problem(number, "article", "The record has no <MedlineCitation>.")])
 
+    warnings: list[Problem] = []
     try:
         published, precision = _published(pub_date, holder.find("ArticleDate"))
     except ValueError as exc:
-        problems.append(Problem(number, "published", f"The publication date is not valid: {exc}.", pmid))
-        published, precision = None, records.PRECISION_UNKNOWN
+        published, precision = records.date_left_out(number, "PubDate", exc, warnings)
 
     reference = ParsedReference(
         source=Reference.Source.PUBMED,
@@ -115,8 +114,8 @@ def parse_article(element: ET.Element, number: int, raw: str | None = None) -> P
         published_precision=precision,
         raw=raw if raw and f">{pmid}</PMID>" in raw else ET.tostring(element, encoding="unicode").strip(),
     )
-    problems += records.problems_of(reference, number, id_field="pmid", id_label="PMID")
-    return Parsed(number, None if problems else reference, problems)
+    problems = records.problems_of(reference, number, id_field="pmid", id_label="PMID")
+    return records.identify(Parsed(number, None if problems else reference, problems, warnings))
 
 
 def _text(element: ET.Element | None) -> str:

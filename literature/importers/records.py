@@ -1,7 +1,11 @@
-"""What every importer and online source produces: one parsed reference, or the problems that stop it.
+"""What every importer and online source produces: one parsed reference, or why the record cannot be used.
 
 Readers yield `Parsed` items in file order; a reader that cannot go on (broken XML, bytes that are not UTF-8)
 raises `FileUnreadable` after yielding what it could read.
+
+A record is usable when it has a title or an abstract, and an identifier or a stable content key (see
+`problems_of`). An unusable record is skipped with its reasons; a usable one with a defective field (a date that is
+not a date, a malformed DOI) is kept without that field and the defect is reported as a warning.
 """
 
 import calendar
@@ -82,11 +86,13 @@ class ParsedReference:
 
 @dataclass
 class Parsed:
-    """One record of a file, by its number: the reference, or every problem found in it."""
+    """One record of a file, by its number: the reference, or every reason it cannot be used (`problems`); and what
+    was left out of a usable record (`warnings`)."""
 
     number: int
     reference: ParsedReference | None
     problems: list[Problem]
+    warnings: list[Problem] = field(default_factory=list)
 
 
 def clean(text: str | None) -> str:
@@ -156,19 +162,20 @@ def problems_of(
     *,
     id_field: str = "id",
     id_label: str = "identifier",
-    id_from_title: bool = False,
+    id_from_content: bool = False,
 ) -> list[Problem]:
-    """The checks every reference passes before it is written, whatever its format. id_from_title: the id falls
-    back on the title (RIS, CSV), so a missing title is the one problem to report."""
+    """Why a record cannot be used at all, whatever its format: no title and no abstract, no identifier, an
+    identifier that is not one, or a value too long to store. id_from_content: the id falls back on a key of the
+    title or abstract (RIS, CSV), so a record without either has only that problem to report."""
     problems = []
     ident = reference.source_id
 
     def problem(field_name: str, message: str) -> None:
         problems.append(Problem(number, field_name, message, ident))
 
-    if not reference.title:
-        problem("title", "The record has no title.")
-    if not reference.source_id and not (id_from_title and not reference.title):
+    if not reference.title and not reference.abstract:
+        problem("title", "The record has neither a title nor an abstract.")
+    if not reference.source_id and not (id_from_content and not (reference.title or reference.abstract)):
         problem(id_field, f"The record has no {id_label}.")
     if reference.pmid and not reference.pmid.isdigit():
         problem("pmid", f"The PMID “{reference.pmid}” is not a number.")
@@ -187,6 +194,36 @@ def problems_of(
     return problems
 
 
+def usable_doi(doi: str, number: int, warnings: list[Problem]) -> str:
+    """The DOI when well formed; otherwise "" and a warning (the record is kept without it)."""
+    if doi and not is_doi(doi):
+        warnings.append(Problem(number, "doi", f"“{doi}” is not a DOI (10.<registrant>/<suffix>); it was left out."))
+        return ""
+    return doi
+
+
+def usable_pmid(pmid: str, number: int, warnings: list[Problem]) -> str:
+    """The PMID when it is a number; otherwise "" and a warning (for formats where the PMID is not the record's id)."""
+    if pmid and not pmid.isdigit():
+        warnings.append(Problem(number, "pmid", f"The PMID “{pmid}” is not a number; it was left out."))
+        return ""
+    return pmid
+
+
+def date_left_out(number: int, label: str, error: ValueError, warnings: list[Problem]) -> tuple[None, str]:
+    """A date that cannot be read: the record is kept undated, with a warning. Returns (None, unknown precision)."""
+    warnings.append(Problem(number, "published", f"The date ({label}) is not valid: {error}; it was left out."))
+    return None, PRECISION_UNKNOWN
+
+
+def identify(parsed: Parsed) -> Parsed:
+    """The record's id on each of its problems and warnings (known only once the reference is built)."""
+    ident = parsed.reference.source_id if parsed.reference else ""
+    for problem in [*parsed.problems, *parsed.warnings]:
+        problem.id = problem.id or ident
+    return parsed
+
+
 def text_lines(stream):
     """(line number, text without its line end) of a binary stream read as UTF-8, a leading BOM dropped."""
     for number, raw in enumerate(stream, start=1):
@@ -199,16 +236,19 @@ def text_lines(stream):
         yield number, text.rstrip("\r\n")
 
 
-def file_source_id(*, pmid: str, doi: str, own_id: str, title: str, published: date | None) -> str:
+def file_source_id(*, pmid: str, doi: str, own_id: str, title: str, published: date | None, abstract: str = "") -> str:
     """The id of a RIS or CSV record: its PMID, else its DOI, else the file's own id, else a hash of its title and
-    year. Global ids come first so the same article exported by two tools is one reference."""
+    year, else (a record without a title) a hash of its abstract and year. Global ids come first so the same article
+    exported by two tools is one reference; the content keys are stable across re-imports of the same file."""
     if pmid:
         return f"pmid:{pmid}"
     if doi:
         return f"doi:{doi}"
     if own_id:
         return f"id:{own_id}"[:200]
+    year = published.year if published else ""
     if title:
-        year = published.year if published else ""
         return "title:" + hashlib.sha256(f"{clean(title).lower()}|{year}".encode()).hexdigest()[:32]
+    if abstract:
+        return "abstract:" + hashlib.sha256(f"{clean(abstract).lower()}|{year}".encode()).hexdigest()[:32]
     return ""

@@ -1,9 +1,10 @@
 """RIS (reference managers' export): "TY  - JOUR" opens a record, "ER  -" closes it, one "XX  - value" tag per
-line; a line without a tag continues the previous value (some exporters wrap long abstracts). Records are
-numbered from 1 in file order.
+line; a line without a tag inside a record continues the previous value (some exporters wrap long abstracts, EndNote
+writes keywords one per line). Lines between records that are not tags (Ovid's "Record #1 of 2", a provider header,
+a record's number "1.") are ignored. Records are numbered from 1 in file order.
 
-A record's id is its PMID, else its DOI, else the file's own ID tag, else a hash of its title and year, so the
-same article imported from two reference managers is one reference."""
+A record's id is its PMID, else its DOI, else the file's own ID tag, else a hash of its title (or, without a title,
+its abstract) and year, so the same article imported from two reference managers is one reference."""
 
 import re
 from collections.abc import Iterator
@@ -19,11 +20,12 @@ _PUBMED_DATABASES = ("pubmed", "medline", "nlm")
 
 
 def read(stream) -> Iterator[Parsed]:
-    """Parsed records of a binary stream of RIS text."""
+    """Parsed records of a binary stream of RIS text, and a Parsed without a reference for each tag line found
+    outside any record (a record whose "TY  -" line is missing)."""
     number = 0
     fields: dict[str, list[str]] | None = None
     lines: list[str] = []
-    problems: list[Problem] = []
+    warnings: list[Problem] = []
     last_tag = None
     for line_number, line in records.text_lines(stream):
         if not line.strip():
@@ -33,64 +35,68 @@ def read(stream) -> Iterator[Parsed]:
         if fields is None:
             if tag == "TY":
                 number += 1
-                fields, lines, problems, last_tag = {"TY": [value]}, [line], [], "TY"
-            else:
-                yield Parsed(
-                    number + 1,
-                    None,
-                    [Problem(number + 1, "line", f"Line {line_number} comes before the record's “TY  -” line.")],
-                )
+                fields, lines, warnings, last_tag = {"TY": [value]}, [line], [], "TY"
+            elif tag is not None:
+                yield _outside_record(number, line_number, tag)
             continue
         lines.append(line)
         if tag == "ER":
-            yield _record(number, fields, lines, problems)
+            yield _record(number, fields, lines, warnings)
             fields = None
         elif tag == "TY":
-            problems.append(Problem(number, "ER", f"The record has no “ER  -” line before line {line_number}."))
-            yield _record(number, fields, lines[:-1], problems)
+            message = f"The record has no “ER  -” line; it was ended at line {line_number}."
+            warnings.append(Problem(number, "ER", message))
+            yield _record(number, fields, lines[:-1], warnings)
             number += 1
-            fields, lines, problems, last_tag = {"TY": [value]}, [line], [], "TY"
+            fields, lines, warnings, last_tag = {"TY": [value]}, [line], [], "TY"
         elif tag:
             fields.setdefault(tag, []).append(value)
             last_tag = tag
         else:
             fields[last_tag][-1] = f"{fields[last_tag][-1]} {value}".strip()
     if fields is not None:
-        problems.append(Problem(number, "ER", "The file ends inside this record: its “ER  -” line is missing."))
-        yield _record(number, fields, lines, problems)
+        warnings.append(Problem(number, "ER", "The file ends inside this record: its “ER  -” line is missing."))
+        yield _record(number, fields, lines, warnings)
     if number == 0:
         raise FileUnreadable("The file holds no RIS records (“TY  - …” lines).")
 
 
-def _record(number: int, fields: dict[str, list[str]], lines: list[str], problems: list[Problem]) -> Parsed:
+def _outside_record(after: int, line_number: int, tag: str) -> Parsed:
+    """A tag line between records: reported (a record whose "TY  -" line is missing), numbered as no record."""
+    message = f"Line {line_number} (tag {tag}) is outside any record: no “TY  -” line opens it."
+    return Parsed(after, None, [Problem(None, "TY", message)])
+
+
+def _record(number: int, fields: dict[str, list[str]], lines: list[str], warnings: list[Problem]) -> Parsed:
     def first(*tags: str) -> str:
         return next((clean(fields[tag][0]) for tag in tags if fields.get(tag) and clean(fields[tag][0])), "")
 
     title = first("TI", "T1", "BT", "CT")
-    doi = records.normalise_doi(first("DO"))
+    abstract = " ".join(clean(text) for text in fields.get("AB", []) + fields.get("N2", []) if clean(text))
+    doi = records.usable_doi(records.normalise_doi(first("DO")), number, warnings)
     pmid = _pmid(first("AN"), first("DB", "DP"))
     try:
         published, precision = _published(first("DA"), first("PY", "Y1"))
     except ValueError as exc:
-        problems.append(Problem(number, "published", f"The date (DA/PY) is not valid: {exc}.", pmid or doi))
-        published, precision = None, records.PRECISION_UNKNOWN
+        published, precision = records.date_left_out(number, "DA/PY", exc, warnings)
+    own_id = first("ID")
     reference = ParsedReference(
         source=Reference.Source.RIS,
-        source_id=records.file_source_id(pmid=pmid, doi=doi, own_id=first("ID"), title=title, published=published),
+        source_id=records.file_source_id(
+            pmid=pmid, doi=doi, own_id=own_id, title=title, published=published, abstract=abstract
+        ),
         pmid=pmid,
         doi=doi,
         title=title,
-        abstract=" ".join(clean(text) for text in fields.get("AB", []) + fields.get("N2", []) if clean(text)),
+        abstract=abstract,
         journal=first("JF", "T2", "JO", "JA", "J2"),
         authors=[clean(name) for name in fields.get("AU", []) + fields.get("A1", []) if clean(name)],
         published=published,
         published_precision=precision,
         raw="\n".join(lines),
     )
-    for problem in problems:
-        problem.id = reference.source_id
-    problems += records.problems_of(reference, number, id_from_title=True)
-    return Parsed(number, None if problems else reference, problems)
+    problems = records.problems_of(reference, number, id_from_content=True)
+    return records.identify(Parsed(number, None if problems else reference, problems, warnings))
 
 
 def _pmid(accession: str, database: str) -> str:

@@ -1,7 +1,13 @@
-"""Europe PMC REST search: `search?query=…&resultType=core&format=json&pageSize=…&cursorMark=…`.
+"""Europe PMC REST: the search, and the reference and citation lists of a work.
 
-Paging follows `nextCursorMark` from `cursorMark=*` until it is absent or repeats (the last page repeats it);
-publication dates are bounded with `FIRST_PDATE:[a TO b]`. No key; the polite rate is LITERATURE_EUROPEPMC_RATE.
+- Search: `search?query=…&resultType=core&format=json&pageSize=…&cursorMark=…`. Paging follows `nextCursorMark`
+  from `cursorMark=*` until it is absent or repeats (the last page repeats it); publication dates are bounded with
+  `FIRST_PDATE:[a TO b]`. Works known by id are fetched through it too (`(SRC:MED AND EXT_ID:123) OR …`).
+- Lists: `{SRC}/{id}/references` and `{SRC}/{id}/citations` with `format=json&page=N&pageSize=M` (pages from 1, at
+  most 1000 entries each): `hitCount`, then `referenceList.reference[]` or `citationList.citation[]`, each entry with
+  `id` and `source` when Europe PMC identified the work (`match: "N"` and no id when it did not).
+
+No key; the polite rate is LITERATURE_EUROPEPMC_RATE, shared by every request of every worker.
 """
 
 import json
@@ -17,6 +23,8 @@ from literature.importers.records import (
     ParsedReference,
     Problem,
     clean,
+    date_left_out,
+    identify,
     normalise_doi,
     partial_date,
     problems_of,
@@ -27,6 +35,7 @@ from literature.sources.transport import RateLimit, SourceUnavailable, source_re
 
 SOURCE = "europepmc"
 PAGE_SIZE = 1000  # the largest page Europe PMC serves
+FETCH_BATCH = 100  # ids per query when fetching works by id
 _HEADING = re.compile(r"<h4>(.*?)</h4>", re.IGNORECASE | re.DOTALL)
 _ISO_DATE = re.compile(r"^(\d{4})-(\d{2})-(\d{2})$")
 
@@ -38,8 +47,10 @@ def search(
     end: date | None = None,
     limit: int | None = None,
     page_size: int = PAGE_SIZE,
+    expires: bool = True,
 ) -> Iterator[list[Parsed]]:
-    """Pages of parsed results, at most `limit` results in all."""
+    """Pages of parsed results, at most `limit` results in all. expires: False for searches by id, whose answers
+    the cache keeps for good (docs of literature.sources.cache)."""
     full_query = f"({query}) AND {date_clause(start, end)}" if start or end else query
     size = min(page_size, limit) if limit else page_size
     cursor, number = "*", 0
@@ -56,8 +67,8 @@ def search(
             endpoint="search",
             url=f"{settings.LITERATURE_EUROPEPMC_BASE_URL.rstrip('/')}/search",
             parameters=parameters,
-            rate_limit=RateLimit("europepmc", settings.LITERATURE_EUROPEPMC_RATE),
-            expires=True,
+            rate_limit=rate_limit(),
+            expires=expires,
         )
         try:
             data = json.loads(body)
@@ -77,6 +88,68 @@ def search(
         cursor = next_cursor
 
 
+def rate_limit() -> RateLimit:
+    return RateLimit("europepmc", settings.LITERATURE_EUROPEPMC_RATE)
+
+
+# The kinds of list a work has, and whether the cache lets them expire: a work's references never change, the
+# works citing it keep growing.
+LISTS = {"references": ("referenceList", "reference", False), "citations": ("citationList", "citation", True)}
+# Data sources whose works have reference and citation lists (Europe PMC's three-letter codes).
+LIST_SOURCES = ("MED", "PMC", "PPR", "AGR", "CBA", "CTX", "ETH", "HIR", "PAT", "NBK")
+# The work is part of the cached answer's endpoint name (at most 50 characters): ids are at most 35.
+WORK_ID = re.compile(r"^(?P<source>[A-Z]{3}):(?P<id>[A-Za-z0-9._-]{1,35})$")
+
+
+def work_list(kind: str, work: str, *, page_size: int = PAGE_SIZE) -> Iterator[list[dict]]:
+    """The entries of a work's reference list ("references") or citation list ("citations"), page by page.
+    work: "SRC:id" (e.g. "MED:12345"). Raises SourceUnavailable (or ReplayMiss) when Europe PMC cannot answer."""
+    holder, entry_name, expires = LISTS[kind]
+    source, ident = work.split(":", 1)
+    page, received = 1, 0
+    while True:
+        body = source_request(
+            source=SOURCE,
+            endpoint=f"{kind}/{work}",  # the cache keys an answer by its endpoint and parameters
+            url=f"{settings.LITERATURE_EUROPEPMC_BASE_URL.rstrip('/')}/{source}/{ident}/{kind}",
+            parameters={"format": "json", "page": page, "pageSize": page_size},
+            rate_limit=rate_limit(),
+            expires=expires,
+        )
+        try:
+            data = json.loads(body)
+            hits = int(data.get("hitCount") or 0)
+            entries = (data.get(holder) or {}).get(entry_name) or []
+        except (ValueError, AttributeError, TypeError):
+            raise SourceUnavailable(
+                f"Europe PMC answered the {kind} of {work} with something other than its JSON"
+            ) from None
+        if not isinstance(entries, list):
+            raise SourceUnavailable(f"Europe PMC answered the {kind} of {work} without a list of entries")
+        yield [entry for entry in entries if isinstance(entry, dict)]
+        received += len(entries)
+        # A page may hold fewer entries than asked for: go on until hitCount entries came, or a page is empty.
+        if not entries or received >= hits:
+            return
+        page += 1
+
+
+def entry_work(entry: dict) -> str | None:
+    """ "SRC:id" of a list entry Europe PMC identified, else None."""
+    source, ident = clean(str(entry.get("source") or "")), clean(str(entry.get("id") or ""))
+    work = f"{source}:{ident}"
+    return work if source and ident and WORK_ID.match(work) else None
+
+
+def fetch_works(works: list[str]) -> Iterator[list[Parsed]]:
+    """Full records of works known by "SRC:id", through the search (one query per page of at most 100 ids);
+    answers are cached for good."""
+    for offset in range(0, len(works), FETCH_BATCH):
+        batch = works[offset : offset + FETCH_BATCH]
+        query = " OR ".join(f"(SRC:{work.split(':', 1)[0]} AND EXT_ID:{work.split(':', 1)[1]})" for work in batch)
+        yield from search(query, page_size=FETCH_BATCH, expires=False)
+
+
 def date_clause(start: date | None, end: date | None) -> str:
     """FIRST_PDATE:[2010-01-01 TO 2019-12-31]; an open side is the widest date the index accepts."""
     low = start.isoformat() if start else "1000-01-01"
@@ -87,12 +160,11 @@ def date_clause(start: date | None, end: date | None) -> str:
 def parse_result(result: dict, number: int) -> Parsed:
     """One `resultList.result[]` of resultType=core."""
     origin, ident = clean(str(result.get("source", ""))), clean(str(result.get("id", "")))
-    problems = []
+    warnings: list[Problem] = []
     try:
         published, precision = _published(result)
     except ValueError as exc:
-        problems.append(Problem(number, "published", f"The publication date is not valid: {exc}.", ident))
-        published, precision = None, PRECISION_UNKNOWN
+        published, precision = date_left_out(number, "firstPublicationDate", exc, warnings)
     journal_info = result.get("journalInfo") or {}
     reference = ParsedReference(
         source=Reference.Source.EUROPE_PMC,
@@ -107,8 +179,8 @@ def parse_result(result: dict, number: int) -> Parsed:
         published_precision=precision,
         raw=json.dumps(result, ensure_ascii=False),
     )
-    problems += problems_of(reference, number)
-    return Parsed(number, None if problems else reference, problems)
+    problems = problems_of(reference, number)
+    return identify(Parsed(number, None if problems else reference, problems, warnings))
 
 
 def abstract_text(html_text: str) -> str:

@@ -14,6 +14,7 @@ from django.conf import settings
 from literature.sources.cache import cache_key, cache_lookup, cache_store
 from literature.sources.ratelimit import wait_for_turn
 from reviewapp.core.retry import backoff_delay, retry_delay_from_headers
+from reviewapp.core.tls import tls_context
 
 logger = logging.getLogger(__name__)
 
@@ -71,7 +72,7 @@ def source_request(
     sent = {**parameters, **{name: value for name, value in (credentials or {}).items() if value}}
     secrets = [str(value) for value in (credentials or {}).values() if value and len(str(value)) >= 4]
     max_attempts = max(1, settings.LITERATURE_MAX_ATTEMPTS)
-    with httpx.Client(timeout=settings.LITERATURE_HTTP_TIMEOUT_SECONDS) as client:
+    with httpx.Client(timeout=settings.LITERATURE_HTTP_TIMEOUT_SECONDS, verify=tls_context()) as client:
         for attempt in range(1, max_attempts + 1):
             wait_for_turn(rate_limit.name, rate_limit.per_second)
             delay = None

@@ -17,6 +17,8 @@ from django.utils import timezone
 from literature.demo import demo_references_load
 from reviewapp import protocol
 from reviewapp.core.roles import ANALYST, COORDINATOR, REVIEWER
+from reviewapp.inspiration.models import InspirationCutoff
+from reviewapp.inspiration.services import cutoff_set
 from reviewapp.models import Assignment, Cohort
 from reviewapp.services.accounts import tokens_revoke_all
 from reviewapp.services.cohorts import cohort_assign, cohort_create
@@ -53,6 +55,16 @@ _SUBMITTED_ANSWERS = {
     "comments": "Demo review, written for the demonstration.",
 }
 _DRAFT_ANSWERS = {"overall": 4, "recommendation": "prioritize"}
+# Cutoffs for the demo cohort's authors, so that an inspiration audit of it finds later demo references. Illustrative
+# dates, not the models' real cutoffs.
+DEMO_CUTOFFS = {
+    "GPT-6 Astra": "2021-06-30",
+    "Grok 4.5": "2020-12",
+    "Claude Opus 5.5": "2021-03",
+    "Gemini 4 Argon": "2020-06",
+    "Demo researcher": "2019-12",
+}
+DEMO_CUTOFF_NOTE = "demo cutoff (illustrative, not the model's)"
 
 
 @dataclass(frozen=True)
@@ -129,4 +141,7 @@ def demo_load() -> DemoLoad:
         _seed_reviews(cohort, accounts[DEMO_REVIEWERS[0]])
     # The literature check of the demo's runs reads the demo references.
     demo_references_load()
+    for group, cutoff in DEMO_CUTOFFS.items():
+        if not InspirationCutoff.objects.filter(group=group).exists():  # a coordinator's own cutoff is kept
+            cutoff_set(group=group, cutoff=cutoff, note=DEMO_CUTOFF_NOTE, user=coordinator)
     return DemoLoad(cohort=cohort, cohort_created=cohort_created, logins=logins)

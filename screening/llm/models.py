@@ -84,6 +84,7 @@ class RosterMember(models.Model):
         STAGE2 = "stage2", "stage 2 forecaster"
         TRANSLATOR = "translator", "translator"
         NOVELTY = "novelty", "literature novelty judge"
+        INSPIRATION_JUDGE = "inspiration_judge", "inspiration judge (later literature)"
 
     roster = models.ForeignKey(Roster, on_delete=models.CASCADE, related_name="members")
     endpoint = models.ForeignKey(ModelEndpoint, on_delete=models.PROTECT, related_name="roster_memberships")

@@ -3,7 +3,8 @@
 It speaks the three wire protocols on the providers' own paths (OpenAI-compatible /v1/chat/completions, Anthropic
 /v1/messages, Gemini /v1beta/models/{model}:generateContent) and answers by recognising the request: ten
 hypotheses for a generation prompt (each statement starting "[Simulated] "), a verdict for every [Hn] of a forecast
-prompt, a marked rendering for a translation into Russian, and a quoted candidate sentence for a novelty check.
+prompt, a marked rendering for a translation into Russian, a quoted candidate sentence for a novelty check, and a
+judgement with a quoted sentence (or, now and then, a malformed reply) for the inspiration judge.
 Content is deterministic (a hash of the request); the injected faults (429, 529, malformed replies, missing ids)
 are random. Every reply carries the header `x-simulated: true` and a model name starting "simulated".
 
@@ -221,10 +222,56 @@ def novelty_reply(user: str, model: str) -> dict:
     return reply
 
 
+# The inspiration judge (docs/protocol.md#the-inspiration-judgement): positive when the publication shares the
+# hypothesis's key terms and names a design, comparator or measurement; now and then a reply that is not JSON.
+INSPIRATION_QUESTION = "offer a concrete connection to the hypothesis"
+INSPIRATION_MALFORMED_SHARE = 0.05
+_INSPIRATION_SHARED_TERMS = 3
+_CONNECTION_WORDS = {
+    "design": ("randomised", "randomized", "trial", "knockout", "transgenic", "longitudinal", "we treated", "dosed"),
+    "comparator": ("compared with", "versus", "control group", "placebo", "littermate controls"),
+    "measurement": ("measured", "assay", "sequencing", "tracing", "quantified", "biomarker", "imaging"),
+    "evidence_gap": ("remains unknown", "has not been tested", "unknown whether", "untested"),
+}
+_KEY_TERM = re.compile(r"[a-z][a-z0-9+-]{4,}")
+_COMMON_WORDS = frozenset(
+    "about after again being between could during first their there these those through under which while would "
+    "where whether other another should found shows shown study studies using within without".split()
+)
+
+
+def _key_terms(text: str) -> set[str]:
+    return {term for term in _KEY_TERM.findall(text.lower()) if term not in _COMMON_WORDS}
+
+
+def inspiration_reply(user: str, model: str) -> dict | None:
+    """A judgement of the later publication in the request, or None for a malformed reply (decided by the request's
+    hash, so asking again gives the same). A positive quotes the publication's first sentence (after its title) that
+    names a design, comparator, measurement or evidence gap."""
+    if _fraction("inspiration-malformed", model, user) < INSPIRATION_MALFORMED_SHARE:
+        return None
+    hypothesis = user.split("HYPOTHESIS\n", 1)[-1].split("\n", 1)[0]
+    publication = user.split("LATER PUBLICATION\n", 1)[-1].split("\n", 1)[0].removeprefix("[R1] ")
+    reply = {"judgment": "negative", "connection": "", "quote": "", "simulated": True}
+    reply["reason"] = "Simulated judgement: no model read these texts."
+    if len(_key_terms(hypothesis) & _key_terms(publication)) < _INSPIRATION_SHARED_TERMS:
+        return reply
+    for sentence in re.split(r"(?<=[.!?])\s+", publication.strip())[1:]:
+        for connection, words in _CONNECTION_WORDS.items():
+            if any(word in sentence.lower() for word in words):
+                return {**reply, "judgment": "positive", "connection": connection, "quote": sentence}
+    return reply
+
+
 def answer_text(system: str, user: str, *, model: str, config: SimulatorConfig, draw) -> str:
     """The reply text for a request, recognised by its wording."""
     if draw() < config.malformed_share:
         return f"{SIMULATED_MARK}I will think about these hypotheses and answer later."
+    if INSPIRATION_QUESTION in user:
+        judgement = inspiration_reply(user, model)
+        if judgement is None:
+            return f"{SIMULATED_MARK}This publication may or may not help; I would need to read more."
+        return json.dumps(judgement, ensure_ascii=False)
     if "Propose ten hypotheses" in user:
         reply = generation_reply(user, model)
     elif "will it be confirmed experimentally" in user or "Will this hypothesis be confirmed" in user:

@@ -1,5 +1,6 @@
 """Reference importers on real-format files (PubMed XML, MEDLINE, RIS, CSV): fields, dates and their precision,
-labelled abstracts, non-ASCII text, all-or-nothing validation with every problem reported, re-import updating
+labelled abstracts, non-ASCII text, every usable record imported and the unusable ones skipped with their reasons,
+fields that cannot be read left out with a warning, a file that cannot be read refused whole, re-import updating
 rather than duplicating; the import API, the coordinators' page and the management command."""
 
 import io
@@ -32,9 +33,15 @@ def fixture(name: str) -> Path:
 
 
 def problems_of_import(content: bytes, format: str, **options) -> list[tuple]:
+    """The problems of a file refused whole."""
     with pytest.raises(ImportInvalid) as raised:
         references_import(file=io.BytesIO(content), format=format, **options)
     return [(problem["record"], problem["field"]) for problem in raised.value.problems]
+
+
+def left_out(summary) -> tuple[list, list]:
+    """(record numbers skipped, (record, field) of each warning) of an import."""
+    return [entry["record"] for entry in summary.skipped], [(w["record"], w["field"]) for w in summary.warnings]
 
 
 def pubmed_article(pmid: str, title: str, year: str = "2020", month: str = "") -> str:
@@ -99,41 +106,43 @@ def test_pubmed_xml_non_ascii_titles_are_kept_exactly():
 
 
 @pytest.mark.django_db
-def test_malformed_pubmed_records_import_nothing_and_every_problem_is_reported():
-    with pytest.raises(ImportInvalid) as raised:
-        references_import(file=fixture("pubmed_malformed.xml"), format="pubmed_xml")
+def test_unusable_pubmed_records_are_skipped_with_their_reasons_and_a_bad_date_is_left_out():
+    summary = references_import(file=fixture("pubmed_malformed.xml"), format="pubmed_xml")
 
-    problems = raised.value.problems
-    assert [(p["record"], p["field"]) for p in problems] == [
-        (2, "pmid"),
-        (3, "published"),
-        (4, "published"),
-        (4, "title"),
+    assert (summary.records, summary.skipped_count, summary.warning_count) == (3, 2, 1)
+    assert summary.skipped == [
+        {"record": 2, "id": "", "reason": "The record has no PMID."},
+        {"record": 4, "id": "31000004", "reason": "The record has neither a title nor an abstract."},
     ]
-    assert "“Foo” is not a month" in problems[1]["message"]
-    assert "2019 Feb 30 is not a date" in problems[2]["message"]
-    assert problems[1]["id"] == "31000003"
+    assert summary.warnings[0]["record"] == 3 and summary.warnings[0]["id"] == "31000003"
+    assert "“Foo” is not a month" in summary.warnings[0]["message"] and "left out" in summary.warnings[0]["message"]
+    assert set(Reference.objects.values_list("source_id", flat=True)) == {"31000001", "31000003", "31000005"}
+    assert Reference.objects.get(source_id="31000003").published is None
+    batch = ReferenceImport.objects.get()
+    assert (batch.records, batch.skipped, batch.skipped_records, len(batch.warnings)) == (3, 2, summary.skipped, 1)
+
+
+@pytest.mark.django_db
+def test_a_file_unreadable_after_a_written_batch_imports_nothing():
+    articles = [pubmed_article(str(100000 + n), f"Valid record {n}") for n in range(WRITE_BATCH + 5)]
+    content = pubmed_set(*articles)
+    truncated = content[: content.rindex(b"</PubmedArticle>")]
+
+    assert problems_of_import(truncated, "pubmed_xml") == [(None, "file")]
     assert Reference.objects.count() == 0
     assert ReferenceImport.objects.count() == 0
 
 
 @pytest.mark.django_db
-def test_problem_after_a_written_batch_rolls_back_the_whole_file():
-    articles = [pubmed_article(str(100000 + n), f"Valid record {n}") for n in range(WRITE_BATCH + 5)]
-    articles.append(pubmed_article("x12", "A PMID that is not a number"))
-
-    assert problems_of_import(pubmed_set(*articles), "pubmed_xml") == [(WRITE_BATCH + 6, "pmid")]
-    assert Reference.objects.count() == 0
-
-
-@pytest.mark.django_db
-def test_truncated_xml_is_reported_with_the_records_problems_and_imports_nothing():
+def test_truncated_xml_is_refused_whole_and_imports_nothing():
     content = fixture("pubmed_malformed.xml").read_bytes()
     truncated = content[: content.index(b"A record whose month")]
 
-    problems = problems_of_import(truncated, "pubmed_xml")
+    with pytest.raises(ImportInvalid) as raised:
+        references_import(file=io.BytesIO(truncated), format="pubmed_xml")
 
-    assert problems == [(2, "pmid"), (None, "file")]
+    assert [(p["record"], p["field"]) for p in raised.value.problems] == [(None, "file")]
+    assert "not well-formed after record 2" in raised.value.problems[0]["message"]
     assert Reference.objects.count() == 0
 
 
@@ -180,17 +189,21 @@ def test_reimport_updates_changed_references_and_never_duplicates():
 
 
 @pytest.mark.django_db
-def test_identical_repeat_in_a_file_is_skipped_and_a_conflicting_repeat_is_refused():
+def test_identical_repeat_in_a_file_is_skipped_and_a_conflicting_repeat_is_skipped_with_its_reason():
     same = pubmed_article("555", "Same record")
     summary = references_import(file=io.BytesIO(pubmed_set(same, same)), format="pubmed_xml")
     assert (summary.records, summary.repeated) == (1, 1)
 
     conflicting = pubmed_set(pubmed_article("777", "First version"), pubmed_article("777", "Second version"))
-    with pytest.raises(ImportInvalid) as raised:
-        references_import(file=io.BytesIO(conflicting), format="pubmed_xml")
-    assert raised.value.problems == [
-        {"record": 2, "id": "777", "field": "id", "message": "Record 1 has the same id with different content."}
+    summary = references_import(file=io.BytesIO(conflicting), format="pubmed_xml")
+    assert summary.skipped == [
+        {
+            "record": 2,
+            "id": "777",
+            "reason": "Record 1 has the same id with different content; only the first was imported.",
+        }
     ]
+    assert Reference.objects.get(source_id="777").title == "First version"
 
 
 # -------------------------------------------------------------------------------------------------- MEDLINE
@@ -228,20 +241,21 @@ def test_medline_and_pubmed_xml_of_one_article_are_one_reference():
 
 
 @pytest.mark.django_db
-def test_medline_problems_name_the_record_and_line():
+def test_medline_skips_a_record_without_pmid_and_names_the_lines_it_left_out():
     content = (
         b"PMID- 1\nTI  - Fine record\nDP  - 2020\n\n"
         b"PMID- 2\nTI  - Broken line below\nthis line has no tag\nDP  - 2020 Feb 30\n\n"
         b"TI  - No PMID at all\n"
     )
 
-    with pytest.raises(ImportInvalid) as raised:
-        references_import(file=io.BytesIO(content), format="medline")
+    summary = references_import(file=io.BytesIO(content), format="medline")
 
-    problems = raised.value.problems
-    assert [(p["record"], p["field"]) for p in problems] == [(2, "line"), (2, "published"), (3, "PMID")]
-    assert problems[0]["message"] == "Line 7 is neither a “TAG - value” line nor a continuation."
-    assert Reference.objects.count() == 0
+    assert left_out(summary) == ([3], [(2, "line"), (2, "published")])
+    assert summary.skipped[0]["reason"] == "The record has no PMID."
+    assert summary.warnings[0]["message"] == (
+        "Line 7 is neither a “TAG - value” line nor a continuation; it was ignored."
+    )
+    assert set(Reference.objects.values_list("source_id", flat=True)) == {"1", "2"}
 
 
 # ------------------------------------------------------------------------------------------------------ RIS
@@ -278,16 +292,22 @@ def test_ris_reimport_is_stable_for_records_without_ids():
 
 
 @pytest.mark.django_db
-def test_ris_problems_are_all_reported():
+def test_ris_skips_unusable_records_ignores_stray_lines_and_reports_what_it_left_out():
     content = (
         b"stray text\n"
         b"TY  - JOUR\nTI  - Fine\nPY  - 2020\nER  - \n"
         b"TY  - JOUR\nPY  - 20x0\nER  - \n"
+        b"AU  - Orphan, Tag\n"
         b"TY  - JOUR\nTI  - Never closed\nDO  - not-a-doi\n"
     )
 
-    assert problems_of_import(content, "ris") == [(1, "line"), (2, "published"), (2, "title"), (3, "ER"), (3, "doi")]
-    assert Reference.objects.count() == 0
+    summary = references_import(file=io.BytesIO(content), format="ris")
+
+    assert left_out(summary) == ([2, None], [(3, "ER"), (3, "doi")])
+    assert summary.skipped[0]["reason"] == "The record has neither a title nor an abstract."
+    assert summary.skipped[1]["reason"] == "Line 9 (tag AU) is outside any record: no “TY  -” line opens it."
+    assert sorted(Reference.objects.values_list("title", flat=True)) == ["Fine", "Never closed"]
+    assert Reference.objects.get(title="Never closed").doi == ""
 
 
 # ------------------------------------------------------------------------------------------------------ CSV
@@ -335,32 +355,30 @@ def test_csv_separated_by_semicolons_is_read():
 @pytest.mark.django_db
 def test_records_told_apart_only_by_title_are_explained():
     content = b"title,year,abstract\nEditorial,2020,First\nEditorial,2020,Second\n"
-    with pytest.raises(ImportInvalid) as raised:
-        references_import(file=io.BytesIO(content), format="csv")
-    assert raised.value.problems[0]["record"] == 3
-    assert "same title and year" in raised.value.problems[0]["message"]
+    summary = references_import(file=io.BytesIO(content), format="csv")
+    assert summary.skipped[0]["record"] == 3
+    assert "same title and year" in summary.skipped[0]["reason"]
+    assert Reference.objects.get().abstract == "First"
 
 
 @pytest.mark.django_db
-def test_csv_problems_use_spreadsheet_row_numbers():
+def test_csv_rows_are_numbered_as_in_a_spreadsheet():
     content = (
         "title,published,doi\nFine,2020-01-02,\n,2020,\nBad date,2020/13,\nToo many,2020,,extra\nBad DOI,,doi:11.x\n"
     )
 
-    assert problems_of_import(content.encode(), "csv") == [
-        (3, "title"),
-        (4, "published"),
-        (5, "row"),
-        (6, "doi"),
-    ]
-    assert Reference.objects.count() == 0
+    summary = references_import(file=io.BytesIO(content.encode()), format="csv")
+
+    assert left_out(summary) == ([3, 5], [(4, "published"), (6, "doi")])
+    assert summary.skipped[1]["reason"] == "The row has 4 values but the header names 3 columns."
+    assert sorted(Reference.objects.values_list("title", flat=True)) == ["Bad DOI", "Bad date", "Fine"]
 
 
 @pytest.mark.django_db
 @pytest.mark.parametrize(
     "content, mapping, message",
     [
-        (b"name,year\nx,2020\n", None, "no title column"),
+        (b"name,year\nx,2020\n", None, "no title or abstract column"),
         (b"title\nx\n", {"title": "Article Title"}, "does not have: title"),
         (b"title\nx\n", {"titel": "title"}, "unknown fields: titel"),
         (b"title\nx\n", "{not json", "not valid JSON"),
@@ -435,19 +453,32 @@ def test_api_import_is_refused_to_reviewers_and_analysts(role, request):
     assert Reference.objects.count() == 0
 
 
-def test_api_bad_file_answers_400_with_every_record_problem(coordinator):
+def test_api_answers_the_skipped_records_with_their_reasons(coordinator):
     response = api_for(coordinator).post(
         "/api/v1/literature/import",
         {"file": upload("pubmed_malformed.xml"), "format": "pubmed_xml"},
         format="multipart",
     )
 
+    assert response.status_code == 200
+    body = response.json()
+    assert (body["records"], body["created"], body["skipped_count"], body["warning_count"]) == (3, 3, 2, 1)
+    assert body["skipped"][0] == {"record": 2, "id": "", "reason": "The record has no PMID."}
+    assert body["warnings"][0]["field"] == "published"
+
+
+def test_api_unreadable_file_answers_400_and_imports_nothing(coordinator):
+    broken = SimpleUploadedFile("broken.xml", b"<PubmedArticleSet><PubmedArticle>")
+    response = api_for(coordinator).post(
+        "/api/v1/literature/import", {"file": broken, "format": "pubmed_xml"}, format="multipart"
+    )
+
     assert response.status_code == 400
     body = response.json()
     assert body["error"] == "invalid_import"
-    assert body["detail"] == "The file has 4 problem(s); nothing was imported."
-    assert body["records"][0] == {"record": 2, "id": "", "field": "pmid", "message": "The record has no PMID."}
-    assert len(body["records"]) == 4
+    assert body["detail"] == "The file has 1 problem(s); nothing was imported."
+    assert body["records"][0]["field"] == "file" and body["records"][0]["record"] is None
+    assert Reference.objects.count() == 0
 
 
 def test_api_without_file_or_with_an_unknown_format_answers_invalid_import(coordinator):
@@ -480,12 +511,16 @@ def test_literature_page_imports_and_shows_the_corpus(client, coordinator):
     assert "<h1>" not in text  # the htmx answer is the outcome partial only
 
 
-def test_literature_page_lists_problems(client, coordinator):
+def test_literature_page_lists_skipped_records_and_warnings(client, coordinator):
     client.force_login(coordinator)
     posted = client.post(reverse("literature-home"), {"format": "pubmed_xml", "file": upload("pubmed_malformed.xml")})
     text = posted.content.decode()
-    assert "Nothing was imported." in text
+    assert "Imported 3 references" in text and "2 unusable and skipped" in text
+    assert "The record has no PMID." in text
     assert "“Foo” is not a month" in text
+    broken = SimpleUploadedFile("broken.xml", b"<PubmedArticleSet><PubmedArticle>")
+    refused = client.post(reverse("literature-home"), {"format": "pubmed_xml", "file": broken}).content.decode()
+    assert "Nothing was imported:" in refused and "the file cannot be read" in refused
 
 
 @pytest.mark.django_db
@@ -509,11 +544,108 @@ def test_import_command_shows_progress_and_the_counts():
 
 
 @pytest.mark.django_db
-def test_import_command_lists_problems_and_imports_nothing():
+def test_import_command_lists_what_it_skipped_and_left_out():
+    out, err = io.StringIO(), io.StringIO()
+    call_command("import_references", str(fixture("pubmed_malformed.xml")), "--no-progress", stdout=out, stderr=err)
+    assert "2 unusable and skipped, 1 warning(s)" in out.getvalue()
+    assert "skipped record 2: The record has no PMID." in err.getvalue()
+    assert "warning record 3 (31000003) published:" in err.getvalue()
+    assert Reference.objects.count() == 3
+
+
+@pytest.mark.django_db
+def test_import_command_refuses_an_unreadable_file_and_imports_nothing(tmp_path):
+    broken = tmp_path / "broken.xml"
+    broken.write_bytes(b"<PubmedArticleSet><PubmedArticle><MedlineCitation><PMID>1</PMID>")
     err = io.StringIO()
-    with pytest.raises(CommandError, match="Nothing was imported: 4 problem"):
-        call_command(
-            "import_references", str(fixture("pubmed_malformed.xml")), "--no-progress", stdout=io.StringIO(), stderr=err
-        )
-    assert "record 3 (31000003) published:" in err.getvalue()
+    with pytest.raises(CommandError, match="Nothing was imported: 1 problem"):
+        call_command("import_references", str(broken), "--no-progress", stdout=io.StringIO(), stderr=err)
+    assert "file file:" in err.getvalue()
     assert Reference.objects.count() == 0
+
+
+# ------------------------------------------------------------------------------- exports as tools write them
+# Where the shapes come from: tests/fixtures/literature/README.md.
+
+
+@pytest.mark.django_db
+def test_an_ovid_export_with_numbered_records_and_headers_between_them():
+    summary = references_import(file=fixture("ovid_numbered.ris"), format="ris")
+
+    assert (summary.records, summary.skipped_count, summary.warning_count) == (3, 1, 0)
+    assert summary.skipped == [
+        {"record": 4, "id": "pmid:35550000", "reason": "The record has neither a title nor an abstract."}
+    ]
+    senolytics = Reference.objects.get(source_id="pmid:29988130")
+    assert senolytics.title == "Senolytics improve physical function and increase lifespan in old age"
+    assert senolytics.doi == "10.1038/s41591-018-0092-9" and senolytics.journal == "Nature Medicine"
+    untitled = Reference.objects.get(source_id="pmid:31112233")
+    assert untitled.title == "" and untitled.abstract.startswith("BACKGROUND: Conference abstract without a title")
+    assert (untitled.published, untitled.published_precision) == (date(2019, 6, 1), "month")
+    embase = Reference.objects.get(title__startswith="Rapamycin dosing")
+    assert embase.pmid == "" and embase.source_id.startswith("title:")  # Embase numbers its own way
+    again = references_import(file=fixture("ovid_numbered.ris"), format="ris")
+    assert (again.created, again.unchanged) == (0, 3)
+
+
+@pytest.mark.django_db
+def test_an_endnote_export_with_untagged_continuation_lines_and_a_record_without_title():
+    summary = references_import(file=fixture("endnote_export.ris"), format="ris")
+
+    assert (summary.records, [entry["record"] for entry in summary.skipped]) == (2, [3])
+    fasting = Reference.objects.get(source_id="doi:10.1111/acel.13999")
+    assert fasting.title == "Intermittent fasting delays frailty in ageing mice"
+    assert fasting.authors == ["de Vries, Jan", "Jansen, Eva"]
+    assert fasting.journal == "Aging Cell" and fasting.published == date(2023, 1, 1)
+    poster = Reference.objects.get(source_id="id:102")
+    assert poster.title == "" and poster.abstract.startswith("Poster abstract recorded without a title")
+
+
+@pytest.mark.django_db
+def test_a_zotero_csv_export_with_a_title_less_item_and_a_note():
+    mapping = {
+        "id": "Key",
+        "title": "Title",
+        "abstract": "Abstract Note",
+        "authors": "Author",
+        "journal": "Publication Title",
+        "doi": "DOI",
+        "year": "Publication Year",
+    }
+    summary = references_import(file=fixture("zotero_export.csv"), format="csv", column_mapping=mapping)
+
+    assert summary.records == 2
+    assert summary.skipped == [
+        {"record": 4, "id": "id:N4C8TT2K", "reason": "The record has neither a title nor an abstract."}
+    ]
+    senolytics = Reference.objects.get(source_id="doi:10.1038/s41591-018-0092-9")
+    assert senolytics.authors == ["Xu, Ming", "Pirtskhalava, Tamar"] and senolytics.published == date(2018, 1, 1)
+    preprint = Reference.objects.get(source_id="id:R7XW2B9Q")
+    assert preprint.title == "" and "clonal haematopoiesis predicted frailty" in preprint.abstract
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("name", "format"), [("pubmed_titleless.xml", "pubmed_xml"), ("pubmed_titleless.nbib", "medline")]
+)
+def test_pubmed_records_without_a_title_are_kept_when_they_have_an_abstract(name, format):
+    summary = references_import(file=fixture(name), format=format)
+
+    untitled = Reference.objects.get(source_id="36100001")
+    assert untitled.title == ""
+    assert (
+        untitled.abstract
+        == "AIM: To relate gait speed to clonal haematopoiesis. RESULTS: Carriers walked 0.1 m/s slower."
+    )
+    assert (untitled.published, untitled.published_precision) == (date(2022, 10, 1), "month")
+    assert Reference.objects.filter(source_id="36100003").exists()
+    skipped = [entry["id"] for entry in summary.skipped]
+    assert skipped == (["36100002"] if format == "pubmed_xml" else [])
+
+
+@pytest.mark.django_db
+def test_a_title_less_record_is_found_by_its_abstract_and_shown_as_untitled(client, coordinator):
+    references_import(file=fixture("endnote_export.ris"), format="ris")
+    client.force_login(coordinator)
+    page = client.get(reverse("literature-corpus"), {"q": "NAD+ precursors muscle grip strength"}).content.decode()
+    assert "(no title)" in page and "Poster abstract recorded without a title" in page

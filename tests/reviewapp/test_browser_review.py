@@ -12,7 +12,8 @@ from tests import factories
 # Playwright's sync API runs an event loop in this thread; the ORM calls here are still synchronous.
 os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
 
-# The live server needs committed data. (The flush after each such test makes the role groups again: post_migrate.)
+# The live server needs committed data. The flush after each transactional test makes the role groups again (they are
+# made after every migrate, flush included); a serialized rollback would restore them a second time and fail.
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 SCREENSHOT = "/tmp/review-page.png"

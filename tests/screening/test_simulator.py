@@ -294,6 +294,7 @@ def test_setup_roster_builds_the_seed_roster_on_the_simulator_without_keys(db, s
     roster = Roster.objects.get(is_default=True)
     assert roster_summary(roster) == {
         "generator": ["GPT-6 Astra", "Grok 4.5", "Claude Opus 5.5", "Gemini 4 Argon"],
+        "inspiration_judge": ["Claude Sonnet 5.5"],
         "novelty": ["Claude Sonnet 5.5"],
         "stage1": ["GPT-6 Astra"],
         "stage2": ["Claude Sonnet 5.5", "Gemini 4 Argon", "Grok 4.5"],
@@ -317,7 +318,7 @@ def test_setup_roster_is_idempotent_keeps_admin_limits_and_follows_the_keys(db, 
     call_command("setup_roster", stdout=open(os.devnull, "w"))
 
     assert ModelEndpoint.objects.count() == 5 and Roster.objects.count() == 1
-    assert Roster.objects.get().members.count() == 10
+    assert Roster.objects.get().members.count() == 11
     astra = ModelEndpoint.objects.get(display_name="GPT-6 Astra")
     assert not astra.is_simulated and astra.base_url == "https://api.openai.com/v1" and astra.model_id == "gpt-6-astra"
     assert astra.concurrency_limit == 9

@@ -45,7 +45,10 @@ class ProgressBar:
 
 
 class Command(BaseCommand):
-    help = "Import references (PubMed XML, MEDLINE .nbib, RIS or CSV) into the corpus; all or nothing."
+    help = (
+        "Import references (PubMed XML, MEDLINE .nbib, RIS or CSV) into the corpus: every usable record; the others "
+        "are listed with their reasons. A file that cannot be read imports nothing."
+    )
 
     def add_arguments(self, parser):
         parser.add_argument("path", help="the file to import")
@@ -94,8 +97,28 @@ class Command(BaseCommand):
                 ) from exc
             if progress:
                 progress.finish(records_read)
+        self._list_left_out(summary, all_problems)
         self.stdout.write(
             f"Imported {summary.records} references from {file_path.name} in {summary.seconds:.1f} s: "
             f"{summary.created} new, {summary.updated} updated, {summary.unchanged} unchanged, "
-            f"{summary.repeated} repeated in the file."
+            f"{summary.repeated} repeated in the file, {summary.skipped_count} unusable and skipped, "
+            f"{summary.warning_count} warning(s)."
         )
+
+    def _list_left_out(self, summary, all_problems: bool) -> None:
+        """The skipped records with their reasons, then the warnings, on stderr."""
+        lines = [f"skipped {_where(entry['record'], entry['id'])}: {entry['reason']}" for entry in summary.skipped] + [
+            f"warning {_where(entry['record'], entry['id'])} {entry['field']}: {entry['message']}"
+            for entry in summary.warnings
+        ]
+        shown = lines if all_problems else lines[:PROBLEMS_PRINTED]
+        for line in shown:
+            self.stderr.write(line)
+        hidden = summary.skipped_count + summary.warning_count - len(shown)
+        if hidden > 0:
+            self.stderr.write(f"… and {hidden} more (--all-problems lists up to the first thousand of each).")
+
+
+def _where(record, ident: str) -> str:
+    where = "(outside any record)" if record is None else f"record {record}"
+    return f"{where} ({ident})" if ident else where

@@ -19,6 +19,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from reviewapp.core.retry import backoff_delay, retry_delay_from_headers
+from reviewapp.core.tls import tls_context
 from screening.llm.models import EndpointSlot, ModelCall
 
 logger = logging.getLogger(__name__)
@@ -186,7 +187,7 @@ def call_with_retries(
     deadline = time.monotonic() + settings.PROVIDER_MAX_SECONDS
     max_attempts = max(1, settings.PROVIDER_MAX_ATTEMPTS)
 
-    with httpx.Client() as client:
+    with httpx.Client(verify=tls_context()) as client:
         for number in range(1, max_attempts + 1):
             token = acquire_slot(endpoint, deadline=deadline)
             if token is None:

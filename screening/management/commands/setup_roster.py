@@ -51,14 +51,15 @@ ARGON = DefaultEndpoint(
     "Gemini 4 Argon", "Google", "gemini", "GEMINI_BASE_URL", "GEMINI_4_ARGON_MODEL", "GEMINI_API_KEY"
 )
 
-# Four generators (10 hypotheses each), stage 1 GPT-6 Astra, stage 2 Sonnet, Argon and Grok; Sonnet translates and
-# judges novelty.
+# Four generators (10 hypotheses each), stage 1 GPT-6 Astra, stage 2 Sonnet, Argon and Grok; Sonnet translates,
+# judges novelty and judges inspiration by later literature.
 DEFAULT_MEMBERS = {
     RosterMember.Role.GENERATOR: [ASTRA, GROK, OPUS, ARGON],
     RosterMember.Role.STAGE1: [ASTRA],
     RosterMember.Role.STAGE2: [SONNET, ARGON, GROK],
     RosterMember.Role.TRANSLATOR: [SONNET],
     RosterMember.Role.NOVELTY: [SONNET],
+    RosterMember.Role.INSPIRATION_JUDGE: [SONNET],
 }
 
 

@@ -1,0 +1,166 @@
+"""A reference corpus by citation wave (docs/protocol.md#a-corpus-by-citation-wave).
+
+From anchor works ("MED:12345"), one wave reads each anchor's reference list (backward) and citation list (forward)
+through Europe PMC, every page, and records each identified citing → cited pair as an edge; list entries Europe PMC
+could not identify are counted as unmatched. Then every work at either end of an edge, anchors included, is fetched
+by id and written into the corpus (the same upsert as any import): a work with a usable record is resolved, the
+others unresolved. Requests go through the source client: the response cache, the shared rate limit, retries, and
+replay-only mode (LITERATURE_REPLAY_ONLY), in which a wave runs from the cache alone.
+
+A wave is done by a worker (claimed through reviewapp.core.claims). Edges are written per list and references per
+page, so a wave that stops (Europe PMC unavailable, a replay miss) keeps what it obtained and says why it stopped.
+"""
+
+import logging
+from collections.abc import Callable
+
+from django.db import DatabaseError, transaction
+from django.db.models import F
+
+from literature.models import CitationEdge, CitationWave
+from literature.services import ReferenceWriter
+from literature.sources import europepmc
+from literature.sources.transport import SourceError
+from reviewapp.core.claims import work_claim, work_finish, work_release
+from reviewapp.core.errors import ServiceError
+from reviewapp.core.queue import enqueue_on_commit
+
+logger = logging.getLogger(__name__)
+
+WAVE_TASK = "literature.citation_wave"
+MAX_ANCHORS = 1000
+_DIRECTION = {"references": CitationEdge.Direction.BACKWARD, "citations": CitationEdge.Direction.FORWARD}
+
+
+class AnchorsInvalid(ServiceError):
+    code = "invalid_anchors"
+
+
+def anchors_checked(anchors: list[str]) -> list[str]:
+    """The anchors as Europe PMC names works ("MED:12345"), repeats dropped in order; AnchorsInvalid naming every
+    one that is not."""
+    cleaned = list(dict.fromkeys(anchor.strip() for anchor in anchors if anchor and anchor.strip()))
+    wrong = [
+        anchor
+        for anchor in cleaned
+        if not europepmc.WORK_ID.match(anchor) or anchor.split(":", 1)[0] not in europepmc.LIST_SOURCES
+    ]
+    if wrong:
+        sources = ", ".join(europepmc.LIST_SOURCES)
+        raise AnchorsInvalid(
+            f"These anchors are not Europe PMC work ids like MED:12345 (sources {sources}): {', '.join(wrong[:20])}.",
+            anchors=wrong,
+        )
+    if not cleaned:
+        raise AnchorsInvalid("Give at least one anchor, e.g. MED:12345.")
+    if len(cleaned) > MAX_ANCHORS:
+        raise AnchorsInvalid(f"A wave takes at most {MAX_ANCHORS} anchors; {len(cleaned)} were given.")
+    return cleaned
+
+
+def citation_wave_start(*, anchors: list[str], user=None, enqueue: bool = True) -> CitationWave:
+    """Record a wave and hand it to a worker (enqueue=False: the caller does it, with citation_wave_perform)."""
+    checked = anchors_checked(anchors)
+    with transaction.atomic():
+        wave = CitationWave.objects.create(
+            anchors=checked,
+            total=2 * len(checked),
+            created_by=user if user is not None and user.is_authenticated else None,
+        )
+        if enqueue:
+            enqueue_on_commit(WAVE_TASK, wave.pk)
+    return wave
+
+
+def citation_wave_perform(*, wave_id: int, progress: Callable[[CitationWave], None] | None = None) -> None:
+    """Do a pending wave (a wave that is not pending is left alone). progress(wave) after each list and page."""
+    token = work_claim(CitationWave, wave_id)
+    if token is None:
+        return
+    wave = CitationWave.objects.get(pk=wave_id)
+    # A wave given back after a stop starts again: its edges are unique, so nothing is counted twice.
+    _update(wave, phase=CitationWave.Phase.TRAVERSING, progress=0, total=2 * len(wave.anchors), traversals=0)
+    try:
+        _traverse(wave, progress)
+        _resolve(wave, progress)
+    except SourceError as exc:
+        logger.warning("Citation wave %s stopped: %s", wave_id, exc)
+        work_finish(CitationWave, wave_id, token, failed=True, error=f"Europe PMC could not answer: {exc}")
+    except DatabaseError:
+        work_release(CitationWave, wave_id, token)  # transient: the task's retry claims it again
+        raise
+    except Exception as exc:
+        logger.exception("Citation wave %s failed", wave_id)
+        work_finish(CitationWave, wave_id, token, failed=True, error=f"internal error ({type(exc).__name__})")
+    else:
+        work_finish(CitationWave, wave_id, token, phase=CitationWave.Phase.FINISHED)
+
+
+def _update(wave: CitationWave, **values) -> None:
+    """Write counts (F() expressions welcome) and read the wave back, for the caller's progress callback."""
+    CitationWave.objects.filter(pk=wave.pk).update(**values)
+    wave.refresh_from_db()
+
+
+def _traverse(wave: CitationWave, progress) -> None:
+    for anchor in wave.anchors:
+        for kind in ("references", "citations"):
+            pairs, unmatched, pages = set(), 0, 0
+            for entries in europepmc.work_list(kind, anchor):
+                pages += 1
+                for entry in entries:
+                    work = europepmc.entry_work(entry)
+                    if work is None:
+                        unmatched += 1
+                    elif work != anchor:
+                        pairs.add((anchor, work) if kind == "references" else (work, anchor))
+            with transaction.atomic():
+                CitationEdge.objects.bulk_create(
+                    [CitationEdge(wave=wave, citing=a, cited=b, direction=_DIRECTION[kind]) for a, b in sorted(pairs)],
+                    ignore_conflicts=True,
+                )
+                _update(
+                    wave,
+                    traversals=F("traversals") + 1,
+                    progress=F("progress") + 1,
+                    unmatched=F("unmatched") + unmatched,
+                    requests=F("requests") + pages,
+                    edges=CitationEdge.objects.filter(wave=wave).count(),
+                )
+            if progress:
+                progress(wave)
+
+
+def wave_works(wave: CitationWave) -> list[str]:
+    """Every work of the wave: its anchors and both ends of its edges, sorted."""
+    works = set(wave.anchors)
+    for citing, cited in CitationEdge.objects.filter(wave=wave).values_list("citing", "cited"):
+        works.update((citing, cited))
+    return sorted(works)
+
+
+def _resolve(wave: CitationWave, progress) -> None:
+    works = wave_works(wave)
+    wanted = set(works)
+    _update(wave, phase=CitationWave.Phase.RESOLVING, works=len(works), progress=0, total=len(works), resolved=0)
+    found: set[str] = set()
+    for offset in range(0, len(works), europepmc.FETCH_BATCH):
+        batch = works[offset : offset + europepmc.FETCH_BATCH]
+        writer, pages = ReferenceWriter(), 0
+        with transaction.atomic():
+            for page in europepmc.fetch_works(batch):
+                pages += 1
+                for parsed in page:
+                    if parsed.reference is not None and parsed.reference.source_id in wanted:
+                        found.add(parsed.reference.source_id)
+                        writer.add(parsed.reference)
+            writer.flush()
+            _update(
+                wave,
+                progress=offset + len(batch),
+                resolved=len(found),
+                unresolved=offset + len(batch) - len(found),
+                requests=F("requests") + pages,
+            )
+        if progress:
+            progress(wave)

@@ -1,0 +1,211 @@
+"""API of the inspiration audit (docs/protocol.md#inspiration-audit).
+
+GET /api/v1/inspiration/cutoffs; PUT/DELETE /api/v1/inspiration/cutoffs/{group}
+GET/POST /api/v1/inspiration/audits; GET /api/v1/inspiration/audits/{id}
+"""
+
+from django.shortcuts import get_object_or_404
+from rest_framework import serializers
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from reviewapp.benchmarks.models import BenchmarkSet
+from reviewapp.core.errors import ServiceError, validated
+from reviewapp.core.roles import CanReadAll, IsCoordinator
+from reviewapp.inspiration import selectors, services
+from reviewapp.inspiration.models import InspirationAudit, InspirationCutoff, InspirationItem
+from reviewapp.models import Cohort
+from screening.models import Run
+
+OUTCOMES = ["not_retrieved", "positive", "negative", "failed", "pending"]
+
+
+class CutoffOutputSerializer(serializers.Serializer):
+    group = serializers.CharField()
+    cutoff = serializers.CharField(source="cutoff.text")
+    precision = serializers.CharField()
+    last_day = serializers.DateField(source="cutoff.last_day")
+    note = serializers.CharField()
+    updated_at = serializers.DateTimeField()
+
+
+class CutoffInput(serializers.Serializer):
+    cutoff = serializers.CharField(max_length=10)
+    note = serializers.CharField(required=False, allow_blank=True, max_length=500)
+
+
+class CutoffListApi(APIView):
+    """GET /api/v1/inspiration/cutoffs: every group's cutoff."""
+
+    permission_classes = [CanReadAll]
+
+    def get(self, request):
+        return Response(CutoffOutputSerializer(InspirationCutoff.objects.all(), many=True).data)
+
+
+class CutoffSetApi(APIView):
+    """PUT /api/v1/inspiration/cutoffs/{group} {"cutoff": "2026-05" | "2026-05-14", "note"?}."""
+
+    permission_classes = [IsCoordinator]
+
+    def put(self, request, group: str):
+        data = validated(CutoffInput, request.data)
+        record = services.cutoff_set(group=group, cutoff=data["cutoff"], note=data.get("note", ""), user=request.user)
+        return Response(CutoffOutputSerializer(record).data)
+
+    def delete(self, request, group: str):
+        services.cutoff_delete(group=group)
+        return Response(status=204)
+
+
+class AuditInput(serializers.Serializer):
+    cohort = serializers.IntegerField(required=False)
+    runs = serializers.ListField(child=serializers.UUIDField(), required=False, allow_empty=False, max_length=10_000)
+    benchmark = serializers.IntegerField(required=False)
+    window_end = serializers.DateField(required=False, allow_null=True)
+    title_diagnostic = serializers.BooleanField(required=False, default=False)
+    replay = serializers.IntegerField(required=False, allow_null=True, help_text="an earlier audit's id")
+
+
+def audit_population(data: dict) -> dict:
+    """The audit_create keywords of a validated AuditInput: the records it names, or a refusal naming the one
+    that does not exist."""
+    values: dict = {"window_end": data.get("window_end"), "title_diagnostic": data.get("title_diagnostic", False)}
+    if data.get("cohort") is not None:
+        values["cohort"] = Cohort.objects.filter(pk=data["cohort"]).first()
+        if values["cohort"] is None:
+            raise ServiceError(f"No cohort has the id {data['cohort']}.", code="unknown_cohort")
+    if data.get("benchmark") is not None:
+        values["benchmark"] = BenchmarkSet.objects.filter(pk=data["benchmark"]).first()
+        if values["benchmark"] is None:
+            raise ServiceError(f"No benchmark set has the id {data['benchmark']}.", code="unknown_benchmark")
+    if data.get("runs"):
+        wanted = list(dict.fromkeys(data["runs"]))
+        runs = {run.public_id: run for run in Run.objects.filter(public_id__in=wanted)}
+        unknown = [str(run_id) for run_id in wanted if run_id not in runs]
+        if unknown:
+            raise ServiceError(f"No run has the id {', '.join(unknown)}.", code="unknown_run", runs=unknown)
+        values["runs"] = [runs[run_id] for run_id in wanted]
+    if data.get("replay") is not None:
+        values["replay_of"] = InspirationAudit.objects.filter(pk=data["replay"]).first()
+        if values["replay_of"] is None:
+            raise ServiceError(f"No audit has the id {data['replay']}.", code="unknown_audit")
+    return values
+
+
+class AuditListOutputSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    state = serializers.CharField()
+    phase = serializers.CharField()
+    population = serializers.CharField()
+    simulated = serializers.BooleanField()
+    progress = serializers.IntegerField()
+    total = serializers.IntegerField()
+    created_at = serializers.DateTimeField()
+    finished_at = serializers.DateTimeField(allow_null=True)
+
+
+class AuditListApi(APIView):
+    """GET /api/v1/inspiration/audits: the most recent audits."""
+
+    permission_classes = [CanReadAll]
+
+    def get(self, request):
+        return Response(AuditListOutputSerializer(selectors.audits_recent(), many=True).data)
+
+
+class AuditCreateApi(APIView):
+    """POST /api/v1/inspiration/audits: one of {"cohort": id}, {"runs": [run ids]}, {"benchmark": id}; optional
+    "window_end", "title_diagnostic", "replay" (an earlier audit whose judgements are reused) → 202."""
+
+    permission_classes = [IsCoordinator]
+
+    def post(self, request):
+        data = validated(AuditInput, request.data)
+        audit = services.audit_create(**audit_population(data), user=request.user)
+        return Response({"id": audit.pk, "state": audit.state}, status=202)
+
+
+def _published(reference) -> str | None:
+    if reference.published is None:
+        return None
+    formats = {"year": "%Y", "month": "%Y-%m"}
+    return reference.published.strftime(formats.get(reference.published_precision, "%Y-%m-%d"))
+
+
+def item_data(item: InspirationItem) -> dict:
+    outcome = selectors.item_outcome(item)
+    reference = item.candidate if item.retrieved and item.candidate is not None else None
+    judgment = item.judgment
+    return {
+        "hypothesis": item.label,
+        "group": item.group,
+        "domain": item.domain,
+        "retrieved": item.retrieved,
+        "reference": None
+        if reference is None
+        else {
+            "source": reference.source,
+            "id": reference.source_id,
+            "title": reference.title,
+            "published": _published(reference),
+        },
+        "shared_terms": item.shared_terms if item.retrieved else [],
+        "judgment": outcome,
+        "evidence": judgment.quote if outcome == "positive" and judgment else "",
+        "connection": judgment.connection if outcome == "positive" and judgment else "",
+        "reason": judgment.reason if judgment and outcome != "not_retrieved" else "",
+        "title_retrieved": item.title_retrieved,
+    }
+
+
+def audit_data(audit: InspirationAudit, items) -> dict:
+    report = selectors.audit_summary(audit)
+    return {
+        "id": audit.pk,
+        "state": audit.state,
+        "phase": audit.phase,
+        "error": audit.error,
+        "population": audit.population,
+        "cohort": audit.cohort_id,
+        "benchmark": audit.benchmark_id,
+        "runs": [str(run_id) for run_id in audit.runs.values_list("public_id", flat=True)],
+        "window_end": audit.window_end,
+        "title_diagnostic": audit.title_diagnostic,
+        "replay_of": audit.replay_of_id,
+        "simulated": audit.simulated,
+        "progress": audit.progress,
+        "total": audit.total,
+        "created_at": audit.created_at,
+        "finished_at": audit.finished_at,
+        "cutoffs": audit.cutoffs,
+        "corpus": audit.corpus,
+        "judge": audit.judge,
+        "prompt": {"version": audit.prompt.get("version"), "sha256": audit.prompt.get("sha256")},
+        "totals": report["totals"],
+        "rate": report["rate"],
+        "retrieval_coverage": report["retrieval_coverage"],
+        "positive_given_retrieved": report["positive_given_retrieved"],
+        "by_group": report["by_group"],
+        "by_domain": report["by_domain"],
+        "title_diagnostic_result": report["title_diagnostic"],
+        "items": [item_data(item) for item in items],
+    }
+
+
+class AuditItemsQuery(serializers.Serializer):
+    group = serializers.CharField(required=False, allow_blank=True, max_length=200)
+    judgment = serializers.ChoiceField(choices=OUTCOMES, required=False)
+
+
+class AuditDetailApi(APIView):
+    """GET /api/v1/inspiration/audits/{id}: the state, every count and every item (?group=, ?judgment= filter the
+    items)."""
+
+    permission_classes = [CanReadAll]
+
+    def get(self, request, audit_id: int):
+        audit = get_object_or_404(InspirationAudit, pk=audit_id)
+        query = validated(AuditItemsQuery, request.query_params)
+        items = selectors.audit_items(audit, group=query.get("group", ""), outcome=query.get("judgment", ""))
+        return Response(audit_data(audit, items))

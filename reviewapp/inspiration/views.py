@@ -1,0 +1,109 @@
+"""Pages of the inspiration audit, for coordinators and analysts (coordinators start audits and set cutoffs):
+the audits, the cutoffs per group, and one audit with its counts and items."""
+
+from django.contrib.auth.decorators import login_required
+from django.core.paginator import Paginator
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_http_methods
+
+from reviewapp.benchmarks.models import BenchmarkSet
+from reviewapp.core import roles
+from reviewapp.core.errors import page_errors, validated
+from reviewapp.inspiration import selectors, services
+from reviewapp.inspiration.api import OUTCOMES, AuditInput, AuditItemsQuery, CutoffInput, audit_population, item_data
+from reviewapp.inspiration.models import InspirationAudit
+from reviewapp.models import Cohort
+
+ITEMS_PER_PAGE = 100
+
+
+def _form_values(post) -> dict:
+    """The audit form as AuditInput reads it: empty fields left out, run ids split on spaces, commas or lines."""
+    population = post.get("population", "")
+    values: dict = {"title_diagnostic": post.get("title_diagnostic") == "on"}
+    if population in ("cohort", "benchmark") and post.get(population):
+        values[population] = post[population]
+    if population == "runs":
+        values["runs"] = post.get("runs", "").replace(",", " ").split()
+    for name in ("window_end", "replay"):
+        if post.get(name):
+            values[name] = post[name]
+    return values
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def inspiration_home(request):
+    roles.require_read_all(request.user)
+    errors: list[str] = []
+    if request.method == "POST":
+        roles.require_coordinator(request.user)
+        with page_errors(into=errors):
+            data = validated(AuditInput, _form_values(request.POST))
+            audit = services.audit_create(**audit_population(data), user=request.user)
+            return redirect("inspiration-audit", audit.pk)
+    audits = selectors.audits_recent()
+    context = {
+        "audits": [(audit, selectors.audit_population_label(audit)) for audit in audits],
+        "finished": [audit for audit in audits if audit.state == InspirationAudit.State.DONE],
+        "cohorts": Cohort.objects.order_by("name"),
+        "benchmarks": BenchmarkSet.objects.order_by("name"),
+        "errors": errors,
+        "form": request.POST,
+    }
+    return render(request, "inspiration/home.html", context)
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def inspiration_cutoffs(request):
+    roles.require_read_all(request.user)
+    errors: list[str] = []
+    if request.method == "POST":
+        roles.require_coordinator(request.user)
+        group = request.POST.get("group", "")
+        with page_errors(into=errors):
+            if request.POST.get("action") == "delete":
+                services.cutoff_delete(group=group)
+            else:
+                data = validated(
+                    CutoffInput, {"cutoff": request.POST.get("cutoff", ""), "note": request.POST.get("note", "")}
+                )
+                services.cutoff_set(group=group, cutoff=data["cutoff"], note=data.get("note", ""), user=request.user)
+            return redirect("inspiration-cutoffs")
+    cutoffs = selectors.cutoffs_by_group()
+    groups = sorted(set(selectors.groups_known()) | set(cutoffs))
+    context = {"rows": [(group, cutoffs.get(group)) for group in groups], "errors": errors}
+    return render(request, "inspiration/cutoffs.html", context)
+
+
+@login_required
+def inspiration_audit(request, audit_id: int):
+    roles.require_read_all(request.user)
+    audit = get_object_or_404(InspirationAudit.objects.select_related("cohort", "benchmark"), pk=audit_id)
+    filters: list[str] = []
+    query: dict = {}
+    with page_errors(into=filters):
+        raw = {name: request.GET[name] for name in ("group", "judgment") if request.GET.get(name)}
+        query = dict(validated(AuditItemsQuery, raw))
+    items = selectors.audit_items(audit, group=query.get("group", ""), outcome=query.get("judgment", ""))
+    page = Paginator(items, ITEMS_PER_PAGE).get_page(request.GET.get("page"))
+    report = selectors.audit_summary(audit)
+    context = {
+        "audit": audit,
+        "population": selectors.audit_population_label(audit),
+        "report": report,
+        "in_progress": audit.state in (InspirationAudit.State.PENDING, InspirationAudit.State.RUNNING),
+        "page": page,
+        "items": [item_data(item) for item in page.object_list],
+        "groups": [row["group"] for row in report["by_group"]],
+        "outcomes": OUTCOMES,
+        "query": query,
+        "filter_errors": filters,
+    }
+    if request.htmx:
+        response = render(request, "inspiration/audit.html#status", context)
+        if not context["in_progress"]:
+            response["HX-Refresh"] = "true"  # finished: the whole page, items included, once
+        return response
+    return render(request, "inspiration/audit.html", context)

@@ -1,0 +1,283 @@
+"""The inspiration audit over a cohort, counted by hand (docs/protocol.md#inspiration-audit): cutoffs per group, the
+lexical gate at two and three shared terms, one judgement shared by duplicate inputs, quote verification, a reply
+that never parses, every count and rate overall, per group and per domain; then the API, the pages and a replay that
+gives the same numbers without asking the judge."""
+
+import pytest
+from rest_framework.test import APIClient
+
+from reviewapp.inspiration.models import InspirationAudit, InspirationItem, InspirationJudgment
+from reviewapp.inspiration.services import audit_complete_here, audit_create, cutoff_set
+from tests.inspiration.support import METABOLISM, R1_QUOTE, SENESCENCE, A, B, add_inspiration_judge, scripted_judge
+
+
+@pytest.fixture
+def judge(script, server, db):
+    script.inspire = scripted_judge
+    return add_inspiration_judge(server.base_url)
+
+
+def outcomes(audit) -> dict:
+    return {
+        item.label: (item.retrieved, item.judgment.judgment if item.judgment else None)
+        for item in InspirationItem.objects.filter(audit=audit).select_related("judgment")
+    }
+
+
+def test_an_audit_counts_every_version_as_computed_by_hand(cohort, judge, script):
+    audit = audit_complete_here(audit_id=audit_create(cohort=cohort, enqueue=False).pk)
+
+    assert audit.state == InspirationAudit.State.DONE, audit.error
+    assert outcomes(audit) == {
+        "P1": (True, "positive"),
+        "P2": (True, "positive"),  # shares P1's judgement
+        "P3": (False, None),  # nothing later than A's cutoff
+        "P4": (True, "negative"),  # positive without a verified quote
+        "P5": (False, None),  # two shared terms: below the gate
+        "P6": (True, "failed"),  # never parsed
+        "P7": (True, "negative"),
+    }
+    # One judgement per distinct input; the malformed one asked twice: 1 + 1 + 2 + 1 requests.
+    judgments = InspirationJudgment.objects.filter(audit=audit)
+    assert judgments.count() == 4
+    assert len(script.requests_of("judge-luna", "inspiration")) == 5
+    p1, p2 = (InspirationItem.objects.get(audit=audit, label=label) for label in ("P1", "P2"))
+    assert p1.judgment_id == p2.judgment_id
+    r4 = judgments.get(reference__source_id="r4")
+    assert (r4.judged, r4.judgment, r4.quote_verified) == ("positive", "negative", False)
+    assert r4.reason.startswith("unverified: the positive judgement came with a quote that does not occur")
+    positive = judgments.get(judgment="positive")
+    assert (positive.quote, positive.quote_verified, positive.connection) == (R1_QUOTE, True, "measurement")
+    assert positive.model_call is not None and positive.model_call.purpose == "inspiration"
+    assert p1.shared_terms == ["velqorin", "tranvide", "drumlet"]
+    p5 = InspirationItem.objects.get(audit=audit, label="P5")
+    assert (p5.candidate.source_id, p5.shared_terms) == ("r5", ["zorblax", "quintavine"])
+    assert InspirationItem.objects.get(audit=audit, label="P4").candidate.source_id == "r4"
+
+    report = audit.summary
+    assert report["totals"] == {
+        "versions": 7,
+        "retrieved": 5,
+        "judged": 4,
+        "failed": 1,
+        "positive": 2,
+        "negative": 2,
+        "unverified": 1,
+        "pending": 0,
+        "date_too_coarse": 2,  # r2b (A only) and r8 (both)
+        "judgments": 4,
+        "replayed": 0,
+    }
+    assert (report["rate"], report["retrieval_coverage"], report["positive_given_retrieved"]) == (2 / 7, 5 / 7, 2 / 5)
+    by_group = {row["group"]: row for row in report["by_group"]}
+    assert {
+        k: by_group[A][k] for k in ("cutoff", "precision", "versions", "retrieved", "judged", "failed", "positive")
+    } == {
+        "cutoff": "2026-05-14",
+        "precision": "day",
+        "versions": 3,
+        "retrieved": 2,
+        "judged": 2,
+        "failed": 0,
+        "positive": 2,
+    }
+    assert (by_group[A]["rate"], by_group[A]["date_too_coarse"]) == (2 / 3, 2)
+    assert {k: by_group[B][k] for k in ("cutoff", "versions", "retrieved", "judged", "failed", "positive")} == {
+        "cutoff": "2026-05",
+        "versions": 4,
+        "retrieved": 3,
+        "judged": 2,
+        "failed": 1,
+        "positive": 0,
+    }
+    assert (by_group[B]["rate"], by_group[B]["positive_given_retrieved"], by_group[B]["date_too_coarse"]) == (0, 0, 1)
+    by_domain = {row["domain"]: row for row in report["by_domain"]}
+    assert [by_domain[SENESCENCE][k] for k in ("versions", "retrieved", "judged", "failed", "positive")] == [
+        4,
+        3,
+        2,
+        1,
+        2,
+    ]
+    assert [by_domain[METABOLISM][k] for k in ("versions", "retrieved", "judged", "failed", "positive")] == [
+        3,
+        2,
+        2,
+        0,
+        0,
+    ]
+    assert by_domain[SENESCENCE]["rate"] == 2 / 4
+
+    # What makes it reproducible is stored with it.
+    assert audit.cutoffs[A] == {"cutoff": "2026-05-14", "precision": "day", "last_day": "2026-05-14", "note": ""}
+    assert audit.corpus["references"] == 9 and len(audit.corpus["fingerprint"]) == 64
+    assert audit.judge["model_id"] == "judge-luna" and audit.prompt["version"] == "inspiration-v1"
+
+
+def test_a_replayed_audit_gives_the_same_numbers_without_asking_the_judge(cohort, judge, script):
+    first = audit_complete_here(audit_id=audit_create(cohort=cohort, enqueue=False).pk)
+    asked = len(script.requests)
+
+    second = audit_complete_here(audit_id=audit_create(cohort=cohort, replay_of=first, enqueue=False).pk)
+
+    assert len(script.requests) == asked
+    assert second.corpus["fingerprint"] == first.corpus["fingerprint"]
+    assert outcomes(second) == outcomes(first)
+    replayed_totals = {**second.summary["totals"], "replayed": 0}
+    assert replayed_totals == first.summary["totals"] and second.summary["totals"]["replayed"] == 4
+    assert {k: v for k, v in second.summary.items() if k != "totals"} == {
+        k: v for k, v in first.summary.items() if k != "totals"
+    }
+
+
+def test_an_audit_needs_a_cutoff_for_every_group_and_a_judge(cohort, db, server):
+    from reviewapp.inspiration.models import InspirationCutoff
+    from reviewapp.inspiration.services import AuditRefused
+
+    InspirationCutoff.objects.filter(group=B).delete()
+    with pytest.raises(AuditRefused) as refused:
+        audit_create(cohort=cohort, enqueue=False)
+    assert refused.value.code == "missing_cutoffs" and refused.value.details["groups"] == [B]
+    cutoff_set(group=B, cutoff="2026-05")
+    with pytest.raises(Exception) as unconfigured:
+        audit_create(cohort=cohort, enqueue=False)
+    assert getattr(unconfigured.value, "code", None) == "not_configured"
+    assert not InspirationAudit.objects.exists()
+
+
+def test_the_api_answers_the_audit_with_every_count_and_item(cohort, judge, coordinator, analyst):
+    client = APIClient()
+    client.force_authenticate(coordinator)
+    assert client.put(f"/api/v1/inspiration/cutoffs/{A}", {"cutoff": "2026-05-14"}, format="json").status_code == 200
+    cutoffs = client.get("/api/v1/inspiration/cutoffs").json()
+    assert {(c["group"], c["cutoff"], c["precision"]) for c in cutoffs} == {
+        (A, "2026-05-14", "day"),
+        (B, "2026-05", "month"),
+    }
+    refused = client.put(f"/api/v1/inspiration/cutoffs/{A}", {"cutoff": "2026-13"}, format="json")
+    assert refused.status_code == 400 and refused.json()["error"] == "invalid_cutoff"
+
+    started = client.post("/api/v1/inspiration/audits", {"cohort": cohort.pk}, format="json")
+    assert started.status_code == 202 and started.json()["state"] == "pending"
+    audit_complete_here(audit_id=started.json()["id"])
+
+    reader = APIClient()
+    reader.force_authenticate(analyst)
+    body = reader.get(f"/api/v1/inspiration/audits/{started.json()['id']}").json()
+    assert body["state"] == "done"
+    assert {
+        k: body["totals"][k] for k in ("versions", "retrieved", "judged", "failed", "positive", "date_too_coarse")
+    } == {
+        "versions": 7,
+        "retrieved": 5,
+        "judged": 4,
+        "failed": 1,
+        "positive": 2,
+        "date_too_coarse": 2,
+    }
+    assert body["rate"] == pytest.approx(2 / 7) and body["retrieval_coverage"] == pytest.approx(5 / 7)
+    items = {item["hypothesis"]: item for item in body["items"]}
+    assert items["P1"]["judgment"] == "positive" and items["P1"]["evidence"] == R1_QUOTE
+    assert items["P1"]["reference"] == {
+        "source": "csv",
+        "id": "r1",
+        "title": "Velqorin and tranvide in drumlet",
+        "published": "2026-06-10",
+    }
+    assert items["P6"]["reference"]["published"] == "2026-09"
+    assert (items["P3"]["judgment"], items["P3"]["reference"], items["P3"]["retrieved"]) == (
+        "not_retrieved",
+        None,
+        False,
+    )
+    assert items["P4"]["judgment"] == "negative" and items["P4"]["evidence"] == ""
+    assert [row["group"] for row in body["by_group"]] == [A, B]
+    failed_only = reader.get(f"/api/v1/inspiration/audits/{body['id']}?judgment=failed").json()["items"]
+    assert [item["hypothesis"] for item in failed_only] == ["P6"]
+    # Analysts read; only coordinators set cutoffs and start audits.
+    assert reader.post("/api/v1/inspiration/audits", {"cohort": cohort.pk}, format="json").status_code == 403
+    assert reader.put(f"/api/v1/inspiration/cutoffs/{A}", {"cutoff": "2026-05"}, format="json").status_code == 403
+
+
+def test_the_api_refuses_what_it_cannot_audit(cohort, judge, coordinator):
+    client = APIClient()
+    client.force_authenticate(coordinator)
+    two = client.post("/api/v1/inspiration/audits", {"cohort": cohort.pk, "benchmark": 1}, format="json")
+    unknown = client.post("/api/v1/inspiration/audits", {"cohort": 999999}, format="json")
+    bad_run = client.post("/api/v1/inspiration/audits", {"runs": ["not-a-uuid"]}, format="json")
+    assert (two.status_code, two.json()["error"]) == (400, "unknown_benchmark")
+    assert (unknown.status_code, unknown.json()["error"]) == (400, "unknown_cohort")
+    assert (bad_run.status_code, bad_run.json()["error"]) == (400, "invalid_body")
+    none = client.post("/api/v1/inspiration/audits", {}, format="json")
+    assert (none.status_code, none.json()["error"]) == (400, "invalid_audit")
+    assert not InspirationAudit.objects.exists()
+
+
+def test_the_audit_pages_show_counts_beside_every_share(client, cohort, judge, coordinator, analyst):
+    audit = audit_complete_here(audit_id=audit_create(cohort=cohort, enqueue=False).pk)
+    client.force_login(analyst)
+    page = client.get(f"/inspiration/audits/{audit.pk}/").content.decode()
+    assert "28.6% (2/7)" in page  # the rate
+    assert "71.4% (5/7)" in page  # retrieval coverage
+    assert "40.0% (2/5)" in page  # positive among retrieved
+    assert R1_QUOTE in page
+    assert "Start an audit" not in client.get("/inspiration/").content.decode()
+    client.force_login(coordinator)
+    home = client.get("/inspiration/").content.decode()
+    assert "Start an audit" in home and f"Audit {audit.pk}" in home
+    cutoffs = client.get("/inspiration/cutoffs/").content.decode()
+    assert "2026-05-14" in cutoffs and "after 2026-05-31" in cutoffs
+    response = client.post("/inspiration/", {"population": "cohort", "cohort": str(cohort.pk)})
+    assert response.status_code == 302
+    started = InspirationAudit.objects.exclude(pk=audit.pk).get()
+    assert response["Location"] == f"/inspiration/audits/{started.pk}/"
+    refused = client.post("/inspiration/cutoffs/", {"group": A, "cutoff": "May 2026", "action": "set"})
+    assert "is not a day like 2026-05-14" in refused.content.decode()
+
+
+def test_the_sweeper_gives_a_stalled_batch_to_another_worker_then_gives_up_on_it(cohort, judge, settings):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from reviewapp.inspiration.models import InspirationBatch
+    from reviewapp.inspiration.services import audit_advance, batch_perform, batches_sweep
+
+    settings.INSPIRATION_MAX_ATTEMPTS = 2
+    audit = audit_create(cohort=cohort, enqueue=False)
+    audit_advance(audit_id=audit.pk, enqueue=False)
+    for batch in InspirationBatch.objects.filter(audit=audit):
+        batch_perform(batch_id=batch.pk, enqueue=False)  # retrieval done; the judging batch is created
+    judging = InspirationBatch.objects.get(audit=audit, kind="judging")
+    long_ago = timezone.now() - timedelta(hours=2)
+    # A worker claimed it and died, twice.
+    for expected_state in ("pending", "failed"):
+        InspirationBatch.objects.filter(pk=judging.pk).update(
+            state="running", started_at=long_ago, attempts=InspirationBatch.objects.get(pk=judging.pk).attempts + 1
+        )
+        batches_sweep()
+        assert InspirationBatch.objects.get(pk=judging.pk).state == expected_state
+
+    audit.refresh_from_db()
+    assert audit.state == "done"
+    assert audit.summary["totals"]["failed"] == 5 and audit.summary["totals"]["pending"] == 0
+    assert set(audit.judgments.values_list("judgment", flat=True)) == {"failed"}
+
+
+def test_an_audit_whose_starter_died_is_started_again_by_the_sweeper(cohort, judge):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from reviewapp.inspiration.services import audit_advance, batches_sweep
+
+    audit = audit_create(cohort=cohort, enqueue=False)
+    # Claimed, then its worker died before making the batches: advancing must not count an empty audit.
+    InspirationAudit.objects.filter(pk=audit.pk).update(state="running", started_at=timezone.now() - timedelta(hours=2))
+    audit_advance(audit_id=audit.pk, enqueue=False)
+    assert InspirationAudit.objects.get(pk=audit.pk).state == "running"
+
+    batches_sweep()
+
+    assert InspirationAudit.objects.get(pk=audit.pk).state == "pending"
+    assert audit_complete_here(audit_id=audit.pk).summary["totals"]["positive"] == 2
