@@ -10,6 +10,7 @@ from django.urls import URLPattern, URLResolver, get_resolver
 from literature.models import NoveltyCheck
 from reviewapp.benchmarks.models import BenchmarkSet
 from reviewapp.models import BackgroundJob
+from reviewapp.panel.models import PanelSubject
 from screening.models import Run
 from tests import factories
 
@@ -54,6 +55,22 @@ READ_ALL = {
     "api-benchmark-statistics",
     "api-benchmark-table-s",
     "api-benchmark-bundle",
+    # The AI review panel: pages and reads (its POSTs are the coordinators', checked by its own tests).
+    "panel-cohort",
+    "panel-ratings",
+    "panel-calibration",
+    "panel-cohort-figure",
+    "panel-subject",
+    "panel-subject-figure",
+    "panel-prompts",
+    "panel-run",
+    "panel-benchmark",
+    "api-cohort-ai-panel",
+    "api-cohort-comparisons",
+    "api-cohort-ratings",
+    "api-cohort-calibration",
+    "api-panel-prompts",
+    "api-panel-subject",
 }
 COORDINATOR = {
     "cohort-status",
@@ -85,6 +102,13 @@ COORDINATOR = {
     "api-benchmark-import",
     "api-benchmark-run",
     "api-benchmark-judging",
+    "panel-cohort-start",
+    "panel-comparisons-run",
+    "panel-comparisons-import",
+    "panel-ratings-recompute",
+    "api-cohort-comparisons-run",
+    "api-cohort-ratings-recompute",
+    "api-panel-hypotheses",
 }
 CLASSIFIED = PUBLIC | SIGNED_IN | REVIEWER | READ_ALL | COORDINATOR
 DENIED = {401, 403, 404, 405}
@@ -119,6 +143,7 @@ def urls(db, coordinator, other_reviewer):
     run = Run.objects.create(question="Does the niche shape clonal fitness?", shuffle_seed=1)
     benchmark = BenchmarkSet.objects.create(name="Ageing benchmark", seed=1)
     check = NoveltyCheck.objects.create(hypothesis_text=proposal.statement, proposal=proposal)
+    subject = PanelSubject.objects.create(proposal=proposal)
     ids = {
         "check_id": check.pk,
         "cohort_id": cohort.pk,
@@ -129,6 +154,9 @@ def urls(db, coordinator, other_reviewer):
         "figure": "enrichment",
         "cohort_figure": "revisions",
         "file_format": "csv",
+        "subject_id": subject.pk,
+        "panel_figure": "ratings",
+        "subject_figure": "profile",
     }
     return [(name, _fill(route, ids)) for name, route in _project_urls()]
 

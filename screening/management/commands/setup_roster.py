@@ -52,13 +52,20 @@ ARGON = DefaultEndpoint(
 )
 
 # Four generators (10 hypotheses each), stage 1 GPT-6 Astra, stage 2 Sonnet, Argon and Grok; Sonnet translates and
-# judges novelty.
+# judges novelty; GPT-6 Astra holds the AI panel's roles.
 DEFAULT_MEMBERS = {
     RosterMember.Role.GENERATOR: [ASTRA, GROK, OPUS, ARGON],
     RosterMember.Role.STAGE1: [ASTRA],
     RosterMember.Role.STAGE2: [SONNET, ARGON, GROK],
     RosterMember.Role.TRANSLATOR: [SONNET],
     RosterMember.Role.NOVELTY: [SONNET],
+    # The AI review panel: separate prompts to one model family, as in the DFM-Bench profile; also its critique and
+    # revision judge.
+    RosterMember.Role.RUBRIC_JUDGE: [ASTRA],
+    RosterMember.Role.DOMAIN_SCIENTIST: [ASTRA],
+    RosterMember.Role.METHODS_REVIEWER: [ASTRA],
+    RosterMember.Role.CRITIC: [ASTRA],
+    RosterMember.Role.REVISION_JUDGE: [ASTRA],
 }
 
 
