@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from django.core.cache import cache
 
 from reviewapp.benchmarks.models import BenchmarkHypothesis
-from reviewapp.models import BackgroundJob, Cohort, Review
+from reviewapp.models import BackgroundJob, Cohort, Proposal, Review
 from reviewapp.panel import calibration as calibration_rules
 from reviewapp.panel import profile as rules
 from reviewapp.panel import ratings as trueskill_rules
@@ -186,7 +186,8 @@ def _members(cohort: Cohort) -> list[dict]:
 
 
 def cohort_panel(cohort: Cohort, *, with_rationale: bool = False) -> CohortPanel:
-    """Every proposal of the cohort with its reviews, profile, rating and revision judgment (six queries)."""
+    """Every proposal of the cohort with its reviews, profile, rating and revision judgment, in a fixed number of
+    queries whatever the cohort's size."""
     members = _members(cohort)
     subjects = {member["pk"]: member["panel_subject"] for member in members}
     reviews = _reviews_by_subject(
@@ -222,11 +223,13 @@ def cohort_panel(cohort: Cohort, *, with_rationale: bool = False) -> CohortPanel
         )
         q_of[member["pk"]] = row.profile.q
         rows.append(row)
-    outside_subjects = dict(PanelSubject.objects.filter(proposal__in=outside).values_list("proposal_id", "pk"))
-    for proposal, subject in outside_subjects.items():
-        q_of[proposal] = profile_from(outside_reviews.get(subject, [])).q
-    by_pk = {row.proposal_pk: row for row in rows}
     external_ids = {member["pk"]: member["external_id"] for member in members}
+    for proposal, external_id, subject in Proposal.objects.filter(pk__in=outside).values_list(
+        "pk", "external_id", "panel_subject"
+    ):
+        external_ids[proposal] = external_id
+        q_of[proposal] = profile_from(outside_reviews.get(subject, [])).q if subject else None
+    by_pk = {row.proposal_pk: row for row in rows}
     for child, parent in predecessors.items():
         judgment = judgments.get(child)
         if judgment and judgment["predecessor_id"] != parent:
@@ -504,25 +507,27 @@ def _rounded(value: float | None, digits: int = 4) -> float | None:
 
 def panel_export_columns(cohort: Cohort) -> tuple[list[str], dict[int, list]]:
     """Per proposal: the panel's coverage, medians and Q (empty where absent, never 0), the rating and the revision
-    judgment. Coordinators' and analysts' exports both carry them."""
+    judgment. A proposal the panel has not reviewed, never compared or not judged has empty cells there.
+    Coordinators' and analysts' exports both carry them."""
     panel = cohort_panel(cohort)
     values = {}
     for row in panel.rows:
         coverage, rating, revision = row.profile.coverage, row.rating, row.revision
+        reviewed = bool(row.reviews)
+        ratings: list = [None] * 5
+        if rating is not None and rating.comparisons > 0:
+            ratings = [*map(_rounded, (rating.mu, rating.sigma, rating.conservative, rating.rank)), rating.comparisons]
+        category = revision.category if revision is not None and revision.state == RevisionJudgment.State.DONE else None
         values[row.proposal_pk] = [
-            coverage.reviews,
+            coverage.reviews if reviewed else None,
             ";".join(coverage.failed_roles),
-            coverage.eligible_votes,
+            coverage.eligible_votes if reviewed else None,
             *(row.profile.medians[key] for key in rules.DIMENSION_KEYS),
             _rounded(row.profile.q),
-            _rounded(rating.mu) if rating else None,
-            _rounded(rating.sigma) if rating else None,
-            _rounded(rating.conservative) if rating else None,
-            _rounded(rating.rank) if rating else None,
-            rating.comparisons if rating else None,
-            revision.category if revision else None,
-            _rounded(revision.delta_q) if revision else None,
-            "true" if row.simulated else "false",
+            *ratings,
+            category,
+            _rounded(revision.delta_q) if revision is not None else None,
+            ("true" if row.simulated else "false") if reviewed else None,
         ]
     return EXPORT_COLUMNS, values
 

@@ -203,3 +203,15 @@ def test_each_role_is_asked_through_its_own_roster_member(db, server, script, fa
         "methods_reviewer": "Methods model",
     }
     assert ModelCall.objects.filter(purpose="panel_review", model_id="methods-model").count() == 1
+
+
+def test_a_predecessor_reviewed_in_another_cohort_gives_delta_q(models, script, coordinator):
+    earlier = make_cohort([proposal("o1", "T-O")], user=coordinator, name="Earlier round")
+    for role in ("rubric_judge", "domain_scientist", "methods_reviewer"):
+        script.reviews[(role, claim("o2"))] = [review_reply(dict.fromkeys(DIMENSION_KEYS, 8))]
+    run_job(panel_start_for_cohort(cohort=earlier, user=coordinator))
+    later = make_cohort([proposal("o2", "T-O", parents=["o1"])], user=coordinator, name="Later round")
+    run_job(panel_start_for_cohort(cohort=later, user=coordinator))
+    (row,) = cohort_panel(later).rows
+    assert row.revision.predecessor_id == "o1" and row.revision.state == "done"
+    assert row.revision.delta_q == pytest.approx(3.0)  # 8 against the predecessor's 5
