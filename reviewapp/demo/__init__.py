@@ -110,7 +110,7 @@ def _demo_answers(assignment: Assignment) -> dict:
     proposal = assignment.proposal
     key = f"{assignment.reviewer.username}:{proposal.external_id}"
     sections = sum(bool(getattr(proposal, name)) for name, _ in SECTION_LABELS)
-    quality = min(1.0, 0.12 * sections + 0.45 * _fraction("quality", key))
+    quality = min(1.0, 0.04 * sections + 0.8 * _fraction("quality", key))
     overall = _point(quality, 0.0, 5)
     criteria = {
         field: protocol.CANT_JUDGE
