@@ -24,14 +24,11 @@ import time
 
 from support import (
     Processes,
-    Results,
     all_passed,
-    free_port,
     measure_page,
     postgres_server,
     print_table,
-    scratch_database,
-    setup_django,
+    run_with_simulated_models,
 )
 
 SCRATCH_DATABASE = "oh_bench_panel"
@@ -204,15 +201,7 @@ def main() -> int:
     url = postgres_server()
     if url is None:
         return 2
-    simulator_port = free_port()
-    results = Results()
-    with scratch_database(url, arguments.database, keep=arguments.keep) as scratch_url:
-        processes = Processes.simulated(scratch_url, simulator_port)
-        try:
-            setup_django()
-            measure(processes, results.record, simulator_port)
-        finally:
-            processes.stop_all()
+    results = run_with_simulated_models(url, arguments.database, measure, keep=arguments.keep)
     print_table(results)
     return 0 if all_passed(results) else 1
 

@@ -24,13 +24,11 @@ import time
 from support import (
     BIN,
     Processes,
-    Results,
     all_passed,
     free_port,
     postgres_server,
     print_table,
-    scratch_database,
-    setup_django,
+    run_with_simulated_models,
     wait_for_port,
 )
 
@@ -155,15 +153,7 @@ def main() -> int:
     if url is None:
         return 2
 
-    simulator_port = free_port()
-    results = Results()
-    with scratch_database(url, SCRATCH_DATABASE, keep=arguments.keep) as scratch_url:
-        processes = Processes.simulated(scratch_url, simulator_port)
-        try:
-            setup_django()
-            measure(processes, results.record, simulator_port)
-        finally:
-            processes.stop_all()
+    results = run_with_simulated_models(url, SCRATCH_DATABASE, measure, keep=arguments.keep)
     print_table(results)
     return 0 if all_passed(results) else 1
 

@@ -189,6 +189,21 @@ class Processes:
         )
 
 
+def run_with_simulated_models(url: str, database: str, measure, *, keep: bool = False) -> "Results":
+    """measure(processes, record, simulator_port) on a new scratch database with every model simulated
+    (Processes.simulated); whatever it started is stopped and the database dropped (unless `keep`) at the end."""
+    simulator_port = free_port()
+    results = Results()
+    with scratch_database(url, database, keep=keep) as scratch_url:
+        processes = Processes.simulated(scratch_url, simulator_port)
+        try:
+            setup_django()
+            measure(processes, results.record, simulator_port)
+        finally:
+            processes.stop_all()
+    return results
+
+
 def measure_page(client, url: str, requests: int) -> tuple[int, float]:
     """Queries of one request (after a warm-up) and the median time of `requests` requests, in ms."""
     from django.db import connection

@@ -1,6 +1,7 @@
 """What the panel's services share: their refusals, the roster members they ask, the stored prompts, and doing many
 model requests at once within one background job."""
 
+import csv
 import threading
 from collections.abc import Callable, Iterable
 from typing import TypeVar
@@ -9,8 +10,10 @@ from django.conf import settings
 from django.db import connection
 
 from reviewapp.core.errors import ServiceError
+from reviewapp.models import BackgroundJob
 from reviewapp.panel.models import PanelPrompt
 from reviewapp.panel.prompts import PROMPTS
+from reviewapp.services.jobs import JobResult, exports_dir
 from screening.llm import roster_endpoint
 from screening.llm.models import ModelEndpoint
 
@@ -102,3 +105,14 @@ class Progress:
             if self.done - self.reported >= self.every or self.done >= self.total:
                 self.reported = self.done
                 self.report(self.done, self.total)
+
+
+def write_table_file(job: BackgroundJob, rows: Iterable[list], *, kind: str, name: str) -> JobResult:
+    """A job's result: the rows (header first) as a CSV, written beside its final name and renamed, so a half-written
+    file is never offered for download."""
+    final = exports_dir() / f"job-{job.pk}-{kind}.csv"
+    partial = final.with_name(final.name + ".part")
+    with open(partial, "w", newline="", encoding="utf-8") as handle:
+        csv.writer(handle).writerows(rows)
+    partial.replace(final)
+    return JobResult(path=final, name=name)

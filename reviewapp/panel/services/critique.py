@@ -6,10 +6,8 @@ online replay of the log; `ratings_recompute` replays the whole log and gives th
 the critique model (a background job that picks informative pairs round by round) or are imported.
 """
 
-import csv
 from collections import Counter
 from functools import partial
-from pathlib import Path
 
 from django.db import transaction
 from django.utils import timezone
@@ -18,8 +16,9 @@ from django.utils.text import slugify
 from reviewapp.models import BackgroundJob, Cohort
 from reviewapp.panel import prompts
 from reviewapp.panel import ratings as trueskill_rules
+from reviewapp.panel.figures import comparisons_table
 from reviewapp.panel.models import Comparison, Rating, RatingLog
-from reviewapp.panel.selectors import CRITIQUE_JOB, cohort_ratings
+from reviewapp.panel.selectors import CRITIQUE_JOB, cohort_ratings, comparison_log
 from reviewapp.panel.services.common import (
     PanelError,
     Progress,
@@ -27,11 +26,11 @@ from reviewapp.panel.services.common import (
     role_endpoints,
     run_concurrently,
     stored_prompt,
+    write_table_file,
 )
 from reviewapp.panel.services.panel import _Answerer, _ask
-from reviewapp.selectors.exports import spreadsheet_text
 from reviewapp.selectors.packets import proposal_packets
-from reviewapp.services.jobs import JobError, JobResult, ProgressCallback, exports_dir, job_create
+from reviewapp.services.jobs import JobError, JobResult, ProgressCallback, job_create
 
 PURPOSE_CRITIQUE = "panel_critique"
 MAX_PER_PROPOSAL = 200
@@ -246,46 +245,7 @@ def critique_job_run(job: BackgroundJob, report_progress: ProgressCallback) -> J
     return _log_file(job, cohort)
 
 
-LOG_COLUMNS = ["seq", "a", "b", "outcome", "source", "shown_first", "order_seed", "model", "simulated", "rationale"]
-
-
 def _log_file(job: BackgroundJob, cohort: Cohort) -> JobResult:
     """The cohort's whole comparison log as a CSV, in update order."""
-    final = exports_dir() / f"job-{job.pk}-comparisons.csv"
-    partial = final.with_name(final.name + ".part")
-    rows = (
-        Comparison.objects.filter(cohort=cohort)
-        .order_by("seq")
-        .values_list(
-            "seq",
-            "a__external_id",
-            "b__external_id",
-            "outcome",
-            "source",
-            "shown_first__external_id",
-            "order_seed",
-            "model_name",
-            "simulated",
-            "rationale",
-        )
-    )
-    with open(partial, "w", newline="", encoding="utf-8") as handle:
-        writer = csv.writer(handle)
-        writer.writerow(LOG_COLUMNS)
-        for seq, a, b, outcome, source, first, order_seed, model, simulated, rationale in rows.iterator(2000):
-            writer.writerow(
-                [
-                    seq,
-                    spreadsheet_text(a),
-                    spreadsheet_text(b),
-                    outcome,
-                    source,
-                    spreadsheet_text(first or ""),
-                    "" if order_seed is None else order_seed,
-                    spreadsheet_text(model),
-                    "true" if simulated else "false",
-                    spreadsheet_text(rationale),
-                ]
-            )
-    Path(partial).replace(final)
-    return JobResult(path=final, name=f"{slugify(cohort.name) or 'cohort'}-comparisons.csv")
+    rows = comparisons_table(comparison_log(cohort))
+    return write_table_file(job, rows, kind="comparisons", name=f"{slugify(cohort.name) or 'cohort'}-comparisons.csv")

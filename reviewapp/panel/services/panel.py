@@ -8,9 +8,8 @@ scores. Each answer is written as soon as it arrives, so a job that stops keeps 
 again asks only what is missing (unless `redo`).
 """
 
-import csv
+import itertools
 from dataclasses import dataclass
-from pathlib import Path
 
 from django.db import transaction
 from django.utils.text import slugify
@@ -28,11 +27,12 @@ from reviewapp.panel.services.common import (
     role_endpoints,
     run_concurrently,
     stored_prompt,
+    write_table_file,
 )
 from reviewapp.selectors.exports import spreadsheet_text
 from reviewapp.selectors.packets import ProposalPacket, proposal_packets
 from reviewapp.selectors.revisions import first_parents
-from reviewapp.services.jobs import JobError, JobResult, ProgressCallback, exports_dir, job_create
+from reviewapp.services.jobs import JobError, JobResult, ProgressCallback, job_create
 from screening.llm import roster_endpoint
 from screening.llm.models import ModelCall, ModelEndpoint
 from screening.models import Hypothesis, Run
@@ -283,8 +283,6 @@ def _subject_names(subject_ids: list[int]) -> dict[int, str]:
 def _panel_file(job: BackgroundJob, cohort: Cohort | None, subject_ids: list[int]) -> JobResult:
     """Every review of the job's hypotheses as a CSV: one row per role, scores as given ("unknown" and
     "inapplicable" as words, never numbers)."""
-    final = exports_dir() / f"job-{job.pk}-ai-panel.csv"
-    partial = final.with_name(final.name + ".part")
     names = _subject_names(subject_ids)
     reviews = (
         PanelReview.objects.filter(subject__in=subject_ids)
@@ -302,26 +300,24 @@ def _panel_file(job: BackgroundJob, cohort: Cohort | None, subject_ids: list[int
             "error",
         )
     )
-    with open(partial, "w", newline="", encoding="utf-8") as handle:
-        writer = csv.writer(handle)
-        writer.writerow(PANEL_FILE_COLUMNS)
+    rows = (
+        [
+            spreadsheet_text(names[subject]),
+            role,
+            state,
+            eligible,
+            *(scores.get(key, "") for key in DIMENSION_KEYS),
+            spreadsheet_text(rationale),
+            spreadsheet_text(model),
+            "true" if simulated else "false",
+            version,
+            spreadsheet_text(error),
+        ]
         for subject, role, state, eligible, scores, rationale, model, simulated, version, error in reviews.iterator(
             chunk_size=2000
-        ):
-            writer.writerow(
-                [
-                    spreadsheet_text(names[subject]),
-                    role,
-                    state,
-                    eligible,
-                    *(scores.get(key, "") for key in DIMENSION_KEYS),
-                    spreadsheet_text(rationale),
-                    spreadsheet_text(model),
-                    "true" if simulated else "false",
-                    version,
-                    spreadsheet_text(error),
-                ]
-            )
-    Path(partial).replace(final)
+        )
+    )
     name = slugify(cohort.name) if cohort is not None else f"hypotheses-{job.pk}"
-    return JobResult(path=final, name=f"{name or 'cohort'}-ai-panel.csv")
+    return write_table_file(
+        job, itertools.chain([PANEL_FILE_COLUMNS], rows), kind="ai-panel", name=f"{name or 'cohort'}-ai-panel.csv"
+    )
