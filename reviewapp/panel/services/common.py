@@ -4,6 +4,7 @@ model requests at once within one background job."""
 import csv
 import threading
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from typing import TypeVar
 
 from django.conf import settings
@@ -15,7 +16,8 @@ from reviewapp.panel.models import PanelPrompt
 from reviewapp.panel.prompts import PROMPTS
 from reviewapp.services.jobs import JobResult, exports_dir
 from screening.llm import roster_endpoint
-from screening.llm.models import ModelEndpoint
+from screening.llm.models import ModelCall, ModelEndpoint
+from screening.services.work import ask_twice
 
 Item = TypeVar("Item")
 
@@ -36,6 +38,41 @@ def role_endpoints(roles: Iterable[str]) -> dict[str, ModelEndpoint]:
             status=503,
         )
     return endpoints  # type: ignore[return-value]
+
+
+@dataclass(frozen=True)
+class Answerer:
+    """A roster member as the panel asks it: its endpoint and the stored prompt of its role."""
+
+    endpoint: ModelEndpoint
+    prompt: PanelPrompt
+
+    def record(self, call: ModelCall | None) -> dict:
+        return {
+            "prompt": self.prompt,
+            "endpoint": self.endpoint,
+            "model_name": self.endpoint.display_name,
+            "simulated": self.endpoint.is_simulated or bool(call and call.simulated),
+            "model_call": call,
+        }
+
+
+def ask_model(parse, answerer: Answerer, system: str, user: str, purpose: str, schema: dict):
+    """(reading or None, the last call, why it failed) of one request with one "ask once more"."""
+    readings = []
+
+    def read(text):
+        readings.append(parse(text))
+        return readings[-1]
+
+    reading, call = ask_twice(
+        read, endpoint=answerer.endpoint, system=system, user=user, purpose=purpose, json_schema=schema
+    )
+    if reading is not None:
+        return reading, call, ""
+    reasons = readings[-1].problems if readings else []
+    error = "; ".join(reasons) or (call.error if call is not None else "") or "no usable reply"
+    return None, call, f"No valid reply after asking twice: {error}"[:2000]
 
 
 def stored_prompt(kind: str) -> PanelPrompt:

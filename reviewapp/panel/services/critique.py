@@ -20,15 +20,16 @@ from reviewapp.panel.figures import comparisons_table
 from reviewapp.panel.models import Comparison, Rating, RatingLog
 from reviewapp.panel.selectors import CRITIQUE_JOB, cohort_ratings, comparison_log
 from reviewapp.panel.services.common import (
+    Answerer,
     PanelError,
     Progress,
+    ask_model,
     concurrency_for,
     role_endpoints,
     run_concurrently,
     stored_prompt,
     write_table_file,
 )
-from reviewapp.panel.services.panel import _Answerer, _ask
 from reviewapp.selectors.packets import proposal_packets
 from reviewapp.services.jobs import JobError, JobResult, ProgressCallback, job_create
 
@@ -165,14 +166,14 @@ def _expected_comparisons(strata: dict[int, list[int]], per_proposal: int, repea
 
 
 def _critique_pair(
-    pair: tuple[int, int], *, answers: dict, packets: dict, answerer: _Answerer, seed: int, asked: dict
+    pair: tuple[int, int], *, answers: dict, packets: dict, answerer: Answerer, seed: int, asked: dict
 ) -> None:
     """Ask the critique model about one pair in its recorded random order; answers[pair] is the log entry (in terms
     of the proposals) or None when no valid reply came after asking twice."""
     a, b = pair
     first, second = (a, b) if trueskill_rules.shown_first(seed, a, b, asked[pair]) else (b, a)
     system, user = prompts.critique_messages(packets[first], packets[second], grok=answerer.endpoint.is_grok)
-    reading, call, _error = _ask(
+    reading, call, _error = ask_model(
         prompts.parse_critique, answerer, system, user, PURPOSE_CRITIQUE, prompts.CRITIQUE_SCHEMA
     )
     if reading is None:
@@ -201,7 +202,7 @@ def critique_job_run(job: BackgroundJob, report_progress: ProgressCallback) -> J
         raise JobError("The cohort no longer exists.")
     per_proposal, seed, repeat = job.params["per_proposal"], job.params["seed"], bool(job.params.get("repeat"))
     try:
-        answerer = _Answerer(role_endpoints([prompts.CRITIC])[prompts.CRITIC], stored_prompt(prompts.CRITIC))
+        answerer = Answerer(role_endpoints([prompts.CRITIC])[prompts.CRITIC], stored_prompt(prompts.CRITIC))
     except PanelError as exc:
         raise JobError(exc.message) from exc
     ratings = cohort_ratings(cohort)

@@ -9,7 +9,6 @@ again asks only what is missing (unless `redo`).
 """
 
 import itertools
-from dataclasses import dataclass
 
 from django.db import transaction
 from django.utils.text import slugify
@@ -17,12 +16,14 @@ from django.utils.text import slugify
 from reviewapp.benchmarks.models import BenchmarkHypothesis, BenchmarkSet
 from reviewapp.models import BackgroundJob, Cohort
 from reviewapp.panel import prompts
-from reviewapp.panel.models import PanelPrompt, PanelReview, PanelSubject, RevisionJudgment
+from reviewapp.panel.models import PanelReview, PanelSubject, RevisionJudgment
 from reviewapp.panel.profile import DIMENSION_KEYS, ROLES
 from reviewapp.panel.selectors import PANEL_JOB, subject_packets
 from reviewapp.panel.services.common import (
+    Answerer,
     PanelError,
     Progress,
+    ask_model,
     concurrency_for,
     role_endpoints,
     run_concurrently,
@@ -34,9 +35,7 @@ from reviewapp.selectors.packets import ProposalPacket, proposal_packets
 from reviewapp.selectors.revisions import first_parents
 from reviewapp.services.jobs import JobError, JobResult, ProgressCallback, job_create
 from screening.llm import roster_endpoint
-from screening.llm.models import ModelCall, ModelEndpoint
 from screening.models import Hypothesis, Run
-from screening.services.work import ask_twice
 
 PURPOSE_REVIEW, PURPOSE_REVISION = "panel_review", "panel_revision"
 
@@ -108,39 +107,6 @@ def panel_start_for_hypotheses(
 # The job ----------------------------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class _Answerer:
-    endpoint: ModelEndpoint
-    prompt: PanelPrompt
-
-    def record(self, call: ModelCall | None) -> dict:
-        return {
-            "prompt": self.prompt,
-            "endpoint": self.endpoint,
-            "model_name": self.endpoint.display_name,
-            "simulated": self.endpoint.is_simulated or bool(call and call.simulated),
-            "model_call": call,
-        }
-
-
-def _ask(parse, answerer: _Answerer, system: str, user: str, purpose: str, schema: dict):
-    """(reading or None, the last call, why it failed) of one request with one "ask once more"."""
-    readings = []
-
-    def read(text):
-        readings.append(parse(text))
-        return readings[-1]
-
-    reading, call = ask_twice(
-        read, endpoint=answerer.endpoint, system=system, user=user, purpose=purpose, json_schema=schema
-    )
-    if reading is not None:
-        return reading, call, ""
-    reasons = readings[-1].problems if readings else []
-    error = "; ".join(reasons) or (call.error if call is not None else "") or "no usable reply"
-    return None, call, f"No valid reply after asking twice: {error}"[:2000]
-
-
 def _cohort_subjects(cohort: Cohort) -> dict[int, int]:
     """proposal pk → its panel subject pk, for every proposal of the cohort (subjects made where missing)."""
     proposals = list(cohort.proposals.values_list("pk", flat=True))
@@ -160,7 +126,7 @@ def panel_job_run(job: BackgroundJob, report_progress: ProgressCallback) -> JobR
     else:
         packets = subject_packets(job.params.get("subject_ids", []))
     try:
-        answerers = {role: _Answerer(endpoint, stored_prompt(role)) for role, endpoint in role_endpoints(ROLES).items()}
+        answerers = {role: Answerer(endpoint, stored_prompt(role)) for role, endpoint in role_endpoints(ROLES).items()}
     except PanelError as exc:
         raise JobError(exc.message) from exc
     done = set()
@@ -176,7 +142,7 @@ def panel_job_run(job: BackgroundJob, report_progress: ProgressCallback) -> JobR
     revisions = _revision_work(cohort, subjects, redo) if cohort is not None else []
     revision_judge = roster_endpoint(prompts.REVISION_JUDGE) if revisions else None
     if revision_judge is not None:
-        answerers[prompts.REVISION_JUDGE] = _Answerer(revision_judge, stored_prompt(prompts.REVISION_JUDGE))
+        answerers[prompts.REVISION_JUDGE] = Answerer(revision_judge, stored_prompt(prompts.REVISION_JUDGE))
         parents = {parent for _, _, parent in revisions}
         parent_packets = proposal_packets(proposal_ids=parents - set(subjects))
         by_proposal = {pk: packets[subject] for pk, subject in subjects.items()}
@@ -222,9 +188,11 @@ def _revision_work(cohort: Cohort, subjects: dict[int, int], redo: bool) -> list
     ]
 
 
-def _review(subject_id: int, role: str, packet: ProposalPacket, answerer: _Answerer) -> bool:
+def _review(subject_id: int, role: str, packet: ProposalPacket, answerer: Answerer) -> bool:
     system, user = prompts.review_messages(role, packet, grok=answerer.endpoint.is_grok)
-    reading, call, error = _ask(prompts.parse_review, answerer, system, user, PURPOSE_REVIEW, prompts.REVIEW_SCHEMA)
+    reading, call, error = ask_model(
+        prompts.parse_review, answerer, system, user, PURPOSE_REVIEW, prompts.REVIEW_SCHEMA
+    )
     if reading is None:
         values = {"state": PanelReview.State.FAILED, "eligible": "", "scores": {}, "rationale": "", "error": error}
     else:
@@ -241,10 +209,10 @@ def _review(subject_id: int, role: str, packet: ProposalPacket, answerer: _Answe
 
 
 def _judge_revision(
-    subject_id: int, parent: int, parent_packet: ProposalPacket, packet: ProposalPacket, answerer: _Answerer
+    subject_id: int, parent: int, parent_packet: ProposalPacket, packet: ProposalPacket, answerer: Answerer
 ) -> bool:
     system, user = prompts.revision_messages(parent_packet, packet, grok=answerer.endpoint.is_grok)
-    reading, call, error = _ask(
+    reading, call, error = ask_model(
         prompts.parse_revision, answerer, system, user, PURPOSE_REVISION, prompts.REVISION_SCHEMA
     )
     if reading is None:
