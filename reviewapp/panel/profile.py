@@ -115,20 +115,21 @@ def profile_of(reviews: Iterable[RoleReview]) -> Profile:
     reviews = list(reviews)
     done = [review for review in reviews if not review.failed]
     failed = tuple(role for role in ROLES if any(review.role == role and review.failed for review in reviews))
-    medians = {key: dimension_median(review.scores.get(key) for review in done) for key in DIMENSION_KEYS}
+    medians: dict[str, float | None] = {}
+    inapplicable = []
+    for key in DIMENSION_KEYS:
+        scores = [review.scores.get(key) for review in done]
+        medians[key] = dimension_median(scores)
+        if medians[key] is None and scores.count(INAPPLICABLE) >= MIN_KNOWN_SCORES:
+            inapplicable.append(key)
     eligible_votes = sum(review.eligible == "true" for review in done)
-    inapplicable = tuple(
-        key
-        for key in DIMENSION_KEYS
-        if medians[key] is None and sum(review.scores.get(key) == INAPPLICABLE for review in done) >= MIN_KNOWN_SCORES
-    )
     roles = tuple(role for role in ROLES if any(review.role == role for review in done))
     coverage = Coverage(
         roles=roles,
         failed_roles=failed,
         eligible_votes=eligible_votes,
         medians_known=sum(value is not None for value in medians.values()),
-        inapplicable=inapplicable,
+        inapplicable=tuple(inapplicable),
     )
     complete = len(roles) == len(ROLES) and eligible_votes >= MIN_ELIGIBLE_VOTES
     return Profile(medians=medians, q=quality_score(medians) if complete else None, coverage=coverage)

@@ -194,7 +194,7 @@ def cohort_panel(cohort: Cohort, *, with_rationale: bool = False) -> CohortPanel
         PanelReview.objects.filter(subject__proposal__cohorts=cohort), with_rationale=with_rationale
     )
     ratings = cohort_ratings(cohort, members=members)
-    predecessors = first_parents(child_ids=[member["pk"] for member in members])
+    predecessors = first_parents(child_ids=cohort.proposals.values("pk"))
     judgments = {
         row["subject__proposal_id"]: row
         for row in RevisionJudgment.objects.filter(subject__proposal__cohorts=cohort).values(

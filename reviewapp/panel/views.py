@@ -186,6 +186,26 @@ def subject_figure(request, subject_id: int, subject_figure: str, file_format: s
     return figure_response(content, file_format, f"{subject_figure}-{subject_id}.{file_format}")
 
 
+RATINGS_HEAD = (
+    '<thead><tr><th>Proposal</th><th class="num">μ</th><th class="num">σ</th><th class="num">s = μ − 2σ</th>'
+    '<th class="num">Rank</th><th class="num">Comparisons</th></tr></thead>'
+)
+
+
+def _ratings_tables(by_task: dict[str, list]) -> SafeString:
+    """One table per research task, best s first; built here for the same reason as the panel table's rows."""
+    parts = []
+    for task, items in by_task.items():
+        rows = "".join(
+            f'<tr><td>{escape(item["proposal"])}</td><td class="num">{item["mu"]:.3f}</td>'
+            f'<td class="num">{item["sigma"]:.3f}</td><td class="num">{item["conservative"]:.3f}</td>'
+            f'<td class="num">{item["rank"]:.3f}</td><td class="num">{item["comparisons"]}</td></tr>'
+            for item in sorted(items, key=lambda item: -item["conservative"])
+        )
+        parts.append(f'<h3>{escape(task)}</h3>\n<table class="compact">{RATINGS_HEAD}<tbody>{rows}</tbody></table>')
+    return SafeString("\n".join(parts))
+
+
 @login_required
 def ratings_page(request, cohort_id: int):
     cohort = _cohort_for_reader(request, cohort_id)
@@ -193,13 +213,11 @@ def ratings_page(request, cohort_id: int):
     by_task: dict[str, list] = {}
     for item in ratings["ratings"]:
         by_task.setdefault(item["task"], []).append(item)
-    for items in by_task.values():
-        items.sort(key=lambda item: -item["conservative"])
     log = selectors.comparison_log(cohort)
     context = {
         "cohort": cohort,
         "parameters": parameters(),
-        "by_task": by_task,
+        "rating_tables": _ratings_tables(by_task),
         "count": log.count(),
         "recent": list(log.order_by("-seq")[:RECENT_COMPARISONS]),
         "bias": selectors.position_bias(cohort),

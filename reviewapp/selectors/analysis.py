@@ -42,7 +42,7 @@ def cohort_review_analysis(cohort: Cohort) -> CohortReviewAnalysis:
             if review[criterion] and review[criterion] != CANT_JUDGE:
                 criteria[criterion][review["proposal"]].append(int(review[criterion]))
     members = set(cohort.proposals.values_list("pk", flat=True))
-    predecessors = first_parents(child_ids=members)
+    predecessors = first_parents(child_ids=cohort.proposals.values("pk"))
     authors = dict(Proposal.objects.filter(pk__in=predecessors).values_list("pk", "author"))
     links = sorted((parent, child, authors[child]) for child, parent in predecessors.items() if parent in members)
 
