@@ -30,8 +30,17 @@ import sys
 import time
 
 from literature_retrieval_speed import FILLER, hypothesis_from, synthetic_corpus
-from screening_speed import PROVIDER_KEYS, Processes, free_port, start_simulator
-from support import EXAMPLE_SERVER, Results, all_passed, child_figures, print_table, scratch_database, setup_django
+from support import (
+    EXAMPLE_SERVER,
+    Processes,
+    Results,
+    all_passed,
+    child_figures,
+    free_port,
+    print_table,
+    scratch_database,
+    setup_django,
+)
 
 AUDIT_TARGET_S = 120.0
 PAGE_TARGET_MS = 500.0
@@ -220,11 +229,11 @@ def main() -> int:
         return 2
     with scratch_database(server, args.scratch, keep=args.keep) as scratch_url:
         # No provider key: every endpoint of the default roster points at the simulated server.
-        env = {name: value for name, value in os.environ.items() if name not in PROVIDER_KEYS}
+        env = {name: value for name, value in os.environ.items() if name not in Processes.PROVIDER_KEYS}
         env.update(DATABASE_URL=scratch_url, LOG_LEVEL="WARNING", SIMULATOR_PORT=str(free_port()))
         processes = Processes(env)
         try:
-            start_simulator(processes, int(env["SIMULATOR_PORT"]), latency=0)
+            processes.start_simulator(int(env["SIMULATOR_PORT"]), latency=0)
             command = [sys.executable, __file__, "--child", "--versions", str(args.versions)]
             command += ["--threads", str(args.threads), "--references", str(args.references)]
             figures = child_figures(command, env)

@@ -17,8 +17,19 @@ import sys
 import tempfile
 from pathlib import Path
 
-from screening_speed import BIN, Processes, free_port, wait_for_port
-from support import ROOT, Results, all_passed, print_table, scratch_arguments, scratch_database, setup_django
+from support import (
+    BIN,
+    ROOT,
+    Processes,
+    Results,
+    all_passed,
+    free_port,
+    print_table,
+    scratch_arguments,
+    scratch_database,
+    setup_django,
+    wait_for_port,
+)
 
 SCRATCH_DATABASE = os.environ.get("OH_BENCH_DATABASE", "oh_bench_load")
 # The load; LOAD_REVIEWERS and LOAD_CLIENTS scale it (e.g. to find what one machine sustains).

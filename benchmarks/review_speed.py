@@ -15,12 +15,20 @@ import json
 import os
 import random
 import resource
-import statistics
 import sys
 import time
 from pathlib import Path
 
-from support import Results, all_passed, child_figures, postgres_server, print_table, scratch_database, setup_django
+from support import (
+    Results,
+    all_passed,
+    child_figures,
+    measure_page,
+    postgres_server,
+    print_table,
+    scratch_database,
+    setup_django,
+)
 
 SCRATCH_DATABASE = "oh_bench_review"
 PROPOSALS = 10_000
@@ -134,26 +142,6 @@ def analyze() -> None:
 
 
 # ------------------------------------------------------------------------------------------------ measuring
-
-
-def measure_page(client, url: str, requests: int) -> tuple[int, float]:
-    """Queries of one request (after a warm-up) and the median time of `requests` requests, in ms."""
-    from django.db import connection
-    from django.test.utils import CaptureQueriesContext
-
-    response = client.get(url)
-    assert response.status_code == 200, (url, response.status_code)
-    with CaptureQueriesContext(connection) as queries:
-        response = client.get(url)
-    assert response.status_code == 200, (url, response.status_code)
-    # Counted now: the next request clears the connection's query log.
-    query_count = len(queries)
-    timings = []
-    for _ in range(requests):
-        started = time.perf_counter()
-        client.get(url)
-        timings.append((time.perf_counter() - started) * 1000)
-    return query_count, statistics.median(timings)
 
 
 def reviewer_client(reviewer):

@@ -16,16 +16,20 @@ Everything it started is stopped and the scratch database dropped at the end. Ex
 """
 
 import asyncio
-import json
-import os
-import socket
 import statistics
-import subprocess
 import sys
 import time
-from pathlib import Path
 
-from support import ROOT, Results, all_passed, print_table, scratch_arguments, scratch_database, setup_django
+from support import (
+    BIN,
+    Processes,
+    all_passed,
+    free_port,
+    print_table,
+    run_with_simulated_models,
+    scratch_arguments,
+    wait_for_port,
+)
 
 SCRATCH_DATABASE = "oh_bench_screening"
 RUNS_PER_FIGURE = 3
@@ -34,59 +38,6 @@ GUNICORN_WORKERS = 4
 CLIENTS = 20
 REQUESTS_PER_CLIENT = 100
 QUESTION = "How does remodelling of the bone-marrow niche affect the fitness of mutant clones?"
-PROVIDER_KEYS = ("OPENAI_API_KEY", "XAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY")
-
-BIN = Path(sys.executable).parent
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
-def wait_for_port(port: int, timeout: float = 30) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        with socket.socket() as probe:
-            if probe.connect_ex(("127.0.0.1", port)) == 0:
-                return
-        time.sleep(0.05)
-    raise RuntimeError(f"nothing listens on port {port} after {timeout} s")
-
-
-class Processes:
-    """The processes this benchmark started, stopped (by their own pid) at the end."""
-
-    def __init__(self, env: dict):
-        self.env = env
-        self.running: dict[str, subprocess.Popen] = {}
-
-    def start(self, name: str, command: list[str]) -> None:
-        self.running[name] = subprocess.Popen(
-            command, cwd=ROOT, env=self.env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
-        )
-
-    def stop(self, name: str) -> None:
-        process = self.running.pop(name)
-        process.terminate()
-        try:
-            process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-
-    def stop_all(self) -> None:
-        for name in list(self.running):
-            self.stop(name)
-
-
-def start_simulator(processes: Processes, port: int, latency: float) -> None:
-    config = json.dumps({"latency_seconds": latency, "seed": 1})
-    processes.start(
-        "simulator", [str(BIN / "python"), "manage.py", "run_simulator", "--port", str(port), "--config", config]
-    )
-    wait_for_port(port)
 
 
 def run_once(address: str) -> float:
@@ -152,16 +103,10 @@ def measure(processes: Processes, record, simulator_port: int) -> None:
     print("Migrating the scratch database…", flush=True)
     call_command("migrate", verbosity=0)
     roster_setup_default()
-    processes.start(
-        "worker",
-        [
-            str(BIN / "celery"), "-A", "reviewapp", "worker", "--pool", "threads",
-            "--concurrency", str(WORKER_CONCURRENCY), "--loglevel", "WARNING", "--without-gossip", "--without-mingle",
-        ],
-    )  # fmt: skip
+    processes.start_worker(WORKER_CONCURRENCY)
     address = iter(range(1, 250))
     for latency, target in ((0.0, 3.0), (2.0, 10.0)):
-        start_simulator(processes, simulator_port, latency)
+        processes.start_simulator(simulator_port, latency)
         print(f"Runs with every simulated call taking {latency:g} s…", flush=True)
         run_once(f"192.0.2.{next(address)}")  # warms the worker up; not counted
         seconds = [run_once(f"192.0.2.{next(address)}") for _ in range(RUNS_PER_FIGURE)]
@@ -205,27 +150,7 @@ def main() -> int:
         return 2
     url, keep = command_line
 
-    simulator_port = free_port()
-    results = Results()
-    with scratch_database(url, SCRATCH_DATABASE, keep=keep) as scratch_url:
-        env = {key: value for key, value in os.environ.items() if key not in PROVIDER_KEYS}
-        env.update(
-            DATABASE_URL=scratch_url,
-            # Persistent connections, as production runs them.
-            DATABASE_CONN_MAX_AGE="600",
-            CELERY_BROKER_URL=os.environ.get("OH_BENCH_REDIS_URL", "redis://127.0.0.1:6379/13"),
-            SIMULATOR_PORT=str(simulator_port),
-            DJANGO_SETTINGS_MODULE="reviewapp.settings",
-            LOG_LEVEL="WARNING",
-        )
-        os.environ.clear()
-        os.environ.update(env)
-        processes = Processes(env)
-        try:
-            setup_django()
-            measure(processes, results.record, simulator_port)
-        finally:
-            processes.stop_all()
+    results = run_with_simulated_models(url, SCRATCH_DATABASE, measure, keep=keep)
     print_table(results)
     return 0 if all_passed(results) else 1
 

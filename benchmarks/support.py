@@ -7,6 +7,8 @@ The scripts run as `.venv/bin/python benchmarks/<name>.py`: Python puts this fol
 
 import json
 import os
+import socket
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -21,6 +23,8 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 EXAMPLE_SERVER = "postgres://postgres@127.0.0.1:5432/postgres"
+# The virtual environment's programs (celery, gunicorn) beside the Python running the script.
+BIN = Path(sys.executable).parent
 
 
 # ------------------------------------------------------------------------------------------------- databases
@@ -118,6 +122,118 @@ def run_measured(command: list[str], env: dict) -> tuple[float, float, str]:
         if process.returncode != 0:
             raise RuntimeError(f"{' '.join(command)} failed:\n{err.read()[-3000:]}")
         return seconds, usage.ru_maxrss / 1024, out.read()
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def wait_for_port(port: int, timeout: float = 30) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        with socket.socket() as probe:
+            if probe.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.05)
+    raise RuntimeError(f"nothing listens on port {port} after {timeout} s")
+
+
+class Processes:
+    """The processes a benchmark started (simulator, workers, gunicorn), stopped by their own pid at the end."""
+
+    PROVIDER_KEYS = ("OPENAI_API_KEY", "XAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY")
+
+    def __init__(self, env: dict):
+        self.env = env
+        self.running: dict[str, subprocess.Popen] = {}
+
+    def start(self, name: str, command: list[str]) -> None:
+        self.running[name] = subprocess.Popen(
+            command, cwd=ROOT, env=self.env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
+        )
+
+    def stop(self, name: str) -> None:
+        process = self.running.pop(name)
+        process.terminate()
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+    def stop_all(self) -> None:
+        for name in list(self.running):
+            self.stop(name)
+
+    @classmethod
+    def simulated(cls, scratch_url: str, simulator_port: int) -> "Processes":
+        """Processes on the scratch database with every model simulated: no provider key, the simulated server's port,
+        persistent database connections as production runs them, and the broker OH_BENCH_REDIS_URL. This process
+        takes the same environment, so Django set up afterwards uses it too."""
+        env = {key: value for key, value in os.environ.items() if key not in cls.PROVIDER_KEYS}
+        env.update(
+            DATABASE_URL=scratch_url,
+            DATABASE_CONN_MAX_AGE="600",
+            CELERY_BROKER_URL=os.environ.get("OH_BENCH_REDIS_URL", "redis://127.0.0.1:6379/13"),
+            SIMULATOR_PORT=str(simulator_port),
+            DJANGO_SETTINGS_MODULE="reviewapp.settings",
+            LOG_LEVEL="WARNING",
+        )
+        os.environ.clear()
+        os.environ.update(env)
+        return cls(env)
+
+    def start_simulator(self, port: int, latency: float) -> None:
+        """The simulated model server (`manage.py run_simulator`), every call taking `latency` seconds."""
+        config = json.dumps({"latency_seconds": latency, "seed": 1})
+        self.start(
+            "simulator", [str(BIN / "python"), "manage.py", "run_simulator", "--port", str(port), "--config", config]
+        )
+        wait_for_port(port)
+
+    def start_worker(self, concurrency: int) -> None:
+        """A Celery worker with a threads pool (model calls mostly wait on the network)."""
+        command = [str(BIN / "celery"), "-A", "reviewapp", "worker", "--pool", "threads", "--concurrency"]
+        self.start(
+            "worker", [*command, str(concurrency), "--loglevel", "WARNING", "--without-gossip", "--without-mingle"]
+        )
+
+
+def run_with_simulated_models(url: str, database: str, measure, *, keep: bool = False) -> "Results":
+    """measure(processes, record, simulator_port) on a new scratch database with every model simulated
+    (Processes.simulated); whatever it started is stopped and the database dropped (unless `keep`) at the end."""
+    simulator_port = free_port()
+    results = Results()
+    with scratch_database(url, database, keep=keep) as scratch_url:
+        processes = Processes.simulated(scratch_url, simulator_port)
+        try:
+            setup_django()
+            measure(processes, results.record, simulator_port)
+        finally:
+            processes.stop_all()
+    return results
+
+
+def measure_page(client, url: str, requests: int) -> tuple[int, float]:
+    """Queries of one request (after a warm-up) and the median time of `requests` requests, in ms."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    response = client.get(url)
+    assert response.status_code == 200, (url, response.status_code)
+    with CaptureQueriesContext(connection) as queries:
+        response = client.get(url)
+    assert response.status_code == 200, (url, response.status_code)
+    # Counted now: the next request clears the connection's query log.
+    query_count = len(queries)
+    timings = []
+    for _ in range(requests):
+        started = time.perf_counter()
+        client.get(url)
+        timings.append((time.perf_counter() - started) * 1000)
+    return query_count, statistics.median(timings)
 
 
 # ------------------------------------------------------------------------------------------------- results

@@ -88,26 +88,56 @@ def revisions_table(review_analysis: CohortReviewAnalysis) -> list[list]:
     return rows
 
 
-def revisions_plot(review_analysis: CohortReviewAnalysis) -> "Figure":
-    """Shares of revisions that improved, kept or worsened the mean overall score, per author
-    (docs/protocol.md#revision-analysis)."""
-    outcomes = review_analysis.revisions
-    groups = [*sorted(outcomes.by_author.items()), ("All authors", outcomes.overall)]
-    groups = [(author, group) for author, group in groups if group.pairs]
+def _outcome_bars(groups: list, empty: str) -> "Figure":
+    """Stacked shares improved / unchanged / worsened, one bar per (name, RevisionGroup) with pairs."""
+    groups = [(name, group) for name, group in groups if group.pairs]
     figure = new_figure(7.5, 1.4 + 0.5 * max(1, len(groups)))
     axes = figure.add_subplot()
     if not groups:
-        return no_data(figure, axes, "No revised proposal and its parent both have submitted reviews here.")
+        return no_data(figure, axes, empty)
     left = [0.0] * len(groups)
     for name, colour in (("improved", COLOURS[2]), ("unchanged", "#a0aec0"), ("worsened", COLOURS[1])):
         shares = [getattr(group, f"{name}_share") for _, group in groups]
         axes.barh(range(len(groups)), shares, left=left, color=colour, label=name)
         left = [a + b for a, b in zip(left, shares, strict=True)]
-    axes.set_yticks(range(len(groups)), [f"{author} (n={group.pairs})" for author, group in groups])
+    axes.set_yticks(range(len(groups)), [f"{label} (n={group.pairs})" for label, group in groups])
     axes.invert_yaxis()
     axes.set_xlim(0, 1)
-    axes.set_xlabel("Share of parent → child pairs (change in the mean overall score)")
     axes.legend(fontsize=8, ncols=3, loc="lower center", bbox_to_anchor=(0.5, 1.0))
+    return figure
+
+
+def revisions_plot(review_analysis: CohortReviewAnalysis) -> "Figure":
+    """Shares of revisions that improved, kept or worsened the mean overall score, per author
+    (docs/protocol.md#revision-analysis)."""
+    outcomes = review_analysis.revisions
+    figure = _outcome_bars(
+        [*sorted(outcomes.by_author.items()), ("All authors", outcomes.overall)],
+        "No revised proposal and its predecessor both have submitted reviews here.",
+    )
+    if figure.axes and figure.axes[0].axison:
+        figure.axes[0].set_xlabel("Share of predecessor → child pairs (change in the mean overall score)")
+    return figure
+
+
+def revision_criteria_table(review_analysis: CohortReviewAnalysis) -> list[list]:
+    rows = [["criterion", *revisions_table(review_analysis)[0][1:], "not_comparable"]]
+    groups = [("overall", review_analysis.revisions), *review_analysis.revisions_by_criterion.items()]
+    for criterion, outcomes in groups:
+        rows.append([*_group_row(criterion, outcomes.overall), outcomes.not_comparable])
+    return rows
+
+
+def revision_criteria_plot(review_analysis: CohortReviewAnalysis) -> "Figure":
+    """The same predecessor → child pairs on the overall score and on each criterion's mean ("can't judge" left
+    out)."""
+    groups = [("overall", review_analysis.revisions), *review_analysis.revisions_by_criterion.items()]
+    figure = _outcome_bars(
+        [(name.replace("_", " "), outcomes.overall) for name, outcomes in groups],
+        "No revised proposal and its predecessor both have submitted reviews here.",
+    )
+    if figure.axes and figure.axes[0].axison:
+        figure.axes[0].set_xlabel("Share of predecessor → child pairs (change in the mean score)")
     return figure
 
 
@@ -176,6 +206,7 @@ def reviewer_agreement_plot(review_analysis: CohortReviewAnalysis) -> "Figure":
 
 COHORT_FIGURES = {
     "revisions": FigureSpec("Revision outcomes", revisions_table, revisions_plot),
+    "revision-criteria": FigureSpec("Revision outcomes per criterion", revision_criteria_table, revision_criteria_plot),
     "reviewer-agreement": FigureSpec(
         "Reviewer agreement per criterion", reviewer_agreement_table, reviewer_agreement_plot
     ),

@@ -323,3 +323,7 @@ LITERATURE_HTTP_TIMEOUT_SECONDS = float(env_str("LITERATURE_HTTP_TIMEOUT_SECONDS
 LITERATURE_MAX_ATTEMPTS = env_int("LITERATURE_MAX_ATTEMPTS", 6)
 LITERATURE_BACKOFF_BASE_SECONDS = float(env_str("LITERATURE_BACKOFF_BASE_SECONDS", "1"))
 LITERATURE_BACKOFF_MAX_SECONDS = float(env_str("LITERATURE_BACKOFF_MAX_SECONDS", "120"))
+
+# The AI review panel (docs/protocol.md#ai-review-panel): model requests one background job makes at once (each
+# endpoint's own concurrency limit still holds across all workers).
+AI_PANEL_CONCURRENCY = env_int("AI_PANEL_CONCURRENCY", 8)

@@ -11,6 +11,7 @@ from literature.models import CitationWave, NoveltyCheck, Reference
 from reviewapp.benchmarks.models import BenchmarkSet
 from reviewapp.inspiration.models import InspirationAudit
 from reviewapp.models import BackgroundJob
+from reviewapp.panel.models import PanelSubject
 from reviewapp.services.accounts import token_create
 from screening.models import Run
 from tests import factories
@@ -80,6 +81,22 @@ READ_ALL = {
     "api-inspiration-cutoffs",
     "api-inspiration-audits",
     "api-inspiration-audit",
+    # The AI review panel: pages and reads (its POSTs are the coordinators', checked by its own tests).
+    "panel-cohort",
+    "panel-ratings",
+    "panel-calibration",
+    "panel-cohort-figure",
+    "panel-subject",
+    "panel-subject-figure",
+    "panel-prompts",
+    "panel-run",
+    "panel-benchmark",
+    "api-cohort-ai-panel",
+    "api-cohort-comparisons",
+    "api-cohort-ratings",
+    "api-cohort-calibration",
+    "api-panel-prompts",
+    "api-panel-subject",
 }
 COORDINATOR = {
     "cohort-status",
@@ -119,6 +136,13 @@ COORDINATOR = {
     "api-user-unlock",
     "api-user-active",
     "api-inspiration-cutoff",
+    "panel-cohort-start",
+    "panel-comparisons-run",
+    "panel-comparisons-import",
+    "panel-ratings-recompute",
+    "api-cohort-comparisons-run",
+    "api-cohort-ratings-recompute",
+    "api-panel-hypotheses",
 }
 CLASSIFIED = PUBLIC | SIGNED_IN | REVIEWER | READ_ALL | COORDINATOR
 DENIED = {401, 403, 404, 405}
@@ -157,6 +181,7 @@ def urls(db, coordinator, other_reviewer):
     reference = Reference.objects.create(source="demo", source_id="access", title="A reference", content_sha256="0")
     wave = CitationWave.objects.create(anchors=["MED:1"])
     audit = InspirationAudit.objects.create(population="cohort", cohort=cohort)
+    subject = PanelSubject.objects.create(proposal=proposal)
     ids = {
         "reference_id": reference.pk,
         "wave_id": wave.pk,
@@ -173,6 +198,9 @@ def urls(db, coordinator, other_reviewer):
         "figure": "enrichment",
         "cohort_figure": "revisions",
         "file_format": "csv",
+        "subject_id": subject.pk,
+        "panel_figure": "ratings",
+        "subject_figure": "profile",
     }
     return [(name, _fill(route, ids)) for name, route in _project_urls()]
 

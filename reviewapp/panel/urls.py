@@ -1,3 +1,5 @@
 """Pages and API routes of this room (included by reviewapp.urls)."""
 
-urlpatterns: list = []
+from reviewapp.panel import api, views
+
+urlpatterns = [*api.urlpatterns, *views.urlpatterns]

@@ -5,8 +5,9 @@ from collections import defaultdict
 from dataclasses import dataclass
 
 from reviewapp import analysis
-from reviewapp.models import Cohort, Review
-from reviewapp.protocol import CRITERION_FIELDS
+from reviewapp.models import Cohort, Proposal, Review
+from reviewapp.protocol import CANT_JUDGE, CRITERION_FIELDS
+from reviewapp.selectors.revisions import first_parents
 
 
 @dataclass(frozen=True)
@@ -14,7 +15,8 @@ class CohortReviewAnalysis:
     cohort: Cohort
     submitted_reviews: int
     revisions: analysis.RevisionOutcomes
-    revision_pairs: int  # parent → child pairs with both in the cohort
+    revision_pairs: int  # predecessor → child pairs with both in the cohort
+    revisions_by_criterion: dict[str, analysis.RevisionOutcomes]  # the same pairs on each criterion's mean (1–4)
     agreement: tuple[analysis.ReviewerAgreement, ...]  # overall, then the six criteria, then the recommendation
 
 
@@ -22,30 +24,40 @@ REVIEW_AGREEMENT_FIELDS = ("overall", *CRITERION_FIELDS, "recommendation", "flaw
 
 
 def cohort_review_analysis(cohort: Cohort) -> CohortReviewAnalysis:
-    """Revision outcomes of parent → child pairs (mean overall score of each proposal's submitted reviews in the
-    cohort) and reviewer agreement per criterion, from the cohort's submitted reviews."""
+    """Revision outcomes of predecessor → child pairs (the mean overall score of each proposal's submitted reviews in
+    the cohort, and the mean of each criterion without "can't judge") and reviewer agreement per criterion, from the
+    cohort's submitted reviews. A child's predecessor is its first listed parent; the pair counts when both are in
+    the cohort."""
     reviews = list(
         Review.objects.filter(assignment__cohort=cohort, status=Review.Status.SUBMITTED).values(
             "assignment__proposal_id", *REVIEW_AGREEMENT_FIELDS
         )
     )
     overall = defaultdict(list)
+    criteria: dict[str, dict[int, list[int]]] = {criterion: defaultdict(list) for criterion in CRITERION_FIELDS}
     for review in reviews:
         review["proposal"] = review.pop("assignment__proposal_id")
         overall[review["proposal"]].append(review["overall"])
+        for criterion in CRITERION_FIELDS:
+            if review[criterion] and review[criterion] != CANT_JUDGE:
+                criteria[criterion][review["proposal"]].append(int(review[criterion]))
     members = set(cohort.proposals.values_list("pk", flat=True))
-    links = (
-        cohort.proposals.model.parents.through.objects.filter(from_proposal__in=members, to_proposal__in=members)
-        .values_list("to_proposal_id", "from_proposal_id", "from_proposal__author")
-        .order_by("to_proposal_id", "from_proposal_id")
-    )
-    pairs = [
-        (parent, child, author, overall.get(parent, []), overall.get(child, [])) for parent, child, author in links
-    ]
+    predecessors = first_parents(child_ids=cohort.proposals.values("pk"))
+    authors = dict(Proposal.objects.filter(pk__in=predecessors).values_list("pk", "author"))
+    links = sorted((parent, child, authors[child]) for child, parent in predecessors.items() if parent in members)
+
+    def pairs_of(scores) -> list:
+        return [
+            (parent, child, author, scores.get(parent, []), scores.get(child, [])) for parent, child, author in links
+        ]
+
     return CohortReviewAnalysis(
         cohort=cohort,
         submitted_reviews=len(reviews),
-        revisions=analysis.revision_outcomes(pairs),
-        revision_pairs=len(pairs),
+        revisions=analysis.revision_outcomes(pairs_of(overall)),
+        revision_pairs=len(links),
+        revisions_by_criterion={
+            criterion: analysis.revision_outcomes(pairs_of(criteria[criterion])) for criterion in CRITERION_FIELDS
+        },
         agreement=tuple(analysis.reviewer_agreement(reviews, field) for field in REVIEW_AGREEMENT_FIELDS),
     )

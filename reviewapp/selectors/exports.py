@@ -2,7 +2,8 @@
 
 Rows come from one query read in chunks, so an export of any size runs in constant memory. The unblinding
 columns (author, author company, method, source run) are selected only when asked for: analysts' exports
-never read them from the database.
+never read them from the database. Rooms above this one add per-proposal columns (the AI panel's) through
+`export_columns_register`, so this module never imports them.
 """
 
 import csv
@@ -31,6 +32,7 @@ UNBLINDING_COLUMNS = ["author", "author_company", "method", "source_run"]
 LONG_COLUMNS = [*REVIEW_KEY_COLUMNS, "criterion", "value"]
 
 _FIELDS = (
+    "assignment__proposal_id",
     "assignment__proposal__external_id",
     "assignment__proposal__task__key",
     "assignment__reviewer__username",
@@ -69,13 +71,40 @@ def _criterion(value: str) -> int | str | None:
     return value if value == CANT_JUDGE else int(value)
 
 
+# A provider of extra columns: the cohort → (column names, {proposal pk: one value per column}). A proposal it does
+# not list gets empty cells.
+ExportColumns = Callable[[Cohort], tuple[list[str], dict[int, list[Any]]]]
+_EXPORT_COLUMNS: list[ExportColumns] = []
+
+
+def export_columns_register(provider: ExportColumns) -> None:
+    """Add per-proposal columns to every review export (a room registers its provider when its app is ready)."""
+    if provider not in _EXPORT_COLUMNS:
+        _EXPORT_COLUMNS.append(provider)
+
+
+def _extra_columns(cohort: Cohort) -> tuple[list[str], Callable[[int], list[Any]]]:
+    """The registered providers' column names, and the values of a proposal under them."""
+    provided = [provider(cohort) for provider in _EXPORT_COLUMNS]
+    names = [name for columns, _ in provided for name in columns]
+
+    def values_of(proposal_pk: int) -> list[Any]:
+        return [
+            value for columns, by_proposal in provided for value in by_proposal.get(proposal_pk, [None] * len(columns))
+        ]
+
+    return names, values_of
+
+
 def review_export_count(*, cohort: Cohort) -> int:
     return Review.objects.filter(assignment__cohort=cohort).count()
 
 
 def review_export_rows(*, cohort: Cohort, unblinded: bool) -> Iterator[list[Any]]:
-    """The header, then one row per review of the cohort (drafts included), in one chunked query."""
-    yield [*REVIEW_COLUMNS, *(UNBLINDING_COLUMNS if unblinded else [])]
+    """The header, then one row per review of the cohort (drafts included), in one chunked query; the registered
+    per-proposal columns come last."""
+    extra_names, extra_values = _extra_columns(cohort)
+    yield [*REVIEW_COLUMNS, *(UNBLINDING_COLUMNS if unblinded else []), *extra_names]
     fields = (*_FIELDS, *(_UNBLINDING_FIELDS if unblinded else ()))
     records = (
         Review.objects.filter(assignment__cohort=cohort)
@@ -86,6 +115,7 @@ def review_export_rows(*, cohort: Cohort, unblinded: bool) -> Iterator[list[Any]
     cohort_name = spreadsheet_text(cohort.name)
     for record in records:
         (
+            proposal_pk,
             proposal_id,
             task_key,
             reviewer,
@@ -119,14 +149,15 @@ def review_export_rows(*, cohort: Cohort, unblinded: bool) -> Iterator[list[Any]
             spreadsheet_text(comments),
             spreadsheet_text(deferred_reason),
             *(spreadsheet_text(value) for value in provenance),
+            *extra_values(proposal_pk),
         ]
 
 
 def review_export_long_rows(*, cohort: Cohort, unblinded: bool) -> Iterator[list[Any]]:
     """The header, then one row per review × criterion: the review's keys, the criterion and its value."""
     rows = review_export_rows(cohort=cohort, unblinded=unblinded)
-    next(rows)
-    yield [*LONG_COLUMNS, *(UNBLINDING_COLUMNS if unblinded else [])]
+    header = next(rows)
+    yield [*LONG_COLUMNS, *header[len(REVIEW_COLUMNS) :]]
     keys = len(REVIEW_KEY_COLUMNS)
     for row in rows:
         provenance = row[len(REVIEW_COLUMNS) :]

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from django.db.models import Count, Q
 
-from reviewapp.models import Assignment, Cohort
+from reviewapp.models import Assignment, Cohort, Proposal
 
 # Cohorts a reviewer can see: open ones to work in, closed ones to read. Draft cohorts are invisible.
 VISIBLE_COHORT_STATUSES = (Cohort.Status.OPEN, Cohort.Status.CLOSED)
@@ -40,8 +40,15 @@ SECTION_LABELS = [
 ]
 
 
+class _Sections:
+    @property
+    def sections(self) -> list[tuple[str, str]]:
+        """(label, text) of every non-empty section after the statement."""
+        return [(label, getattr(self, name)) for name, label in SECTION_LABELS if getattr(self, name)]
+
+
 @dataclass(frozen=True)
-class Packet:
+class Packet(_Sections):
     position: int  # 1-based place in the reviewer's queue
     total: int
     cohort_name: str
@@ -55,11 +62,6 @@ class Packet:
     data_requirements: str
     alternative_explanations: str
     citations: str
-
-    @property
-    def sections(self) -> list[tuple[str, str]]:
-        """(label, text) of every non-empty section after the statement."""
-        return [(label, getattr(self, name)) for name, label in SECTION_LABELS if getattr(self, name)]
 
 
 def reviewer_assignments(*, reviewer):
@@ -91,3 +93,35 @@ def packet_for_reviewer(*, reviewer, assignment_id: int) -> Packet | None:
         total=counts["total"],
         **{name: row[column] for name, column in PACKET_COLUMNS.items()},
     )
+
+
+# The same whitelist read from a proposal instead of an assignment, for reviewers without an assignment: the models of
+# the AI review panel. The cohort's name is left out (it says nothing of the proposal).
+PROPOSAL_PACKET_COLUMNS = {
+    name: column.removeprefix("proposal__")
+    for name, column in PACKET_COLUMNS.items()
+    if column.startswith("proposal__")
+}
+
+
+@dataclass(frozen=True)
+class ProposalPacket(_Sections):
+    question: str
+    background: str
+    statement: str
+    mechanism: str = ""
+    prediction: str = ""
+    domain_category: str = ""
+    investigation_plan: str = ""
+    data_requirements: str = ""
+    alternative_explanations: str = ""
+    citations: str = ""
+
+
+def proposal_packets(*, proposal_ids) -> dict[int, ProposalPacket]:
+    """The packets of these proposals by primary key, from the whitelisted columns only."""
+    rows = Proposal.objects.filter(pk__in=proposal_ids).values("pk", *PROPOSAL_PACKET_COLUMNS.values())
+    return {
+        row["pk"]: ProposalPacket(**{name: row[column] for name, column in PROPOSAL_PACKET_COLUMNS.items()})
+        for row in rows
+    }

@@ -6,6 +6,7 @@ from django.shortcuts import get_object_or_404, render
 from django.urls import path
 from django.utils.text import slugify
 
+from reviewapp import protocol
 from reviewapp.core import roles
 from reviewapp.figures import COHORT_FIGURES, FORMATS, figure_file
 from reviewapp.models import Cohort
@@ -28,9 +29,13 @@ def figure_response(content: bytes, file_format: str, filename: str) -> HttpResp
 @login_required
 def cohort_statistics(request, cohort_id: int):
     cohort = _get_cohort_for_user(request, cohort_id)
+    review_analysis = cohort_review_analysis(cohort)
     context = {
         "cohort": cohort,
-        "analysis": cohort_review_analysis(cohort),
+        "analysis": review_analysis,
+        "revision_criteria": [
+            (label, review_analysis.revisions_by_criterion[field]) for field, label, *_ in protocol.CRITERIA
+        ],
         "figures": COHORT_FIGURES,
     }
     return render(request, "reviewapp/benchmark_cohort_statistics.html", context)

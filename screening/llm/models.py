@@ -85,6 +85,12 @@ class RosterMember(models.Model):
         TRANSLATOR = "translator", "translator"
         NOVELTY = "novelty", "literature novelty judge"
         INSPIRATION_JUDGE = "inspiration_judge", "inspiration judge (later literature)"
+        # The AI review panel (reviewapp.panel): three reviewer roles, the pairwise critique and the revision judge.
+        RUBRIC_JUDGE = "rubric_judge", "AI panel: rubric judge"
+        DOMAIN_SCIENTIST = "domain_scientist", "AI panel: domain scientist"
+        METHODS_REVIEWER = "methods_reviewer", "AI panel: methods reviewer"
+        CRITIC = "critic", "AI panel: pairwise critique"
+        REVISION_JUDGE = "revision_judge", "AI panel: revision judge"
 
     roster = models.ForeignKey(Roster, on_delete=models.CASCADE, related_name="members")
     endpoint = models.ForeignKey(ModelEndpoint, on_delete=models.PROTECT, related_name="roster_memberships")

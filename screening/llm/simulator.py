@@ -3,8 +3,9 @@
 It speaks the three wire protocols on the providers' own paths (OpenAI-compatible /v1/chat/completions, Anthropic
 /v1/messages, Gemini /v1beta/models/{model}:generateContent) and answers by recognising the request: ten
 hypotheses for a generation prompt (each statement starting "[Simulated] "), a verdict for every [Hn] of a forecast
-prompt, a marked rendering for a translation into Russian, a quoted candidate sentence for a novelty check, and a
-judgement with a quoted sentence (or, now and then, a malformed reply) for the inspiration judge.
+prompt, a marked rendering for a translation into Russian, a quoted candidate sentence for a novelty check, a
+judgement with a quoted sentence (or, now and then, a malformed reply) for the inspiration judge, and the AI review
+panel's reviews, pairwise preferences and revision judgments.
 Content is deterministic (a hash of the request); the injected faults (429, 529, malformed replies, missing ids)
 are random. Every reply carries the header `x-simulated: true` and a model name starting "simulated".
 
@@ -46,6 +47,8 @@ class SimulatorConfig:
     quota_share: float = 0.0  # share answered 429 for an exhausted quota or spend limit (waiting will not help)
     latency_seconds: float = 0.0  # added to every request
     retry_after_seconds: float = 1.0  # named in 429 replies
+    panel_malformed_share: float = 0.04  # share of AI panel replies with an invalid score (asked once more)
+    position_bias: float = 0.15  # how much the simulated critique favours the proposal shown first
     seed: int | None = None  # seeds the fault draws (content is always deterministic)
 
     @classmethod
@@ -272,6 +275,9 @@ def answer_text(system: str, user: str, *, model: str, config: SimulatorConfig, 
         if judgement is None:
             return f"{SIMULATED_MARK}This publication may or may not help; I would need to read more."
         return json.dumps(judgement, ensure_ascii=False)
+    panel = panel_answer(system, user, model=model, config=config, draw=draw)
+    if panel is not None:
+        return json.dumps(panel, ensure_ascii=False)
     if "Propose ten hypotheses" in user:
         reply = generation_reply(user, model)
     elif "will it be confirmed experimentally" in user or "Will this hypothesis be confirmed" in user:
@@ -288,6 +294,111 @@ def answer_text(system: str, user: str, *, model: str, config: SimulatorConfig, 
     if forecasts and draw() < config.missing_id_share:
         forecasts.pop(int(draw() * len(forecasts)))
     return json.dumps(reply, ensure_ascii=False)
+
+
+# The AI review panel (reviewapp.panel), recognised by the first sentence of its prompts. A proposal's simulated
+# quality is a hash of its claim plus credit for each section it has, so the three roles broadly agree, a fuller
+# proposal tends to score higher, and a section the packet lacks makes the dimensions resting on it unknown.
+PANEL_REVIEW_MARK = "on the eight dimensions of the hypothesis profile"
+PANEL_CRITIQUE_MARK = "say which is the stronger research proposal"
+PANEL_REVISION_MARK = "Judge the revision below against its predecessor"
+_PANEL_DIMENSIONS = (
+    "importance",
+    "novelty",
+    "grounding",
+    "falsifiability",
+    "data_resolvability",
+    "feasibility",
+    "alternatives",
+    "actionability",
+)
+_SECTION_OF_DIMENSION = {
+    "data_resolvability": "Data requirements:",
+    "alternatives": "Alternative explanations:",
+    "feasibility": "Investigation plan:",
+}
+_SECTIONS = ("Mechanism:", "Prediction:", "Investigation plan:", "Data requirements:", "Alternative explanations:")
+_PANEL_BLOCK = re.compile(r"^(PROPOSAL A|PROPOSAL B|PROPOSAL|PREDECESSOR|REVISION)\n(.*?)(?=\n\n|\Z)", re.S | re.M)
+
+
+def _panel_blocks(user: str) -> dict[str, str]:
+    return {heading: text for heading, text in _PANEL_BLOCK.findall(user)}
+
+
+def _quality(proposal: str) -> float:
+    """0–1: a hash of the claim plus credit for every section the proposal has."""
+    claim = proposal.split("\n", 1)[0]
+    sections = sum(section in proposal for section in _SECTIONS)
+    return min(1.0, 0.15 + 0.55 * _fraction("quality", claim) + 0.06 * sections)
+
+
+def panel_review_reply(system: str, user: str, model: str, malformed: bool) -> dict:
+    """Each role (its system message) scores with its own noise around the proposal's simulated quality."""
+    proposal = _panel_blocks(user).get("PROPOSAL", user)
+    model = f"{model}\x1f{system}"
+    quality = _quality(proposal)
+    scores: dict[str, int | str] = {}
+    for dimension in _PANEL_DIMENSIONS:
+        chance = _fraction("missing", model, dimension, proposal)
+        section = _SECTION_OF_DIMENSION.get(dimension)
+        if (section and section not in proposal and chance < 0.7) or chance < 0.03:
+            scores[dimension] = "unknown"
+        elif chance > (0.9 if dimension == "actionability" else 0.99):
+            scores[dimension] = "inapplicable"
+        else:
+            noise = (_fraction("score", model, dimension, proposal) - 0.5) * 0.3
+            scores[dimension] = max(1, min(10, round(1 + 9 * (quality + noise))))
+    eligible: bool | str = quality >= 0.3
+    if _fraction("eligible", model, proposal) < 0.06:
+        eligible = "unknown"
+    if malformed:  # a score out of the scale: the panel asks once more
+        scores[_PANEL_DIMENSIONS[int(_fraction("bad", model, proposal) * 8)]] = 0
+    rationale = (
+        f"{SIMULATED_MARK}No model read this proposal: the simulated server scored it from a hash of its text and "
+        "the sections it has."
+    )
+    return {"eligible": eligible, "scores": scores, "rationale": rationale, "simulated": True}
+
+
+def panel_critique_reply(user: str, model: str, position_bias: float) -> dict:
+    blocks = _panel_blocks(user)
+    first, second = blocks.get("PROPOSAL A", ""), blocks.get("PROPOSAL B", "")
+    chance = _fraction("critique", model, first, second)
+    lacking = "Investigation plan:" not in first or "Investigation plan:" not in second
+    rationale = f"{SIMULATED_MARK}No model compared these proposals; the simulated server favours the one shown first."
+    if chance < 0.04 or (lacking and chance < 0.25):
+        return {"preference": "insufficient", "rationale": rationale, "simulated": True}
+    difference = _quality(first) - _quality(second) + position_bias + (chance - 0.5) * 0.2
+    preference = "tie" if abs(difference) < 0.04 else "A" if difference > 0 else "B"
+    return {"preference": preference, "rationale": rationale, "simulated": True}
+
+
+def panel_revision_reply(user: str, model: str) -> dict:
+    blocks = _panel_blocks(user)
+    before, after = blocks.get("PREDECESSOR", ""), blocks.get("REVISION", "")
+    change = _quality(after) - _quality(before)
+    added = sum(section in after and section not in before for section in _SECTIONS)
+    if _fraction("revision", model, before, after) < 0.08:
+        category = "insufficient_evidence"
+    elif change > 0.08:
+        category = "substantive_progress"
+    elif added:
+        category = "necessary_repair"
+    else:
+        category = "marginal_repetition"
+    rationale = f"{SIMULATED_MARK}No model compared these versions: the simulated server judged their text hashes."
+    return {"category": category, "rationale": rationale, "simulated": True}
+
+
+def panel_answer(system: str, user: str, *, model: str, config: SimulatorConfig, draw) -> dict | None:
+    """The reply to an AI panel request, or None when the request is not the panel's."""
+    if PANEL_REVIEW_MARK in user:
+        return panel_review_reply(system, user, model, malformed=draw() < config.panel_malformed_share)
+    if PANEL_CRITIQUE_MARK in user:
+        return panel_critique_reply(user, model, config.position_bias)
+    if PANEL_REVISION_MARK in user:
+        return panel_revision_reply(user, model)
+    return None
 
 
 def _text(content) -> str:

@@ -22,6 +22,7 @@ from django.urls.exceptions import Resolver404
 
 from reviewapp.benchmarks.models import BenchmarkHypothesis, BenchmarkSet, BenchmarkTask, Judge, JudgeScore
 from reviewapp.models import Assignment, BackgroundJob, Cohort, Conflict, ImportBatch, Proposal, ResearchTask, Review
+from reviewapp.panel.models import Comparison, PanelPrompt, PanelReview, PanelSubject, Rating, RevisionJudgment
 from reviewapp.selectors.packets import PACKET_COLUMNS
 from reviewapp.services.reviews import review_save, review_submit
 from tests import factories
@@ -131,6 +132,58 @@ def _benchmark_field(record: str, field: str):
     return plant
 
 
+def _panel_subject(world) -> PanelSubject:
+    return PanelSubject.objects.get_or_create(proposal=world.proposal)[0]
+
+
+def _panel_review(role: str, field: str):
+    """A review by the AI panel of the proposal under review (its rationale, error, model or scores)."""
+
+    def plant(world, value):
+        values = {"scores": {"importance": value}} if field == "scores" else {field: value}
+        review, _ = PanelReview.objects.get_or_create(
+            subject=_panel_subject(world), role=role, defaults={"state": "done", "eligible": "true"}
+        )
+        PanelReview.objects.filter(pk=review.pk).update(**values)
+
+    return plant
+
+
+def _panel_prompt(world, value):
+    prompt = PanelPrompt.objects.create(
+        kind="rubric_judge", version="v-blind", system=value, template="t", sha256="b" * 64
+    )
+    PanelReview.objects.filter(subject=_panel_subject(world)).update(prompt=prompt)
+
+
+def _revision_judgment(world, value):
+    predecessor = factories.make_proposal(task=world.task, statement="An earlier version of the claim.")
+    RevisionJudgment.objects.create(
+        subject=_panel_subject(world),
+        predecessor=predecessor,
+        state="done",
+        category="necessary_repair",
+        rationale=value,
+    )
+
+
+def _comparison(world, value):
+    Comparison.objects.create(
+        cohort=world.cohort,
+        seq=Comparison.objects.filter(cohort=world.cohort).count() + 1,
+        a=world.proposal,
+        b=world.next_assignment.proposal,
+        outcome="a",
+        source="model",
+        shown_first=world.proposal,
+        rationale=value,
+    )
+
+
+def _rating(world, value):
+    Rating.objects.create(cohort=world.cohort, proposal=world.proposal, mu=float(value), sigma=1.0, comparisons=3)
+
+
 @dataclass(frozen=True)
 class Canary:
     where: str
@@ -172,6 +225,14 @@ CANARIES = [
         "benchmark hypothesis statement", "cnry-benchmark-statement-9f7a", _benchmark_field("hypothesis", "statement")
     ),
     Canary("benchmark generator", "cnry-benchmark-generator-8a4c", _benchmark_field("hypothesis", "generator")),
+    Canary("AI panel rationale", "cnry-panel-rationale-6e2f", _panel_review("rubric_judge", "rationale")),
+    Canary("AI panel score", "cnry-panel-score-3b7d", _panel_review("domain_scientist", "scores")),
+    Canary("AI panel failure", "cnry-panel-error-8c1a", _panel_review("methods_reviewer", "error")),
+    Canary("AI panel model", "cnry-panel-model-4f9b", _panel_review("rubric_judge", "model_name")),
+    Canary("AI panel prompt", "cnry-panel-prompt-5a2e", _panel_prompt),
+    Canary("AI revision judgment", "cnry-revision-rationale-1d8c", _revision_judgment),
+    Canary("AI critique rationale", "cnry-critique-rationale-9e4b", _comparison),
+    Canary("AI rating", "31.98765432", _rating),
     Canary(
         "benchmark generator company",
         "cnry-benchmark-generator-company-1f6b",
@@ -429,6 +490,7 @@ def _ids_for(world: World) -> Callable[[str], list[int]]:
         "user": list(User.objects.values_list("pk", flat=True)),
         "job": list(BackgroundJob.objects.values_list("pk", flat=True)),
         "benchmark": list(BenchmarkSet.objects.values_list("pk", flat=True)),
+        "subject": list(PanelSubject.objects.values_list("pk", flat=True)),
     }
     everything = sorted(set(itertools.chain.from_iterable(by_kind.values())))
 
@@ -530,3 +592,18 @@ def test_the_crawl_would_catch_a_hidden_field_on_a_reviewer_page(client, world):
     crawl.responses[0] = (method, path, htmx, response, body + world.proposal.author.encode())
     with pytest.raises(AssertionError, match="proposal author in GET /review/"):
         _assert_no_canary(crawl)
+
+
+def test_the_panel_canaries_are_real_panel_data_that_coordinators_see(client, world):
+    """The coordinator's profile page, the cohort's panel API and the ratings API show them, so their absence from
+    every reviewer response means something."""
+    client.force_login(world.coordinator)
+    subject = PanelSubject.objects.get(proposal=world.proposal)
+    text = client.get(reverse("panel-subject", args=[subject.pk])).content.decode()
+    text += client.get(reverse("api-cohort-ai-panel", args=[world.cohort.pk])).content.decode()
+    text += client.get(reverse("api-cohort-ratings", args=[world.cohort.pk])).content.decode()
+    text += client.get(reverse("panel-ratings", args=[world.cohort.pk])).content.decode()
+    text += client.get(reverse("panel-prompts")).content.decode()
+    panel = [canary for canary in CANARIES if canary.where.startswith("AI ")]
+    assert len(panel) == 8
+    assert [canary.where for canary in panel if canary.value not in text] == []

@@ -10,6 +10,7 @@ from django.urls import reverse
 
 from literature.models import NoveltyCheck, Reference
 from reviewapp.models import Cohort
+from reviewapp.panel.models import PanelReview, PanelSubject
 from screening.llm.models import ModelCall, ModelEndpoint
 from screening.models import Forecast, Hypothesis, Run
 from screening.services.cohorts import cohort_create_from_run
@@ -55,6 +56,8 @@ CANARIES = {
     "novelty candidate title": "cnry-novelty-candidate-2a8e",
     "novelty reference title": "cnry-novelty-reference-5f3b",
     "proposal novelty verdict": "cnry-pverdict-4c2",
+    "AI panel review of a run hypothesis": "cnry-panel-run-rationale-7b3d",
+    "AI panel review of the cohort's proposal": "cnry-panel-proposal-rationale-2c9e",
 }
 
 
@@ -106,6 +109,25 @@ def reviewed_run(db, server, settings):
             state="done",
             verdict=CANARIES["proposal novelty verdict"],
             **checked,
+        )
+    # The AI panel's reviews of the run's hypotheses and of the cohort's proposals.
+    for hypothesis in Hypothesis.objects.filter(run=run):
+        subject = PanelSubject.objects.create(screening_hypothesis=hypothesis)
+        PanelReview.objects.create(
+            subject=subject,
+            role="rubric_judge",
+            state="done",
+            eligible="true",
+            rationale=CANARIES["AI panel review of a run hypothesis"],
+        )
+    for proposal in cohort.proposals.all():
+        subject = PanelSubject.objects.create(proposal=proposal)
+        PanelReview.objects.create(
+            subject=subject,
+            role="rubric_judge",
+            state="done",
+            eligible="true",
+            rationale=CANARIES["AI panel review of the cohort's proposal"],
         )
     cohort.status = Cohort.Status.OPEN
     cohort.save(update_fields=["status"])

@@ -299,6 +299,10 @@ def test_setup_roster_builds_the_seed_roster_on_the_simulator_without_keys(db, s
         "stage1": ["GPT-6 Astra"],
         "stage2": ["Claude Sonnet 5.5", "Gemini 4 Argon", "Grok 4.5"],
         "translator": ["Claude Sonnet 5.5"],
+        # The AI review panel's roles: separate prompts to one model family.
+        **dict.fromkeys(
+            ["critic", "domain_scientist", "methods_reviewer", "revision_judge", "rubric_judge"], ["GPT-6 Astra"]
+        ),
     }
     endpoints = {e.display_name: e for e in ModelEndpoint.objects.all()}
     assert all(e.is_simulated and e.model_id.startswith("simulated-") for e in endpoints.values())
@@ -318,7 +322,7 @@ def test_setup_roster_is_idempotent_keeps_admin_limits_and_follows_the_keys(db, 
     call_command("setup_roster", stdout=open(os.devnull, "w"))
 
     assert ModelEndpoint.objects.count() == 5 and Roster.objects.count() == 1
-    assert Roster.objects.get().members.count() == 11
+    assert Roster.objects.get().members.count() == 16  # eleven of the protocol, five of the AI review panel
     astra = ModelEndpoint.objects.get(display_name="GPT-6 Astra")
     assert not astra.is_simulated and astra.base_url == "https://api.openai.com/v1" and astra.model_id == "gpt-6-astra"
     assert astra.concurrency_limit == 9

@@ -3,7 +3,7 @@ import os
 from django.contrib.auth.models import User
 from django.core.management.base import BaseCommand, CommandError
 
-from reviewapp.demo import demo_load
+from reviewapp.demo import demo_load, demo_panel_start
 from reviewapp.services.cohorts import CohortError
 from reviewapp.services.imports import ImportInvalid
 from reviewapp.services.reviews import ReviewError
@@ -36,6 +36,12 @@ class Command(BaseCommand):
             *(f"  {login.username:<18} {login.role:<12} {login.password}" for login in loaded.logins),
             "These passwords are new each time `make run` starts (each run of load_demo); earlier ones stop working.",
         ]
+        if demo_panel_start(cohort):
+            lines += [
+                "",
+                "The simulated AI review panel and its pairwise critique of the demo cohort are queued; the worker "
+                "fills the cohort's AI panel pages within a minute (labelled simulated).",
+            ]
         if not User.objects.filter(is_superuser=True).exists():
             lines.append("No administrator account exists yet; create one with `python manage.py createsuperuser`.")
         self.stdout.write("\n".join([*lines, ""]))

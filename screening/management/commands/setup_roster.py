@@ -52,7 +52,7 @@ ARGON = DefaultEndpoint(
 )
 
 # Four generators (10 hypotheses each), stage 1 GPT-6 Astra, stage 2 Sonnet, Argon and Grok; Sonnet translates,
-# judges novelty and judges inspiration by later literature.
+# judges novelty and judges inspiration by later literature; GPT-6 Astra holds the AI panel's roles.
 DEFAULT_MEMBERS = {
     RosterMember.Role.GENERATOR: [ASTRA, GROK, OPUS, ARGON],
     RosterMember.Role.STAGE1: [ASTRA],
@@ -60,6 +60,13 @@ DEFAULT_MEMBERS = {
     RosterMember.Role.TRANSLATOR: [SONNET],
     RosterMember.Role.NOVELTY: [SONNET],
     RosterMember.Role.INSPIRATION_JUDGE: [SONNET],
+    # The AI review panel: separate prompts to one model family, as in the DFM-Bench profile; also its critique and
+    # revision judge.
+    RosterMember.Role.RUBRIC_JUDGE: [ASTRA],
+    RosterMember.Role.DOMAIN_SCIENTIST: [ASTRA],
+    RosterMember.Role.METHODS_REVIEWER: [ASTRA],
+    RosterMember.Role.CRITIC: [ASTRA],
+    RosterMember.Role.REVISION_JUDGE: [ASTRA],
 }
 
 

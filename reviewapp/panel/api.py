@@ -1,0 +1,377 @@
+"""API of the AI review panel: start and read a cohort's panel, pairwise critique (run, import, read), ratings, the
+calibration against the human reviews, the prompts, and the panel of hypotheses selected from screening runs and
+benchmark sets.
+
+Coordinators and analysts read; only coordinators start work or add comparisons. Reviewers get 403 on every route
+here (and nothing of the panel appears anywhere a reviewer can go).
+"""
+
+from django.urls import path, reverse
+from rest_framework import serializers, status
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from reviewapp.benchmarks.models import BenchmarkSet
+from reviewapp.core.errors import NotFound, validated
+from reviewapp.core.roles import CanReadAll, IsCoordinator
+from reviewapp.core.routing import by_method
+from reviewapp.models import BackgroundJob, Cohort
+from reviewapp.panel import profile as rules
+from reviewapp.panel import ratings as trueskill_rules
+from reviewapp.panel import selectors
+from reviewapp.panel.calibration import CLOSEST_CRITERION
+from reviewapp.panel.prompts import PROMPT_VERSION, PROMPTS
+from reviewapp.panel.services import critique, panel
+from reviewapp.panel.services.critique import MAX_PER_PROPOSAL
+from screening.models import Run
+
+# Imported comparisons per request; larger logs go in several requests, applied in order.
+MAX_IMPORTED_COMPARISONS = 50_000
+
+
+def _cohort(cohort_id: int) -> Cohort:
+    cohort = Cohort.objects.filter(pk=cohort_id).first()
+    if cohort is None:
+        raise NotFound(f"There is no cohort {cohort_id}.")
+    return cohort
+
+
+def job_answer(job: BackgroundJob) -> Response:
+    """202 with the job, its state and the page that follows it."""
+    return Response(
+        {"job": job.pk, "state": job.state, "url": reverse("job-detail", args=[job.pk])},
+        status=status.HTTP_202_ACCEPTED,
+    )
+
+
+def _eligible(value: str):
+    return {"true": True, "false": False, rules.UNKNOWN: rules.UNKNOWN}.get(value)
+
+
+def review_as_dict(review: selectors.ReviewRow) -> dict:
+    return {
+        "role": review.role,
+        "state": review.state,
+        "eligible": _eligible(review.eligible),
+        "scores": review.scores,
+        "rationale": review.rationale,
+        "simulated": review.simulated,
+        "model": review.model_name,
+        "prompt_version": review.prompt_version,
+        "error": review.error,
+    }
+
+
+def profile_as_dict(profile: rules.Profile) -> dict:
+    coverage = profile.coverage
+    return {
+        "medians": profile.medians,
+        "q": profile.q,
+        "complete": profile.panel_complete,
+        "coverage": {
+            "reviews": coverage.reviews,
+            "failed_roles": list(coverage.failed_roles),
+            "eligible_votes": coverage.eligible_votes,
+            "medians_known": coverage.medians_known,
+            "inapplicable": list(coverage.inapplicable),
+        },
+    }
+
+
+def revision_as_dict(revision: selectors.RevisionRow | None) -> dict | None:
+    if revision is None:
+        return None
+    return {
+        "predecessor": revision.predecessor_id,
+        "state": revision.state or "not_judged",
+        "category": revision.category or None,
+        "rationale": revision.rationale,
+        "delta_q": revision.delta_q,
+    }
+
+
+DIMENSIONS = [{"key": dimension.key, "weight": dimension.weight} for dimension in rules.DIMENSIONS]
+
+
+class CohortPanelStartApi(APIView):
+    permission_classes = [IsCoordinator]
+
+    class InputSerializer(serializers.Serializer):
+        redo = serializers.BooleanField(default=False)
+
+    def post(self, request, cohort_id: int):
+        values = validated(self.InputSerializer, request.data)
+        return job_answer(
+            panel.panel_start_for_cohort(cohort=_cohort(cohort_id), redo=values["redo"], user=request.user)
+        )
+
+
+class CohortPanelApi(APIView):
+    permission_classes = [CanReadAll]
+
+    def get(self, request, cohort_id: int):
+        cohort = _cohort(cohort_id)
+        result = selectors.cohort_panel(cohort, with_rationale=True)
+        job = selectors.latest_job(cohort, selectors.PANEL_JOB)
+        summary = result.revisions
+        return Response(
+            {
+                "state": job.state if job else "not_started",
+                "job": job.pk if job else None,
+                "prompt_version": PROMPT_VERSION,
+                "simulated": result.simulated,
+                "dimensions": DIMENSIONS,
+                "proposals": [
+                    {
+                        "id": row.proposal_id,
+                        "task": row.task_key,
+                        "reviews": [review_as_dict(review) for review in row.reviews],
+                        **profile_as_dict(row.profile),
+                        "revision": revision_as_dict(row.revision),
+                    }
+                    for row in result.rows
+                ],
+                "revisions": {
+                    "judged": summary.judged,
+                    "counts": summary.counts,
+                    "substantive_progress_rate": summary.substantive_progress_rate,
+                    "useful_step_rate": summary.useful_step_rate,
+                    "repetition_rate": summary.repetition_rate,
+                    "insufficient_evidence_rate": summary.insufficient_evidence_rate,
+                    "delta_q_pairs": summary.delta_q_pairs,
+                    "mean_delta_q": summary.mean_delta_q,
+                },
+            }
+        )
+
+
+class ComparisonsRunApi(APIView):
+    permission_classes = [IsCoordinator]
+
+    class InputSerializer(serializers.Serializer):
+        per_proposal = serializers.IntegerField(min_value=1, max_value=MAX_PER_PROPOSAL)
+        seed = serializers.IntegerField(min_value=-(2**63), max_value=2**63 - 1)
+        repeat = serializers.BooleanField(default=False)
+
+    def post(self, request, cohort_id: int):
+        values = validated(self.InputSerializer, request.data)
+        return job_answer(critique.critique_start(cohort=_cohort(cohort_id), **values, user=request.user))
+
+
+class ComparisonsImportApi(APIView):
+    permission_classes = [IsCoordinator]
+
+    class InputSerializer(serializers.Serializer):
+        class Row(serializers.Serializer):
+            a = serializers.CharField(max_length=200)
+            b = serializers.CharField(max_length=200)
+            outcome = serializers.ChoiceField(choices=trueskill_rules.OUTCOMES)
+
+        comparisons = Row(many=True, allow_empty=False, max_length=MAX_IMPORTED_COMPARISONS)
+
+    def post(self, request, cohort_id: int):
+        cohort = _cohort(cohort_id)
+        values = validated(self.InputSerializer, request.data)
+        stored = critique.comparisons_import(cohort=cohort, rows=values["comparisons"], user=request.user)
+        return Response(
+            {"created": len(stored), "first_seq": stored[0].seq, "last_seq": stored[-1].seq},
+            status=status.HTTP_201_CREATED,
+        )
+
+
+class ComparisonsListApi(APIView):
+    permission_classes = [CanReadAll]
+
+    def get(self, request, cohort_id: int):
+        log = selectors.comparison_log(_cohort(cohort_id))
+        return Response(
+            {
+                "comparisons": [
+                    {
+                        "seq": row["seq"],
+                        "a": row["a__external_id"],
+                        "b": row["b__external_id"],
+                        "outcome": row["outcome"],
+                        "source": row["source"],
+                        "shown_first": (
+                            None
+                            if row["shown_first_id"] is None
+                            else row["a__external_id"]
+                            if row["shown_first_id"] == row["a_id"]
+                            else row["b__external_id"]
+                        ),
+                        "order_seed": row["order_seed"],
+                        "simulated": row["simulated"],
+                    }
+                    for row in log.iterator(chunk_size=5000)
+                ]
+            }
+        )
+
+
+def ratings_as_dict(cohort: Cohort) -> dict:
+    ratings = selectors.cohort_ratings(cohort)
+    rows_of = cohort.proposals.values_list("pk", "external_id", "task__key")
+    members = {pk: (external_id, task) for pk, external_id, task in rows_of}
+    rows = sorted(ratings.by_proposal.items(), key=lambda item: (members[item[0]][1], members[item[0]][0]))
+    return {
+        "parameters": trueskill_rules.parameters(),
+        "ratings": [
+            {
+                "proposal": members[pk][0],
+                "task": members[pk][1],
+                "mu": rating.mu,
+                "sigma": rating.sigma,
+                "conservative": rating.conservative,
+                "rank": rating.rank,
+                "comparisons": rating.comparisons,
+            }
+            for pk, rating in rows
+        ],
+    }
+
+
+class RatingsApi(APIView):
+    permission_classes = [CanReadAll]
+
+    def get(self, request, cohort_id: int):
+        return Response(ratings_as_dict(_cohort(cohort_id)))
+
+
+class RatingsRecomputeApi(APIView):
+    permission_classes = [IsCoordinator]
+
+    def post(self, request, cohort_id: int):
+        cohort = _cohort(cohort_id)
+        replayed = critique.ratings_recompute(cohort=cohort)
+        return Response({"replayed": replayed, **ratings_as_dict(cohort)})
+
+
+def calibration_as_dict(result) -> dict:
+    return {
+        "proposals": result.proposals,
+        "tasks": result.tasks,
+        "resamples": result.resamples,
+        "seed": result.seed,
+        "q_vs_overall": result.q_vs_overall.as_dict(),
+        "dimensions": {
+            dimension: {"criterion": CLOSEST_CRITERION[dimension], **figure.as_dict()}
+            for dimension, figure in result.dimensions.items()
+        },
+        "s_vs_overall_within_tasks": result.s_vs_overall_within_tasks.as_dict(),
+        "reject_share": {
+            "top_quarter": result.reject_top_quarter.as_dict(),
+            "bottom_quarter": result.reject_bottom_quarter.as_dict(),
+        },
+    }
+
+
+class CalibrationApi(APIView):
+    permission_classes = [CanReadAll]
+
+    def get(self, request, cohort_id: int):
+        return Response(calibration_as_dict(selectors.cohort_calibration(_cohort(cohort_id))))
+
+
+class PromptsApi(APIView):
+    permission_classes = [CanReadAll]
+
+    def get(self, request):
+        current = {text.sha256 for text in PROMPTS.values()}
+        return Response(
+            {
+                "version": PROMPT_VERSION,
+                "prompts": [
+                    {
+                        "kind": prompt.kind,
+                        "version": prompt.version,
+                        "system": prompt.system,
+                        "template": prompt.template,
+                        "sha256": prompt.sha256,
+                        "current": prompt.sha256 in current,
+                    }
+                    for prompt in selectors.prompt_versions()
+                ],
+            }
+        )
+
+
+class HypothesesPanelStartApi(APIView):
+    permission_classes = [IsCoordinator]
+
+    class InputSerializer(serializers.Serializer):
+        run = serializers.UUIDField(required=False)
+        benchmark = serializers.IntegerField(required=False)
+        hypotheses = serializers.ListField(
+            child=serializers.CharField(max_length=200), allow_empty=False, max_length=10_000
+        )
+        redo = serializers.BooleanField(default=False)
+
+        def validate(self, attrs):
+            if ("run" in attrs) == ("benchmark" in attrs):
+                raise serializers.ValidationError("Name either a screening run or a benchmark set.")
+            return attrs
+
+    def post(self, request):
+        values = validated(self.InputSerializer, request.data)
+        run = benchmark = None
+        if "run" in values:
+            run = Run.objects.filter(public_id=values["run"]).first()
+            if run is None:
+                raise NotFound("There is no screening run with this id.")
+        else:
+            benchmark = BenchmarkSet.objects.filter(pk=values["benchmark"]).first()
+            if benchmark is None:
+                raise NotFound("There is no benchmark set with this id.")
+        job = panel.panel_start_for_hypotheses(
+            run=run, benchmark=benchmark, hypotheses=values["hypotheses"], redo=values["redo"], user=request.user
+        )
+        return job_answer(job)
+
+
+class SubjectApi(APIView):
+    permission_classes = [CanReadAll]
+
+    def get(self, request, subject_id: int):
+        found = selectors.subject_profile(subject_id)
+        if found is None:
+            raise NotFound("Nothing with this id was reviewed by the panel.")
+        return Response(
+            {
+                "id": found.subject.pk,
+                "title": found.title,
+                "dimensions": DIMENSIONS,
+                "reviews": [review_as_dict(review) for review in found.reviews],
+                **profile_as_dict(found.profile),
+                "revision": revision_as_dict(found.revision),
+            }
+        )
+
+
+urlpatterns = [
+    path(
+        "api/v1/cohorts/<int:cohort_id>/ai-panel",
+        by_method(get=CohortPanelApi, post=CohortPanelStartApi),
+        name="api-cohort-ai-panel",
+    ),
+    path(
+        "api/v1/cohorts/<int:cohort_id>/comparisons",
+        by_method(get=ComparisonsListApi, post=ComparisonsImportApi),
+        name="api-cohort-comparisons",
+    ),
+    path(
+        "api/v1/cohorts/<int:cohort_id>/comparisons/run",
+        ComparisonsRunApi.as_view(),
+        name="api-cohort-comparisons-run",
+    ),
+    path("api/v1/cohorts/<int:cohort_id>/ratings", RatingsApi.as_view(), name="api-cohort-ratings"),
+    path(
+        "api/v1/cohorts/<int:cohort_id>/ratings/recompute",
+        RatingsRecomputeApi.as_view(),
+        name="api-cohort-ratings-recompute",
+    ),
+    path("api/v1/cohorts/<int:cohort_id>/calibration", CalibrationApi.as_view(), name="api-cohort-calibration"),
+    path("api/v1/ai-panel/prompts", PromptsApi.as_view(), name="api-panel-prompts"),
+    path("api/v1/ai-panel/hypotheses", HypothesesPanelStartApi.as_view(), name="api-panel-hypotheses"),
+    path("api/v1/ai-panel/subjects/<int:subject_id>", SubjectApi.as_view(), name="api-panel-subject"),
+]

@@ -1,0 +1,200 @@
+"""Records of the AI review panel: its prompts, what it reviewed, each role's review, revision judgments, the pairwise
+critique log of a cohort and the ratings that log gives (docs/protocol.md#ai-review-panel). None of it ever reaches a
+reviewer."""
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+
+from reviewapp.panel.profile import ELIGIBLE_VALUES, REVISION_CATEGORIES, ROLES
+from reviewapp.panel.ratings import OUTCOMES
+
+
+class PanelPrompt(models.Model):
+    """One version of one role's prompt, exactly as sent: the system message and the user message's template. Every
+    review, judgment and comparison names the prompt it was asked with."""
+
+    class Kind(models.TextChoices):
+        RUBRIC_JUDGE = "rubric_judge", "rubric judge"
+        DOMAIN_SCIENTIST = "domain_scientist", "domain scientist"
+        METHODS_REVIEWER = "methods_reviewer", "methods reviewer"
+        CRITIC = "critic", "pairwise critique"
+        REVISION_JUDGE = "revision_judge", "revision judge"
+
+    kind = models.CharField(max_length=20, choices=Kind.choices)
+    version = models.CharField(max_length=40)
+    system = models.TextField()
+    template = models.TextField(help_text="the user message, with the packet in place of its {placeholders}")
+    sha256 = models.CharField(max_length=64, unique=True, help_text="of the kind, version, system and template")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["kind", "-created_at"]
+
+    def __str__(self):
+        return f"{self.kind} {self.version}"
+
+
+class PanelSubject(models.Model):
+    """What the panel reviews: a cohort's proposal, a screening run's hypothesis or a benchmark set's hypothesis."""
+
+    proposal = models.OneToOneField(
+        "reviewapp.Proposal", null=True, blank=True, on_delete=models.CASCADE, related_name="panel_subject"
+    )
+    screening_hypothesis = models.OneToOneField(
+        "screening.Hypothesis", null=True, blank=True, on_delete=models.CASCADE, related_name="panel_subject"
+    )
+    benchmark_hypothesis = models.OneToOneField(
+        "benchmarks.BenchmarkHypothesis", null=True, blank=True, on_delete=models.CASCADE, related_name="panel_subject"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.CheckConstraint(
+                condition=(
+                    Q(proposal__isnull=False, screening_hypothesis__isnull=True, benchmark_hypothesis__isnull=True)
+                    | Q(proposal__isnull=True, screening_hypothesis__isnull=False, benchmark_hypothesis__isnull=True)
+                    | Q(proposal__isnull=True, screening_hypothesis__isnull=True, benchmark_hypothesis__isnull=False)
+                ),
+                name="panel_subject_is_one_thing",
+            )
+        ]
+
+    def __str__(self):
+        return f"panel subject {self.pk}"
+
+
+class _ModelAnswer(models.Model):
+    """Who answered with which prompt, and the recorded call (its request and reply)."""
+
+    prompt = models.ForeignKey(PanelPrompt, null=True, blank=True, on_delete=models.PROTECT, related_name="+")
+    endpoint = models.ForeignKey(
+        "screening.ModelEndpoint", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    model_name = models.CharField(max_length=200, blank=True, help_text="the endpoint's name at the time")
+    simulated = models.BooleanField(default=False, help_text="the project's simulated server answered, not a model")
+    model_call = models.ForeignKey(
+        "screening.ModelCall", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        abstract = True
+
+
+class PanelReview(_ModelAnswer):
+    """One role's review of one subject: per dimension an integer 1–10, "unknown" or "inapplicable", eligibility
+    and a rationale. A role whose replies stayed unusable is recorded as failed, with no scores at all."""
+
+    class State(models.TextChoices):
+        DONE = "done", "Reviewed"
+        FAILED = "failed", "Failed"
+
+    subject = models.ForeignKey(PanelSubject, on_delete=models.CASCADE, related_name="reviews")
+    role = models.CharField(max_length=20, choices=[(role, role.replace("_", " ")) for role in ROLES])
+    state = models.CharField(max_length=10, choices=State.choices)
+    eligible = models.CharField(max_length=10, blank=True, help_text="true, false or unknown; empty when failed")
+    scores = models.JSONField(default=dict, blank=True, help_text='dimension → 1–10, "unknown" or "inapplicable"')
+    rationale = models.TextField(blank=True)
+    error = models.TextField(blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["subject", "role"], name="one_panel_review_per_role"),
+            models.CheckConstraint(
+                condition=Q(state="failed", eligible="") | Q(state="done", eligible__in=ELIGIBLE_VALUES),
+                name="panel_review_eligibility_known_when_done",
+            ),
+        ]
+
+    def __str__(self):
+        return f"{self.role} review of {self.subject_id} ({self.state})"
+
+
+class RevisionJudgment(_ModelAnswer):
+    """What a revision did against its predecessor (the first listed parent), in one of four categories."""
+
+    class State(models.TextChoices):
+        DONE = "done", "Judged"
+        FAILED = "failed", "Failed"
+
+    subject = models.OneToOneField(PanelSubject, on_delete=models.CASCADE, related_name="revision_judgment")
+    predecessor = models.ForeignKey("reviewapp.Proposal", on_delete=models.CASCADE, related_name="+")
+    state = models.CharField(max_length=10, choices=State.choices)
+    category = models.CharField(max_length=30, blank=True, choices=[(c, c) for c in REVISION_CATEGORIES])
+    rationale = models.TextField(blank=True)
+    error = models.TextField(blank=True)
+
+    class Meta:
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(state="failed", category="") | Q(state="done", category__in=REVISION_CATEGORIES),
+                name="revision_judgment_category_when_done",
+            )
+        ]
+
+    def __str__(self):
+        return f"revision of {self.subject_id}: {self.category or self.state}"
+
+
+class Comparison(_ModelAnswer):
+    """One pairwise critique outcome in a cohort's log, in terms of the proposals (never of positions). `seq` is the
+    order in which ratings were updated; `shown_first` and `order_seed` record the randomised order a model saw."""
+
+    class Source(models.TextChoices):
+        MODEL = "model", "critique model"
+        IMPORT = "import", "imported"
+
+    cohort = models.ForeignKey("reviewapp.Cohort", on_delete=models.CASCADE, related_name="comparisons")
+    seq = models.PositiveIntegerField()
+    a = models.ForeignKey("reviewapp.Proposal", on_delete=models.CASCADE, related_name="+")
+    b = models.ForeignKey("reviewapp.Proposal", on_delete=models.CASCADE, related_name="+")
+    outcome = models.CharField(max_length=15, choices=[(outcome, outcome) for outcome in OUTCOMES])
+    source = models.CharField(max_length=10, choices=Source.choices)
+    shown_first = models.ForeignKey(
+        "reviewapp.Proposal", null=True, blank=True, on_delete=models.CASCADE, related_name="+"
+    )
+    order_seed = models.BigIntegerField(null=True, blank=True)
+    rationale = models.TextField(blank=True)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
+
+    class Meta:
+        ordering = ["cohort", "seq"]
+        constraints = [
+            models.UniqueConstraint(fields=["cohort", "seq"], name="one_comparison_per_seq"),
+            models.CheckConstraint(condition=~Q(a=models.F("b")), name="comparison_of_two_proposals"),
+            models.CheckConstraint(condition=Q(outcome__in=OUTCOMES), name="comparison_outcome_known"),
+        ]
+
+    def __str__(self):
+        return f"#{self.seq} {self.a_id} vs {self.b_id}: {self.outcome}"
+
+
+class RatingLog(models.Model):
+    """A cohort's place in its comparison log: the last sequence number applied. Appending locks this row, so the
+    log's order is the order of the updates."""
+
+    cohort = models.OneToOneField("reviewapp.Cohort", on_delete=models.CASCADE, related_name="rating_log")
+    last_seq = models.PositiveIntegerField(default=0)
+    recomputed_at = models.DateTimeField(null=True, blank=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    def __str__(self):
+        return f"ratings of cohort {self.cohort_id} up to #{self.last_seq}"
+
+
+class Rating(models.Model):
+    """A proposal's TrueSkill posterior in a cohort after the log's comparisons so far (recomputable from it)."""
+
+    cohort = models.ForeignKey("reviewapp.Cohort", on_delete=models.CASCADE, related_name="ratings")
+    proposal = models.ForeignKey("reviewapp.Proposal", on_delete=models.CASCADE, related_name="+")
+    mu = models.FloatField()
+    sigma = models.FloatField()
+    comparisons = models.PositiveIntegerField(default=0, help_text="a, b or tie; insufficient is an abstention")
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["cohort", "proposal"], name="one_rating_per_cohort_proposal")]
+
+    def __str__(self):
+        return f"{self.proposal_id} in {self.cohort_id}: {self.mu:.2f} ± {self.sigma:.2f}"

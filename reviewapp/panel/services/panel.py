@@ -1,0 +1,291 @@
+"""Running the AI review panel (docs/protocol.md#ai-review-panel): three roles review the same blinded packet
+independently, and a revision judge compares each revised proposal with its predecessor.
+
+The work is a background job (reviewapp.services.jobs): a cohort's proposals, or the screening or benchmark
+hypotheses a coordinator selected. Each role's request is one model call with the protocol's one "ask once more"
+(screening.services.work.ask_twice); a role that still gives no valid reply is recorded as failed, never as unknown
+scores. Each answer is written as soon as it arrives, so a job that stops keeps what it obtained, and a job started
+again asks only what is missing (unless `redo`).
+"""
+
+import itertools
+
+from django.db import transaction
+from django.utils.text import slugify
+
+from reviewapp.benchmarks.models import BenchmarkHypothesis, BenchmarkSet
+from reviewapp.models import BackgroundJob, Cohort
+from reviewapp.panel import prompts
+from reviewapp.panel.models import PanelReview, PanelSubject, RevisionJudgment
+from reviewapp.panel.profile import DIMENSION_KEYS, ROLES
+from reviewapp.panel.selectors import PANEL_JOB, subject_packets
+from reviewapp.panel.services.common import (
+    Answerer,
+    PanelError,
+    Progress,
+    ask_model,
+    concurrency_for,
+    role_endpoints,
+    run_concurrently,
+    stored_prompt,
+    write_table_file,
+)
+from reviewapp.selectors.exports import spreadsheet_text
+from reviewapp.selectors.packets import ProposalPacket, proposal_packets
+from reviewapp.selectors.revisions import first_parents
+from reviewapp.services.jobs import JobError, JobResult, ProgressCallback, job_create
+from screening.llm import roster_endpoint
+from screening.models import Hypothesis, Run
+
+PURPOSE_REVIEW, PURPOSE_REVISION = "panel_review", "panel_revision"
+
+
+# Starting ---------------------------------------------------------------------------------------------------------
+
+
+def _refuse_if_running(**params) -> None:
+    running = BackgroundJob.objects.filter(
+        kind=PANEL_JOB, state__in=(BackgroundJob.State.QUEUED, BackgroundJob.State.RUNNING), **params
+    ).first()
+    if running is not None:
+        raise PanelError(
+            "The AI panel is already at work here; wait for its job to finish.",
+            code="panel_running",
+            status=409,
+            job=running.pk,
+        )
+
+
+def panel_start_for_cohort(*, cohort: Cohort, redo: bool = False, user) -> BackgroundJob:
+    """Review every proposal of the cohort (those with a complete panel only again when `redo`), then judge each
+    revised proposal against its predecessor."""
+    role_endpoints(ROLES)
+    with transaction.atomic():
+        Cohort.objects.select_for_update().filter(pk=cohort.pk).first()
+        if not cohort.proposals.exists():
+            raise PanelError("The cohort has no proposals to review yet.", code="nothing_to_review")
+        _refuse_if_running(params__cohort_id=cohort.pk)
+        return job_create(kind=PANEL_JOB, params={"cohort_id": cohort.pk, "redo": redo}, user=user)
+
+
+def panel_start_for_hypotheses(
+    *,
+    run: Run | None = None,
+    benchmark: BenchmarkSet | None = None,
+    hypotheses: list[str],
+    redo: bool = False,
+    user,
+) -> BackgroundJob:
+    """Review the hypotheses a coordinator selected from a screening run (by label) or a benchmark set (by key)."""
+    if (run is None) == (benchmark is None):
+        raise PanelError("Name either a screening run or a benchmark set.")
+    if not hypotheses:
+        raise PanelError("Select at least one hypothesis.", code="nothing_to_review")
+    role_endpoints(ROLES)
+    source: dict[str, object]
+    if run is not None:
+        found = dict(Hypothesis.objects.filter(run=run, label__in=hypotheses).values_list("label", "pk"))
+        field, source = "screening_hypothesis_id", {"run": str(run.public_id)}
+    else:
+        assert benchmark is not None
+        chosen = BenchmarkHypothesis.objects.filter(benchmark=benchmark, key__in=hypotheses)
+        found = dict(chosen.values_list("key", "pk"))
+        field, source = "benchmark_hypothesis_id", {"benchmark_id": benchmark.pk}
+    unknown = [name for name in hypotheses if name not in found]
+    if unknown:
+        raise PanelError(
+            f"Unknown hypotheses: {', '.join(unknown[:10])}.", code="unknown_hypotheses", hypotheses=unknown
+        )
+    with transaction.atomic():
+        PanelSubject.objects.bulk_create([PanelSubject(**{field: pk}) for pk in found.values()], ignore_conflicts=True)
+        made = PanelSubject.objects.filter(**{f"{field}__in": found.values()})
+        subject_ids = sorted(made.values_list("pk", flat=True))
+        _refuse_if_running(**{f"params__{key}": value for key, value in source.items()})
+        return job_create(kind=PANEL_JOB, params={**source, "subject_ids": subject_ids, "redo": redo}, user=user)
+
+
+# The job ----------------------------------------------------------------------------------------------------------
+
+
+def _cohort_subjects(cohort: Cohort) -> dict[int, int]:
+    """proposal pk → its panel subject pk, for every proposal of the cohort (subjects made where missing)."""
+    proposals = list(cohort.proposals.values_list("pk", flat=True))
+    PanelSubject.objects.bulk_create([PanelSubject(proposal_id=pk) for pk in proposals], ignore_conflicts=True)
+    return dict(PanelSubject.objects.filter(proposal__in=proposals).values_list("proposal_id", "pk"))
+
+
+def panel_job_run(job: BackgroundJob, report_progress: ProgressCallback) -> JobResult:
+    redo = bool(job.params.get("redo"))
+    cohort, subjects = None, {}
+    if "cohort_id" in job.params:
+        cohort = Cohort.objects.filter(pk=job.params["cohort_id"]).first()
+        if cohort is None:
+            raise JobError("The cohort no longer exists.")
+        subjects = _cohort_subjects(cohort)
+        packets = {subjects[pk]: packet for pk, packet in proposal_packets(proposal_ids=list(subjects)).items()}
+    else:
+        packets = subject_packets(job.params.get("subject_ids", []))
+    try:
+        answerers = {role: Answerer(endpoint, stored_prompt(role)) for role, endpoint in role_endpoints(ROLES).items()}
+    except PanelError as exc:
+        raise JobError(exc.message) from exc
+    done = set()
+    if not redo:
+        done = set(
+            PanelReview.objects.filter(subject__in=packets, state=PanelReview.State.DONE).values_list(
+                "subject_id", "role"
+            )
+        )
+    items: list = [
+        ("review", subject, role) for subject in sorted(packets) for role in ROLES if (subject, role) not in done
+    ]
+    revisions = _revision_work(cohort, subjects, redo) if cohort is not None else []
+    revision_judge = roster_endpoint(prompts.REVISION_JUDGE) if revisions else None
+    if revision_judge is not None:
+        answerers[prompts.REVISION_JUDGE] = Answerer(revision_judge, stored_prompt(prompts.REVISION_JUDGE))
+        parents = {parent for _, _, parent in revisions}
+        parent_packets = proposal_packets(proposal_ids=parents - set(subjects))
+        by_proposal = {pk: packets[subject] for pk, subject in subjects.items()}
+        items += [("revision", subject, (child, parent)) for subject, child, parent in revisions]
+    progress = Progress(report_progress, len(items))
+    outcomes = {"done": 0, "failed": 0}
+
+    def work(item) -> None:
+        kind, subject, detail = item
+        if kind == "review":
+            ok = _review(subject, detail, packets[subject], answerers[detail])
+        else:
+            child, parent = detail
+            parent_packet = by_proposal.get(parent) or parent_packets[parent]
+            ok = _judge_revision(subject, parent, parent_packet, by_proposal[child], answerers[prompts.REVISION_JUDGE])
+        outcomes["done" if ok else "failed"] += 1
+        progress.advance()
+
+    run_concurrently(items, work, workers=concurrency_for(answerer.endpoint for answerer in answerers.values()))
+    if items and not outcomes["done"]:
+        raise JobError(
+            f"No model gave a valid reply ({outcomes['failed']} requests, each asked twice); the failures are "
+            "recorded. Check the roster's endpoints and start the panel again."
+        )
+    return _panel_file(job, cohort, list(packets))
+
+
+def _revision_work(cohort: Cohort, subjects: dict[int, int], redo: bool) -> list[tuple[int, int, int]]:
+    """(child's subject, child, predecessor) of every revised proposal of the cohort not yet judged against its
+    current predecessor."""
+    predecessors = first_parents(child_ids=list(subjects))
+    judged = set()
+    if not redo:
+        judged = set(
+            RevisionJudgment.objects.filter(
+                subject__in=subjects.values(), state=RevisionJudgment.State.DONE
+            ).values_list("subject_id", "predecessor_id")
+        )
+    return [
+        (subjects[child], child, parent)
+        for child, parent in sorted(predecessors.items())
+        if (subjects[child], parent) not in judged
+    ]
+
+
+def _review(subject_id: int, role: str, packet: ProposalPacket, answerer: Answerer) -> bool:
+    system, user = prompts.review_messages(role, packet, grok=answerer.endpoint.is_grok)
+    reading, call, error = ask_model(
+        prompts.parse_review, answerer, system, user, PURPOSE_REVIEW, prompts.REVIEW_SCHEMA
+    )
+    if reading is None:
+        values = {"state": PanelReview.State.FAILED, "eligible": "", "scores": {}, "rationale": "", "error": error}
+    else:
+        values = {"state": PanelReview.State.DONE, "error": "", **reading.value}
+    values |= answerer.record(call)
+    # One statement whether the role was reviewed before or not (a redo replaces the earlier review).
+    PanelReview.objects.bulk_create(
+        [PanelReview(subject_id=subject_id, role=role, **values)],
+        update_conflicts=True,
+        unique_fields=["subject", "role"],
+        update_fields=[*values, "created_at"],
+    )
+    return reading is not None
+
+
+def _judge_revision(
+    subject_id: int, parent: int, parent_packet: ProposalPacket, packet: ProposalPacket, answerer: Answerer
+) -> bool:
+    system, user = prompts.revision_messages(parent_packet, packet, grok=answerer.endpoint.is_grok)
+    reading, call, error = ask_model(
+        prompts.parse_revision, answerer, system, user, PURPOSE_REVISION, prompts.REVISION_SCHEMA
+    )
+    if reading is None:
+        values = {"state": RevisionJudgment.State.FAILED, "category": "", "rationale": "", "error": error}
+    else:
+        values = {"state": RevisionJudgment.State.DONE, "error": "", **reading.value}
+    RevisionJudgment.objects.update_or_create(
+        subject_id=subject_id, defaults={"predecessor_id": parent, **values, **answerer.record(call)}
+    )
+    return reading is not None
+
+
+PANEL_FILE_COLUMNS = [
+    "hypothesis",
+    "role",
+    "state",
+    "eligible",
+    *DIMENSION_KEYS,
+    "rationale",
+    "model",
+    "simulated",
+    "prompt_version",
+    "error",
+]
+
+
+def _subject_names(subject_ids: list[int]) -> dict[int, str]:
+    names = {}
+    for pk, proposal, label, key in PanelSubject.objects.filter(pk__in=subject_ids).values_list(
+        "pk", "proposal__external_id", "screening_hypothesis__label", "benchmark_hypothesis__key"
+    ):
+        names[pk] = proposal or label or key or str(pk)
+    return names
+
+
+def _panel_file(job: BackgroundJob, cohort: Cohort | None, subject_ids: list[int]) -> JobResult:
+    """Every review of the job's hypotheses as a CSV: one row per role, scores as given ("unknown" and
+    "inapplicable" as words, never numbers)."""
+    names = _subject_names(subject_ids)
+    reviews = (
+        PanelReview.objects.filter(subject__in=subject_ids)
+        .order_by("subject_id", "role")
+        .values_list(
+            "subject_id",
+            "role",
+            "state",
+            "eligible",
+            "scores",
+            "rationale",
+            "model_name",
+            "simulated",
+            "prompt__version",
+            "error",
+        )
+    )
+    rows = (
+        [
+            spreadsheet_text(names[subject]),
+            role,
+            state,
+            eligible,
+            *(scores.get(key, "") for key in DIMENSION_KEYS),
+            spreadsheet_text(rationale),
+            spreadsheet_text(model),
+            "true" if simulated else "false",
+            version,
+            spreadsheet_text(error),
+        ]
+        for subject, role, state, eligible, scores, rationale, model, simulated, version, error in reviews.iterator(
+            chunk_size=2000
+        )
+    )
+    name = slugify(cohort.name) if cohort is not None else f"hypotheses-{job.pk}"
+    return write_table_file(
+        job, itertools.chain([PANEL_FILE_COLUMNS], rows), kind="ai-panel", name=f"{name or 'cohort'}-ai-panel.csv"
+    )

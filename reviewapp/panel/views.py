@@ -1,0 +1,429 @@
+"""Pages of the AI review panel for coordinators and analysts: a cohort's panel table, one hypothesis's profile, the
+ratings from pairwise critique, the calibration against the human reviews, the prompts, and the panel of hypotheses
+selected from screening runs and benchmark sets.
+
+Coordinators and analysts read; only coordinators start work or add comparisons. Reviewers reach none of it.
+"""
+
+import csv
+import io
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import Http404
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import path, reverse
+from django.utils.html import escape
+from django.utils.safestring import SafeString
+from django.utils.text import slugify
+from django.views.decorators.http import require_POST
+
+from reviewapp.benchmarks.models import BenchmarkHypothesis, BenchmarkSet
+from reviewapp.core import roles
+from reviewapp.core.errors import ServiceError, page_errors, validated
+from reviewapp.figures import FORMATS, FigureSpec, figure_file
+from reviewapp.models import Cohort
+from reviewapp.panel import figures, selectors
+from reviewapp.panel import profile as rules
+from reviewapp.panel.api import (
+    CohortPanelStartApi,
+    ComparisonsImportApi,
+    ComparisonsRunApi,
+    HypothesesPanelStartApi,
+    calibration_as_dict,
+    ratings_as_dict,
+)
+from reviewapp.panel.calibration import CLOSEST_CRITERION
+from reviewapp.panel.prompts import PROMPT_VERSION, PROMPTS
+from reviewapp.panel.ratings import parameters
+from reviewapp.panel.services import critique, panel
+from reviewapp.protocol import CRITERIA
+from reviewapp.views.analysis import figure_response
+from screening.models import Hypothesis, Run
+
+CRITERION_LABELS = {field: label for field, label, *_ in CRITERIA}
+SORTS = {
+    "id": lambda row: (row.task_key, row.proposal_id),
+    "q": lambda row: row.profile.q,
+    "s": lambda row: row.rating.conservative if row.rating else None,
+    "rank": lambda row: row.rating.rank if row.rating else None,
+    "comparisons": lambda row: row.rating.comparisons if row.rating else None,
+}
+# The comparisons shown on the ratings page; the whole log is a download.
+RECENT_COMPARISONS = 25
+
+
+def _cohort_for_reader(request, cohort_id: int) -> Cohort:
+    roles.require_read_all(request.user)
+    return get_object_or_404(Cohort, pk=cohort_id)
+
+
+def _sorted_rows(rows: list, sort: str) -> tuple[list, str]:
+    """The rows by a column (a leading "-" for descending); rows without a value always last."""
+    key = sort.lstrip("-")
+    if key not in SORTS:
+        return rows, "id"
+    value_of = SORTS[key]
+    present = [row for row in rows if value_of(row) is not None]
+    absent = [row for row in rows if value_of(row) is None]
+    present.sort(key=value_of, reverse=sort.startswith("-"))
+    return present + absent, sort
+
+
+def _number(value: float | None, digits: int = 2) -> str:
+    return "" if value is None else f"{value:.{digits}f}"
+
+
+NO_MEDIAN = '<td class="num"><span class="word">–</span></td>'
+
+
+def _table_rows(rows: list) -> SafeString:
+    """The rows of the cohort's panel table as HTML. Built here, with every text escaped, rather than in the
+    template: a thousand rows of a dozen formatted cells would take the template engine most of the page's time."""
+    profile_url = reverse("panel-subject", args=[0]).removesuffix("0/")
+    lines = []
+    for row in rows:
+        coverage, rating, revision = row.profile.coverage, row.rating, row.revision
+        proposal = escape(row.proposal_id)
+        if row.subject_id:
+            proposal = f'<a href="{profile_url}{row.subject_id}/">{proposal}</a>'
+        failed = ""
+        if coverage.failed_roles:
+            failed = (
+                f' <span class="badge bad" title="failed: {escape(", ".join(coverage.failed_roles))}">failed</span>'
+            )
+        medians = "".join(
+            NO_MEDIAN if value is None else f'<td class="num">{value:g}</td>' for value in row.profile.medians.values()
+        )
+        q = ""
+        if row.profile.q is not None:
+            q = f"<strong>{row.profile.q:.2f}</strong>"
+        elif row.reviews:
+            q = f'<span class="word" title="{coverage.medians_known} of 8 medians known">incomplete</span>'
+        compared = rating is not None and rating.comparisons > 0
+        s, rank, comparisons = (
+            (_number(rating.conservative), _number(rating.rank), rating.comparisons) if compared else ("", "", "")
+        )
+        category = ""
+        if revision is not None:
+            category = escape(revision.label) or f'<span class="word">{escape(revision.state or "not judged")}</span>'
+        lines.append(
+            f'<tr><td>{proposal}</td><td>{escape(row.task_key)}</td><td class="num">{coverage.reviews}/3{failed}</td>'
+            f'<td class="num">{coverage.eligible_votes if coverage.reviews else ""}</td>{medians}'
+            f'<td class="num">{q}</td><td class="num">{s}</td><td class="num">{rank}</td>'
+            f'<td class="num">{comparisons}</td><td>{category}</td>'
+            f'<td class="num">{_number(revision.delta_q) if revision else ""}</td></tr>'
+        )
+    return SafeString("\n".join(lines))
+
+
+@login_required
+def cohort_panel_page(request, cohort_id: int):
+    cohort = _cohort_for_reader(request, cohort_id)
+    result = selectors.cohort_panel(cohort)
+    rows, sort = _sorted_rows(result.rows, request.GET.get("sort", "id"))
+    context = {
+        "cohort": cohort,
+        "panel": result,
+        "table_rows": _table_rows(rows),
+        "sort": sort,
+        "dimensions": rules.DIMENSIONS,
+        "job": selectors.latest_job(cohort, selectors.PANEL_JOB),
+        "revision_labels": rules.REVISION_LABELS,
+        "prompt_version": PROMPT_VERSION,
+    }
+    return render(request, "panel/cohort_panel.html", context)
+
+
+@login_required
+@require_POST
+def cohort_panel_start(request, cohort_id: int):
+    cohort = _cohort_for_reader(request, cohort_id)
+    roles.require_coordinator(request.user)
+    with page_errors(request):
+        values = validated(CohortPanelStartApi.InputSerializer, {"redo": request.POST.get("redo") == "true"})
+        job = panel.panel_start_for_cohort(cohort=cohort, redo=values["redo"], user=request.user)
+        messages.success(request, "The AI panel has started; this page shows its results as they arrive.")
+        return redirect("job-detail", job.pk)
+    return redirect("panel-cohort", cohort.pk)
+
+
+@login_required
+def subject_page(request, subject_id: int):
+    roles.require_read_all(request.user)
+    found = selectors.subject_profile(subject_id)
+    if found is None:
+        raise Http404("The panel has not reviewed this.")
+    scores = {review.role: review.scores for review in found.reviews if not review.failed}
+    table = [
+        {
+            "dimension": dimension,
+            "scores": [scores.get(role, {}).get(dimension.key) for role in rules.ROLES],
+            "median": found.profile.medians[dimension.key],
+            "inapplicable": dimension.key in found.profile.coverage.inapplicable,
+        }
+        for dimension in rules.DIMENSIONS
+    ]
+    context = {
+        "found": found,
+        "table": table,
+        "roles": [rules.ROLE_LABELS[role] for role in rules.ROLES],
+        "role_labels": rules.ROLE_LABELS,
+        "revision_labels": rules.REVISION_LABELS,
+        "simulated": any(review.simulated for review in found.reviews),
+    }
+    return render(request, "panel/subject.html", context)
+
+
+@login_required
+def subject_figure(request, subject_id: int, subject_figure: str, file_format: str):
+    roles.require_read_all(request.user)
+    spec = figures.SUBJECT_FIGURES.get(subject_figure)
+    found = selectors.subject_profile(subject_id) if spec is not None else None
+    if found is None or file_format not in FORMATS:
+        raise Http404("No such figure.")
+    content = figure_file(spec, found, file_format)  # type: ignore[arg-type]
+    return figure_response(content, file_format, f"{subject_figure}-{subject_id}.{file_format}")
+
+
+RATINGS_HEAD = (
+    '<thead><tr><th>Proposal</th><th class="num">μ</th><th class="num">σ</th><th class="num">s = μ − 2σ</th>'
+    '<th class="num">Rank</th><th class="num">Comparisons</th></tr></thead>'
+)
+
+
+def _ratings_tables(by_task: dict[str, list]) -> SafeString:
+    """One table per research task, best s first; built here for the same reason as the panel table's rows."""
+    parts = []
+    for task, items in by_task.items():
+        rows = "".join(
+            f'<tr><td>{escape(item["proposal"])}</td><td class="num">{item["mu"]:.3f}</td>'
+            f'<td class="num">{item["sigma"]:.3f}</td><td class="num">{item["conservative"]:.3f}</td>'
+            f'<td class="num">{item["rank"]:.3f}</td><td class="num">{item["comparisons"]}</td></tr>'
+            for item in sorted(items, key=lambda item: -item["conservative"])
+        )
+        parts.append(f'<h3>{escape(task)}</h3>\n<table class="compact">{RATINGS_HEAD}<tbody>{rows}</tbody></table>')
+    return SafeString("\n".join(parts))
+
+
+@login_required
+def ratings_page(request, cohort_id: int):
+    cohort = _cohort_for_reader(request, cohort_id)
+    ratings = ratings_as_dict(cohort)
+    by_task: dict[str, list] = {}
+    for item in ratings["ratings"]:
+        by_task.setdefault(item["task"], []).append(item)
+    log = selectors.comparison_log(cohort)
+    context = {
+        "cohort": cohort,
+        "parameters": parameters(),
+        "rating_tables": _ratings_tables(by_task),
+        "count": log.count(),
+        "recent": list(log.order_by("-seq")[:RECENT_COMPARISONS]),
+        "bias": selectors.position_bias(cohort),
+        "job": selectors.latest_job(cohort, selectors.CRITIQUE_JOB),
+        "form": {"per_proposal": 3, "seed": cohort.seed, "comparisons": ""},
+    }
+    return render(request, "panel/ratings.html", context)
+
+
+@login_required
+@require_POST
+def comparisons_run_page(request, cohort_id: int):
+    cohort = _cohort_for_reader(request, cohort_id)
+    roles.require_coordinator(request.user)
+    with page_errors(request):
+        data = {key: request.POST.get(key, "") for key in ("per_proposal", "seed")}
+        values = validated(ComparisonsRunApi.InputSerializer, {**data, "repeat": request.POST.get("repeat") == "true"})
+        job = critique.critique_start(cohort=cohort, **values, user=request.user)
+        return redirect("job-detail", job.pk)
+    return redirect("panel-ratings", cohort.pk)
+
+
+def _comparison_rows(text: str) -> list[dict]:
+    """CSV lines "a,b,outcome" (a header line naming those columns is optional)."""
+    lines = [line for line in csv.reader(io.StringIO(text.strip())) if any(cell.strip() for cell in line)]
+    if lines and [cell.strip().lower() for cell in lines[0]][:3] == ["a", "b", "outcome"]:
+        lines = lines[1:]
+    rows = []
+    for number, line in enumerate(lines, start=1):
+        if len(line) != 3:
+            raise ServiceError(f"Line {number} has {len(line)} values; each line is a,b,outcome.", code="invalid_body")
+        rows.append(dict(zip(("a", "b", "outcome"), (cell.strip() for cell in line), strict=True)))
+    return rows
+
+
+@login_required
+@require_POST
+def comparisons_import_page(request, cohort_id: int):
+    cohort = _cohort_for_reader(request, cohort_id)
+    roles.require_coordinator(request.user)
+    with page_errors(request) as outcome:
+        values = validated(
+            ComparisonsImportApi.InputSerializer, {"comparisons": _comparison_rows(request.POST.get("comparisons", ""))}
+        )
+        stored = critique.comparisons_import(cohort=cohort, rows=values["comparisons"], user=request.user)
+        messages.success(request, f"{len(stored)} comparisons added to the log (#{stored[0].seq}–#{stored[-1].seq}).")
+    if not outcome.ok:
+        for row in outcome.error.details.get("rows", [])[:20]:
+            messages.error(request, f"Line {row['row']}, {row['field']}: {row['message']}")
+    return redirect("panel-ratings", cohort.pk)
+
+
+@login_required
+@require_POST
+def ratings_recompute_page(request, cohort_id: int):
+    cohort = _cohort_for_reader(request, cohort_id)
+    roles.require_coordinator(request.user)
+    replayed = critique.ratings_recompute(cohort=cohort)
+    messages.success(request, f"Ratings recomputed from the {replayed} comparisons of the log.")
+    return redirect("panel-ratings", cohort.pk)
+
+
+@login_required
+def calibration_page(request, cohort_id: int):
+    cohort = _cohort_for_reader(request, cohort_id)
+    result = selectors.cohort_calibration(cohort)
+    context = {
+        "cohort": cohort,
+        "result": result,
+        "figures": calibration_as_dict(result),
+        "dimension_rows": [
+            (dimension, CRITERION_LABELS[criterion], result.dimensions[dimension])
+            for dimension, criterion in CLOSEST_CRITERION.items()
+        ],
+    }
+    return render(request, "panel/calibration.html", context)
+
+
+def _cohort_figure_source(name: str, cohort: Cohort):
+    if name == "ratings":
+        return ratings_as_dict(cohort)
+    if name == "comparisons":
+        return selectors.comparison_log(cohort)
+    if name == "calibration":
+        return selectors.cohort_calibration(cohort)
+    if name == "calibration-q":
+        return selectors.calibration_units(cohort)
+    return cohort
+
+
+COHORT_FIGURES = {
+    "panel-table": FigureSpec("The cohort's panel table", figures.panel_table, None),
+    "ratings": FigureSpec("Ratings by research task", figures.ratings_table, figures.ratings_plot),
+    "comparisons": FigureSpec("The comparison log", figures.comparisons_table, None),
+    "calibration": FigureSpec("Calibration against human reviews", figures.calibration_table, figures.calibration_plot),
+    "calibration-q": FigureSpec(
+        "Q against the human overall value", figures.calibration_scatter_table, figures.calibration_scatter
+    ),
+}
+
+
+@login_required
+def cohort_figure(request, cohort_id: int, panel_figure: str, file_format: str):
+    cohort = _cohort_for_reader(request, cohort_id)
+    spec = COHORT_FIGURES.get(panel_figure)
+    if spec is None or file_format not in FORMATS or (file_format != "csv" and spec.plot is None):
+        raise Http404("This cohort has no such figure or file.")
+    content = figure_file(spec, _cohort_figure_source(panel_figure, cohort), file_format)
+    return figure_response(content, file_format, f"{slugify(cohort.name) or 'cohort'}-{panel_figure}.{file_format}")
+
+
+@login_required
+def prompts_page(request):
+    roles.require_read_all(request.user)
+    stored = selectors.prompt_versions()
+    current = {text.sha256 for text in PROMPTS.values()}
+    context = {
+        "current": list(PROMPTS.values()),
+        "stored": stored,
+        "current_hashes": current,
+        "version": PROMPT_VERSION,
+    }
+    return render(request, "panel/prompts.html", context)
+
+
+# Hypotheses of screening runs and benchmark sets ----------------------------------------------------------------
+
+
+def _hypotheses_page(request, *, title: str, back: tuple[str, object], queryset, key: str, source: dict):
+    rows = selectors.hypotheses_with_profiles(queryset, key=key)
+    context = {"title": title, "back": back, "rows": rows, "source": source}
+    return render(request, "panel/hypotheses.html", context)
+
+
+def _start_for_hypotheses(request, *, run=None, benchmark=None):
+    roles.require_coordinator(request.user)
+    chosen = request.POST.getlist("hypotheses")
+    source = {"run": str(run.public_id)} if run is not None else {"benchmark": benchmark.pk}
+    with page_errors(request):
+        values = validated(
+            HypothesesPanelStartApi.InputSerializer,
+            {**source, "hypotheses": chosen, "redo": request.POST.get("redo") == "true"},
+        )
+        job = panel.panel_start_for_hypotheses(
+            run=run, benchmark=benchmark, hypotheses=values["hypotheses"], redo=values["redo"], user=request.user
+        )
+        return redirect("job-detail", job.pk)
+    return None
+
+
+@login_required
+def run_hypotheses_page(request, run_id):
+    roles.require_read_all(request.user)
+    run = get_object_or_404(Run, public_id=run_id)
+    if request.method == "POST":
+        return _start_for_hypotheses(request, run=run) or redirect("panel-run", run.public_id)
+    queryset = Hypothesis.objects.filter(run=run).exclude(label="").order_by("position")
+    return _hypotheses_page(
+        request,
+        title=f"AI panel · screening run {run.public_id}",
+        back=("open-hypothesis-run", str(run.public_id)),
+        queryset=queryset,
+        key="label",
+        source={"run": str(run.public_id)},
+    )
+
+
+@login_required
+def benchmark_hypotheses_page(request, benchmark_id: int):
+    roles.require_read_all(request.user)
+    benchmark = get_object_or_404(BenchmarkSet, pk=benchmark_id)
+    if request.method == "POST":
+        return _start_for_hypotheses(request, benchmark=benchmark) or redirect("panel-benchmark", benchmark.pk)
+    queryset = BenchmarkHypothesis.objects.filter(benchmark=benchmark).order_by(
+        "benchmark_task__position", "position", "pk"
+    )
+    return _hypotheses_page(
+        request,
+        title=f"AI panel · {benchmark.name}",
+        back=("benchmark-detail", benchmark.pk),
+        queryset=queryset,
+        key="key",
+        source={"benchmark": benchmark.pk},
+    )
+
+
+urlpatterns = [
+    path("cohorts/<int:cohort_id>/ai-panel/", cohort_panel_page, name="panel-cohort"),
+    path("cohorts/<int:cohort_id>/ai-panel/start/", cohort_panel_start, name="panel-cohort-start"),
+    path("cohorts/<int:cohort_id>/ai-ratings/", ratings_page, name="panel-ratings"),
+    path("cohorts/<int:cohort_id>/ai-ratings/run/", comparisons_run_page, name="panel-comparisons-run"),
+    path("cohorts/<int:cohort_id>/ai-ratings/import/", comparisons_import_page, name="panel-comparisons-import"),
+    path("cohorts/<int:cohort_id>/ai-ratings/recompute/", ratings_recompute_page, name="panel-ratings-recompute"),
+    path("cohorts/<int:cohort_id>/ai-calibration/", calibration_page, name="panel-calibration"),
+    path(
+        "cohorts/<int:cohort_id>/ai-figures/<slug:panel_figure>.<slug:file_format>",
+        cohort_figure,
+        name="panel-cohort-figure",
+    ),
+    path("ai-panel/subjects/<int:subject_id>/", subject_page, name="panel-subject"),
+    path(
+        "ai-panel/subjects/<int:subject_id>/figures/<slug:subject_figure>.<slug:file_format>",
+        subject_figure,
+        name="panel-subject-figure",
+    ),
+    path("ai-panel/prompts/", prompts_page, name="panel-prompts"),
+    path("ai-panel/runs/<uuid:run_id>/", run_hypotheses_page, name="panel-run"),
+    path("ai-panel/benchmarks/<int:benchmark_id>/", benchmark_hypotheses_page, name="panel-benchmark"),
+]
