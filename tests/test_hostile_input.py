@@ -278,16 +278,15 @@ def test_a_formula_cell_is_reported_as_a_formula(db):
     assert "formula" in row["message"] and "required" not in row["message"]
 
 
-def test_a_reference_with_a_nul_in_its_title_is_refused_by_record(db):
-    from literature.importers.records import FileUnreadable  # noqa: F401 (the importers load)
-    from literature.services import ImportInvalid as ReferencesInvalid
+def test_a_reference_with_a_nul_in_its_title_is_skipped_with_its_record_and_field_named(db):
+    from literature.models import Reference
     from literature.services import references_import
 
     content = b"title,doi\nFine title,10.1000/a\nBad\x00 title,10.1000/b\n"
-    with pytest.raises(ReferencesInvalid) as refused:
-        references_import(file=io.BytesIO(content), format="csv")
-    assert [(p["record"], p["field"]) for p in refused.value.problems] == [(3, "title")]
-    assert "U+0000" in refused.value.problems[0]["message"]
+    summary = references_import(file=io.BytesIO(content), format="csv")
+    assert summary.created == 1 and [entry["record"] for entry in summary.skipped] == [3]
+    assert "title" in summary.skipped[0]["reason"] and "U+0000" in summary.skipped[0]["reason"]
+    assert list(Reference.objects.values_list("title", flat=True)) == ["Fine title"]
 
 
 # Names in plots ----------------------------------------------------------------------------------------------------
