@@ -127,6 +127,39 @@ def test_nesting_within_the_limit_and_brackets_in_strings_are_fine(client, roste
     assert response.status_code == 202, response.content
 
 
+HOSTILE_BODIES = {
+    "an unterminated string of escaped quotes": lambda size: '"' + '\\"' * size,
+    "quotes and backslashes": lambda size: '"\\' * size,
+    "unterminated strings between brackets": lambda size: '["\\"[' * size,
+    "nesting far too deep": lambda size: "[" * size,
+    "valid JSON whose strings hold brackets and escapes": lambda size: json.dumps(
+        {"question": QUESTION, "background": '[{"\\' * (size // 8)}
+    ),
+}
+
+
+@pytest.mark.parametrize("shape", list(HOSTILE_BODIES))
+def test_reading_a_hostile_body_takes_time_in_proportion_to_its_size(client, roster, shape):
+    """Checking the depth is one pass over the body: a 1 MB body of quotes, backslashes, unterminated strings or
+    brackets is answered within a second or two even on a busy machine, and takes about 16 times as long as a 64 KB
+    one (a check that goes back over the text would take hundreds of times as long, and hours at 1 MB)."""
+
+    def answer_seconds(size: int) -> float:
+        body = HOSTILE_BODIES[shape](size)[:size]
+        started = time.perf_counter()
+        response = client.post(RUNS, body, content_type="application/json", REMOTE_ADDR="198.51.100.7")
+        elapsed = time.perf_counter() - started
+        assert response.status_code == 400, response.content[:300]
+        assert response.json()["error"] in ("invalid_body", "background_too_long")
+        return elapsed
+
+    small = min(answer_seconds(64 * 1024) for _ in range(3))
+    assert small < 2
+    large = min(answer_seconds(1024 * 1024 - 64) for _ in range(3))
+    assert large < 2
+    assert large < 64 * small, (small, large)
+
+
 def test_a_deeply_nested_literature_column_mapping_is_refused(coordinator):
     api = APIClient()
     api.force_authenticate(coordinator)

@@ -35,9 +35,11 @@ _STATUS_CODES = {
     429: ("throttled", "Too many requests; wait before trying again."),
     500: ("server_error", "The server failed to answer; the error is logged. Try again later."),
 }
-# Strings hold brackets that are not structure; they are removed before the brackets are counted.
-_JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.DOTALL)
-_JSON_BRACKET = re.compile(r"[\[\]{}]")
+# One token at a time, left to right: a whole string (its brackets are not structure), or a bracket. A string runs to
+# its closing quote or, unterminated, to the end of the text: each match only moves forward, so the scan is linear
+# whatever the text holds (json.loads then reports an unterminated string).
+_JSON_TOKEN = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*(?:"|\\?\Z)|[\[\]{}]', re.DOTALL)
+_OPENING = frozenset("[{")
 
 
 class JSONTooDeep(ServiceError):
@@ -45,13 +47,16 @@ class JSONTooDeep(ServiceError):
 
 
 def json_depth_check(text: str) -> None:
-    """Raise JSONTooDeep when arrays and objects in the text nest deeper than OH_MAX_JSON_DEPTH."""
+    """Raise JSONTooDeep when arrays and objects in the text nest deeper than OH_MAX_JSON_DEPTH (one linear pass)."""
     limit = settings.OH_MAX_JSON_DEPTH
     depth = 0
-    for bracket in _JSON_BRACKET.findall(_JSON_STRING.sub("", text)):
-        depth += 1 if bracket in "[{" else -1
-        if depth > limit:
-            raise JSONTooDeep(f"The JSON is nested more than {limit} levels deep.")
+    for token in _JSON_TOKEN.findall(text):
+        if token in _OPENING:
+            depth += 1
+            if depth > limit:
+                raise JSONTooDeep(f"The JSON is nested more than {limit} levels deep.")
+        elif token[0] != '"':
+            depth -= 1
 
 
 def json_loads_bounded(text: str, **options):
