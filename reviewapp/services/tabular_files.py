@@ -372,8 +372,10 @@ def _check_xlsx_archive(content: bytes) -> None:
 
 def _sheet_rows(name: str, sheet):
     """The rows of a read-only sheet as values, one at a time, formula cells as FormulaCell. A sheet that declares
-    more rows or columns than can be imported is refused before a row is read (openpyxl would pad every row to the
-    declared width)."""
+    more rows or columns than can be imported is refused before a row is read. The rows are then read as the sheet
+    holds them, whatever it declared (a sheet may declare no dimension, or a smaller one than it holds): each row as
+    wide as its last cell, so a value past the column limit is seen (and refused by the grid), and the sheet is
+    refused at the first row past the row limit, so a cell far down the sheet is never dropped unseen."""
     max_rows, max_columns = settings.OH_IMPORT_MAX_ROWS + 1, settings.OH_IMPORT_MAX_COLUMNS
     declared_rows, declared_columns = sheet.max_row, sheet.max_column
     if (declared_rows or 0) > max_rows or (declared_columns or 0) > max_columns:
@@ -381,8 +383,15 @@ def _sheet_rows(name: str, sheet):
             f"The sheet “{name}” declares {declared_rows or 0:,} rows and {declared_columns or 0:,} columns; at most "
             f"{max_rows - 1:,} rows and {max_columns} columns can be imported."
         )
-    width = declared_columns if declared_columns else max_columns + 1
-    for cells in sheet.iter_rows(max_row=max_rows + 1, max_col=width):
+    # Without a dimension openpyxl reads rows lazily and as long as their cells; with one it would cut them to it.
+    sheet.reset_dimensions()
+    for number, cells in enumerate(sheet.iter_rows(), start=1):
+        if number > max_rows:
+            # A row here (even an empty one, or the gap before a later row) means the sheet goes on past the limit.
+            raise file_invalid(
+                f"The sheet “{name}” goes on past row {max_rows - 1:,}; at most {max_rows - 1:,} rows can be "
+                "imported at once: split the file."
+            )
         yield tuple(FormulaCell(str(cell.value)) if cell.data_type == "f" else cell.value for cell in cells)
 
 
