@@ -2,7 +2,6 @@
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-PORT ?= 8000
 BENCHMARKS := $(sort $(wildcard benchmarks/*_speed.py))
 
 .PHONY: run test lint install install-dev demo worker bench clean
@@ -31,11 +30,12 @@ demo: install
 
 run: demo
 	$(BIN)/python manage.py collectstatic --noinput --verbosity 0
-	PORT=$(PORT) ./bin/run-local
+	./bin/run-local
 
-# One more Celery worker on this machine, for the database and broker the environment names (see the README).
+# One more Celery worker on this machine, for the database and broker the settings name (see the README); it runs
+# CELERY_CONCURRENCY threads.
 worker: install
-	$(BIN)/celery -A reviewapp worker --loglevel=INFO --pool threads --concurrency=$${CELERY_CONCURRENCY:-8}
+	$(BIN)/celery -A reviewapp worker --loglevel=INFO --pool threads
 
 test: install-dev
 	$(BIN)/python -m pytest

@@ -229,6 +229,9 @@ if CELERY_BROKER_URL.startswith("filesystem"):
     for _folder in ("queue", "control"):
         (_BROKER_DIR / _folder).mkdir(parents=True, exist_ok=True)
 CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", False)
+# Tasks one worker process runs at once (threads: model calls mostly wait on the network); `make run` and
+# `make worker` start their workers with it.
+CELERY_WORKER_CONCURRENCY = env_int("CELERY_CONCURRENCY", 8)
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
@@ -257,6 +260,9 @@ PROVIDER_BACKOFF_BASE_SECONDS = float(env_str("PROVIDER_BACKOFF_BASE_SECONDS", "
 PROVIDER_BACKOFF_MAX_SECONDS = float(env_str("PROVIDER_BACKOFF_MAX_SECONDS", "120"))
 # The simulated model server (`manage.py run_simulator`); `setup_roster` points keyless endpoints at it.
 SIMULATOR_PORT = env_int("SIMULATOR_PORT", 8765)
+# Address and port of the web server that `make run` starts (bin/run-local reads them here, with SIMULATOR_PORT).
+HOST = env_str("HOST", "127.0.0.1")
+PORT = env_int("PORT", 8000)
 # Real provider addresses and model ids of the default roster (docs/protocol.md#default-roster).
 OPENAI_BASE_URL = env_str("OPENAI_BASE_URL", "https://api.openai.com/v1")
 XAI_BASE_URL = env_str("XAI_BASE_URL", "https://api.x.ai/v1")

@@ -108,6 +108,60 @@ def test_a_dotenv_file_is_read_and_the_environment_wins_over_it(tmp_path):
     assert values == {"OPEN_HYPOTHESIS_DAILY_CAP": 7, "OPEN_HYPOTHESIS_QUEUE_LIMIT": 11}
 
 
+# Imports the settings with os.environ replaced by a mapping that notes every name the project's own code reads (not
+# the libraries it imports); prints the names.
+_NAMES_READ = """
+import json, os, sys
+own = os.path.join(os.getcwd(), "reviewapp") + os.sep
+read = set()
+def note(name):
+    if sys._getframe(2).f_code.co_filename.startswith(own):
+        read.add(name)
+class Recording(dict):
+    def get(self, name, default=None):
+        note(name)
+        return super().get(name, default)
+    def __getitem__(self, name):
+        note(name)
+        return super().__getitem__(name)
+    def __contains__(self, name):
+        note(name)
+        return super().__contains__(name)
+os.environ = Recording(os.environ)
+import reviewapp.settings
+print(json.dumps(sorted(read)))
+"""
+# Named in the file's first lines instead: it says where the file is, so it cannot be set in the file.
+_NAMED_IN_THE_HEADER = {"OH_ENV_FILE"}
+
+
+def documented_in_env_example() -> dict[str, str]:
+    return dict(re.findall(r"^# ([A-Z][A-Z0-9_]+)=(.*)$", (ROOT / ".env.example").read_text(), re.MULTILINE))
+
+
+def test_env_example_lists_every_variable_the_settings_read(tmp_path):
+    """Every environment variable the settings module reads, in the default mode and in the HTTPS mode (whose
+    settings are read only then), has its line in .env.example; so do the simulated server's knobs."""
+    read = set()
+    for variables in ({}, dict(HTTPS, SECRET_KEY=secrets.token_urlsafe(50))):
+        result = subprocess.run(
+            [PYTHON, "-c", _NAMES_READ],
+            cwd=ROOT,
+            env=clean_environment(tmp_path, **variables),
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert result.returncode == 0, result.stderr
+        read |= set(__import__("json").loads(result.stdout))
+    assert {"DATABASE_URL", "OH_HSTS_SECONDS", "PORT"} <= read  # the recording sees both modes
+    from screening.llm.simulator import SimulatorConfig
+
+    read |= {f"SIMULATOR_{field.upper()}" for field in SimulatorConfig.__dataclass_fields__}
+    missing = sorted(read - set(documented_in_env_example()) - _NAMED_IN_THE_HEADER)
+    assert not missing, f"read but not listed in .env.example: {missing}"
+
+
 def test_env_example_states_every_default_truthfully(tmp_path):
     documented = dict(re.findall(r"^# ([A-Z][A-Z0-9_]+)=(.*)$", (ROOT / ".env.example").read_text(), re.MULTILINE))
     assert {"SECRET_KEY", "DEBUG", "ALLOWED_HOSTS", "OH_HTTPS", "OH_MAX_BODY_BYTES"} <= set(documented)
@@ -256,8 +310,15 @@ def listening_addresses(port: int) -> set[str]:
     return found
 
 
-def start_run_local(tmp_path, web_port: int, simulator_port: int) -> subprocess.Popen:
-    environment = clean_environment(tmp_path, PORT=str(web_port), SIMULATOR_PORT=str(simulator_port))
+def start_run_local(tmp_path, web_port: int, simulator_port: int, *, env_file: Path | None = None) -> subprocess.Popen:
+    """bin/run-local with the ports in the environment, or (env_file) only in that .env file."""
+    if env_file is None:
+        environment = clean_environment(tmp_path, PORT=str(web_port), SIMULATOR_PORT=str(simulator_port))
+    else:
+        env_file.write_text(f"PORT={web_port}\nSIMULATOR_PORT={simulator_port}\n")
+        environment = clean_environment(tmp_path, OH_ENV_FILE=str(env_file))
+        environment.pop("PORT", None)
+        environment.pop("SIMULATOR_PORT", None)
     environment.pop("HOST", None)
     return subprocess.Popen(
         ["bash", "bin/run-local"],
@@ -288,6 +349,22 @@ def test_make_run_serves_only_this_machine_by_default(tmp_path):
     finally:
         output = stop(process)
     assert addresses == {"0100007F"}, output  # 127.0.0.1, and nothing else
+
+
+def test_make_run_takes_its_ports_from_the_env_file_like_every_setting(tmp_path):
+    """PORT and SIMULATOR_PORT set only in .env: the web server and the simulated server listen there, so the roster
+    (which reads SIMULATOR_PORT through the settings) points at the server that answers."""
+    web_port, simulator_port = free_port(), free_port()
+    process = start_run_local(tmp_path, web_port, simulator_port, env_file=tmp_path / "local.env")
+    try:
+        deadline = time.monotonic() + 120
+        while not listening_addresses(web_port) and time.monotonic() < deadline and process.poll() is None:
+            time.sleep(0.2)
+        web, simulator = listening_addresses(web_port), listening_addresses(simulator_port)
+    finally:
+        output = stop(process)
+    assert web == {"0100007F"}, output
+    assert simulator, output
 
 
 def test_make_run_stops_at_once_naming_a_simulator_port_that_is_taken(tmp_path):

@@ -132,8 +132,8 @@ def test_printed_password_logs_in_and_the_next_load_replaces_it(db):
     assert stale.status_code == 200 and "_auth_user_id" not in stale.wsgi_request.session
 
 
-def test_load_demo_prints_the_address_with_the_port_from_the_environment(db, monkeypatch):
-    monkeypatch.setenv("PORT", "8123")
+def test_load_demo_prints_the_address_with_the_port_of_the_settings(db, settings):
+    settings.PORT = 8123
 
     output = load_demo()
 

@@ -1,5 +1,4 @@
-import os
-
+from django.conf import settings
 from django.contrib.auth.models import User
 from django.core.management.base import BaseCommand, CommandError
 
@@ -31,7 +30,7 @@ class Command(BaseCommand):
             f"Demo cohort “{cohort.name}” ({state}): {cohort.proposals.count()} proposals over {tasks} research "
             f"tasks, {cohort.reviewers_per_proposal} reviewers per proposal, {cohort.get_status_display().lower()}.",
             "",
-            f"Open http://127.0.0.1:{os.environ.get('PORT') or '8000'}/ and log in with a demo account:",
+            f"Open http://127.0.0.1:{settings.PORT}/ and log in with a demo account:",
             f"  {'username':<18} {'role':<12} password",
             *(f"  {login.username:<18} {login.role:<12} {login.password}" for login in loaded.logins),
             "These passwords are new each time `make run` starts (each run of load_demo); earlier ones stop working.",
