@@ -11,6 +11,7 @@ from django.utils import timezone
 from reviewapp import protocol
 from reviewapp.core import roles
 from reviewapp.core.errors import ServiceError
+from reviewapp.core.text import control_character_problem
 from reviewapp.models import Assignment, AuditEvent, Cohort, Review
 
 # Time on task counts the gaps between saves, but at most this much per gap, so idle time is not counted.
@@ -119,6 +120,8 @@ def _clean(data: dict) -> dict:
                 errors[field] = f"{_TEXT_LABELS[field]} must be text."
             elif len(value) > MAX_TEXT_LENGTH:
                 errors[field] = f"{_TEXT_LABELS[field]} is longer than {MAX_TEXT_LENGTH} characters."
+            elif problem := control_character_problem(value):
+                errors[field] = _text_problem(_TEXT_LABELS[field], problem)
             else:
                 cleaned[field] = value
         else:
@@ -126,6 +129,11 @@ def _clean(data: dict) -> dict:
     if errors:
         raise ReviewInvalid(errors)
     return cleaned
+
+
+def _text_problem(label: str, problem: str) -> str:
+    """'The main flaw holds the control character …': the field's label, then the sentence of the text check."""
+    return f"{label} {problem[0].lower()}{problem[1:]}"
 
 
 def missing_answers(answers: dict) -> dict[str, str]:
@@ -324,6 +332,8 @@ def assignment_defer(*, assignment: Assignment, reviewer, reason: str) -> Assign
         raise ReviewInvalid({"deferred_reason": "Say why you are skipping this proposal; the coordinator reads it."})
     if len(reason) > MAX_TEXT_LENGTH:
         raise ReviewInvalid({"deferred_reason": f"The reason is longer than {MAX_TEXT_LENGTH} characters."})
+    if problem := control_character_problem(reason):
+        raise ReviewInvalid({"deferred_reason": _text_problem("The reason", problem)})
     if Review.objects.filter(assignment=assignment, status=Review.Status.SUBMITTED).exists():
         raise ReviewLocked("This review has been submitted; there is nothing left to skip.")
     now = timezone.now()

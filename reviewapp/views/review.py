@@ -4,7 +4,7 @@ Templates here receive only packets and review states (frozen dataclasses from t
 instances: blinding is enforced by what reaches the template, not by what the template chooses to show.
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from functools import wraps
 
@@ -162,15 +162,31 @@ def _page_context(assignment: Assignment, state: reviews.ReviewState, errors=Non
     }
 
 
-def _render_page(request, assignment, state, errors=None, defer_error="", status=200):
+def _render_page(request, assignment, state, errors=None, defer_error="", defer_draft="", save_error="", status=200):
+    """The page. save_error: why the answers shown were not saved (then they are the posted ones, kept in the form);
+    defer_draft: the reason for skipping that was refused (kept in its box)."""
     packet = packets.packet_for_reviewer(reviewer=request.user, assignment_id=assignment.pk)
     context = {
         **_page_context(assignment, state, errors),
         "packet": packet,
         "defer_error": defer_error,
-        "submit_failed": bool(errors),
+        "defer_draft": defer_draft,
+        "save_error": save_error,
+        "submit_failed": bool(errors) and not save_error,
     }
     return render(request, PAGE_TEMPLATE, context, status=status)
+
+
+def _state_with_posted(state: reviews.ReviewState, data: dict) -> reviews.ReviewState:
+    """The recorded state with the posted answers in their place: a refused save shows them again, losing none."""
+    answers = {**state.answers, **{field: str(data[field]) for field in state.answers if field in data}}
+    return replace(
+        state,
+        answers=answers,
+        flaw_checklist=tuple(data.get("flaw_checklist", state.flaw_checklist)),
+        main_flaw=str(data.get("main_flaw", state.main_flaw)),
+        comments=str(data.get("comments", state.comments)),
+    )
 
 
 def _opened_at(signed: str) -> datetime | None:
@@ -203,11 +219,12 @@ def _after_done(request, assignment):
 
 
 def _defer(request, assignment):
+    reason = request.POST.get("deferred_reason", "")
     try:
-        assignment_defer(assignment=assignment, reviewer=request.user, reason=request.POST.get("deferred_reason", ""))
+        assignment_defer(assignment=assignment, reviewer=request.user, reason=reason)
     except ReviewInvalid as error:
         state = reviews.review_state(assignment_id=assignment.pk)
-        return _render_page(request, assignment, state, defer_error=str(error), status=422)
+        return _render_page(request, assignment, state, defer_error=str(error), defer_draft=reason, status=422)
     except ReviewLocked as error:
         messages.error(request, str(error))
         return redirect("review-page", assignment.pk)
@@ -230,11 +247,12 @@ def _save_or_submit(request, assignment, action: str):
     except ValueError:
         return HttpResponseBadRequest("The form's version is missing.")
     write = review_submit if action == "submit" else review_save
+    data = _posted_answers(request.POST)
     try:
         review = write(
             assignment=assignment,
             reviewer=request.user,
-            data=_posted_answers(request.POST),
+            data=data,
             version=version,
             opened_at=_opened_at(request.POST.get("opened", "")),
             sender=_sender(request.POST),
@@ -247,10 +265,16 @@ def _save_or_submit(request, assignment, action: str):
             return reswap(retarget(response, "#review-form"), "outerHTML")
         return _render_page(request, assignment, state, errors=error.errors, status=error.status)
     except ReviewError as error:
-        # Stale, locked or out of the scales: nothing was saved, and the indicator says why.
+        # Stale, locked or refused (out of the scales, a control character): nothing was saved, and the indicator
+        # says why. The answers stay in the form: in the browser (htmx), or in the page sent back.
         message = STALE if isinstance(error, StaleReview) else error.message
         if request.htmx:
             return _save_status(request, message, error.status)
+        if isinstance(error, ReviewInvalid):
+            state = _state_with_posted(reviews.review_state(assignment_id=assignment.pk), data)
+            return _render_page(
+                request, assignment, state, errors=error.errors, save_error=message, status=error.status
+            )
         messages.error(request, f"Not saved — {message}")
         return redirect("review-page", assignment.pk)
 

@@ -217,3 +217,43 @@ def test_an_answer_saved_on_its_own_is_marked_saved_in_the_browser(live_server, 
     expect(page.locator("#save-status")).to_contain_text("Saved")
     wait_until_saved(page, assignment.pk)
     assert Review.objects.get(assignment=assignment).overall == 3
+
+
+def test_a_control_character_in_a_comment_is_refused_and_the_draft_is_kept_in_the_browser(live_server, page):
+    """A comment holding a control character (pasted from another program) is not saved: the indicator says which
+    character and where, the text stays in the box and in the browser's copy, and a reload brings it back."""
+    from playwright.sync_api import expect
+
+    reviewer = factories.make_user("reviewer", username="rev-ada")
+    proposal = factories.make_proposal(statement="Young plasma restores hippocampal neurogenesis in aged mice.")
+    assignment = factories.make_assignment(
+        factories.make_cohort([proposal], status=Cohort.Status.OPEN), reviewer, proposal
+    )
+    page.goto(f"{live_server.url}/accounts/login/?next=/review/{assignment.pk}/")
+    page.fill("input[name=username]", "rev-ada")
+    page.fill("input[name=password]", "pw-for-tests-1")
+    page.keyboard.press("Enter")
+    wait_for_focus(page, "overall")
+    page.keyboard.press("3")
+    expect(page.locator("#save-status")).to_contain_text("Saved")
+
+    typed = "Dose\u0007 per arm is unclear."
+    page.evaluate(
+        """text => {
+            const box = document.querySelector('textarea[name=comments]');
+            box.value = text;
+            box.dispatchEvent(new Event('input', { bubbles: true }));
+        }""",
+        typed,
+    )
+    refused = "Not saved — Comments holds the control character U+0007 at character 5"
+    expect(page.locator("#save-status")).to_contain_text(refused)
+    expect(page.locator("textarea[name=comments]")).to_have_value(typed)
+    kept = page.evaluate(f"JSON.parse(localStorage.getItem('open-hypothesis:review-draft:{assignment.pk}'))")
+    assert kept["dirty"] and kept["fields"]["comments"] == typed
+
+    page.reload()
+    expect(page.locator("textarea[name=comments]")).to_have_value(typed)
+    expect(page.locator("#save-status")).to_contain_text(refused)
+    review = Review.objects.get(assignment=assignment)
+    assert (review.overall, review.comments) == (3, "")

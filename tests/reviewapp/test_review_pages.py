@@ -249,6 +249,52 @@ def test_an_out_of_scale_value_is_not_saved_and_says_why(reviewer_client, review
     assert "Not saved — Overall research value must be a whole number from 1 to 5" in response.content.decode()
 
 
+def test_a_control_character_in_a_background_save_is_not_saved_and_says_why(reviewer_client, reviewer):
+    [assignment] = make_queue(reviewer, 1)
+    response = post(reviewer_client, assignment, overall="2", comments="Too few\x00 animals.")
+    assert response.status_code == 422 and response["HX-Retarget"] == "#save-status"
+    assert (
+        "Not saved — Comments holds the control character U+0000 at character 8; remove it" in response.content.decode()
+    )
+    assert not Review.objects.exists()
+
+
+@pytest.mark.parametrize("action", ["save", "submit"])
+def test_a_control_character_sent_without_javascript_comes_back_with_every_answer_kept(
+    reviewer_client, reviewer, action
+):
+    """Nothing is saved, and the page sent back holds what was typed, the answers chosen and the reason at the
+    field, so the draft is not lost."""
+    [assignment] = make_queue(reviewer, 1)
+    response = post(
+        reviewer_client,
+        assignment,
+        action=action,
+        htmx=False,
+        **HEAD,
+        main_flaw="Too few animals\x1b per arm.",
+        comments="Worth a pilot.",
+    )
+    assert response.status_code == 422
+    html = response.content.decode()
+    assert "Not saved — The main flaw holds the control character U+001B" in html
+    assert 'id="error-main_flaw"' in html and "Not submitted" not in html
+    assert ">Too few animals\x1b per arm.</textarea>" in html and ">Worth a pilot.</textarea>" in html
+    assert re.search(r'name="overall" value="4" data-key="4" checked', html)
+    assert not Review.objects.exists()
+
+
+def test_a_refused_reason_for_skipping_stays_in_its_box(reviewer_client, reviewer):
+    [assignment] = make_queue(reviewer, 1)
+    response = post(reviewer_client, assignment, action="defer", htmx=False, deferred_reason="I know\x07 them.")
+    assert response.status_code == 422
+    html = response.content.decode()
+    assert "The reason holds the control character U+0007" in html
+    assert ">I know\x07 them.</textarea>" in html
+    assignment.refresh_from_db()
+    assert assignment.deferred_at is None
+
+
 def test_an_incomplete_submission_marks_the_missing_questions(reviewer_client, reviewer):
     [assignment] = make_queue(reviewer, 1)
     response = post(reviewer_client, assignment, action="submit", **HEAD, importance="2")

@@ -245,6 +245,42 @@ def test_defer_needs_a_reason(assignment, reviewer):
     assert assignment.deferred_at is None
 
 
+@pytest.mark.parametrize("character", ["\x00", "\x1b", "\x7f"])
+@pytest.mark.parametrize("field", ["main_flaw", "comments"])
+def test_a_control_character_in_review_text_is_refused_on_every_database(assignment, reviewer, field, character):
+    """PostgreSQL cannot store a NUL (a server error there, stored on SQLite): refused with the field named, on both,
+    and nothing of that save is written."""
+    review_save(assignment=assignment, reviewer=reviewer, data={"overall": "3", field: "kept"}, version=0)
+    with pytest.raises(ReviewInvalid) as raised:
+        review_save(
+            assignment=assignment, reviewer=reviewer, data={"overall": "4", field: f"ab{character}c"}, version=1
+        )
+    label = "The main flaw" if field == "main_flaw" else "Comments"
+    assert raised.value.errors == {
+        field: f"{label} holds the control character U+{ord(character):04X} at character 3; remove it (only tab and "
+        "line breaks are allowed)."
+    }
+    review = Review.objects.get(assignment=assignment)
+    assert (review.overall, getattr(review, field), review.version) == (3, "kept", 1)
+    with pytest.raises(ReviewInvalid):
+        review_submit(assignment=assignment, reviewer=reviewer, data={**COMPLETE, field: character}, version=1)
+    assert Review.objects.get(assignment=assignment).status == Review.Status.DRAFT
+
+
+def test_tabs_and_line_breaks_in_review_text_are_kept(assignment, reviewer):
+    text = "First point:\tpower.\r\nSecond point:\nconfounding."
+    review_save(assignment=assignment, reviewer=reviewer, data={"comments": text}, version=0)
+    assert Review.objects.get(assignment=assignment).comments == text
+
+
+def test_a_control_character_in_the_reason_for_skipping_is_refused(assignment, reviewer):
+    with pytest.raises(ReviewInvalid) as raised:
+        assignment_defer(assignment=assignment, reviewer=reviewer, reason="I know\x00 the authors.")
+    assert raised.value.errors["deferred_reason"].startswith("The reason holds the control character U+0000")
+    assignment.refresh_from_db()
+    assert (assignment.deferred_reason, assignment.deferred_at) == ("", None)
+
+
 def test_a_submitted_review_cannot_be_deferred(assignment, reviewer):
     review_submit(assignment=assignment, reviewer=reviewer, data=COMPLETE, version=0)
     with pytest.raises(ReviewLocked):
