@@ -443,12 +443,28 @@ def test_an_exhausted_quota_is_not_retried(db, serve, protocol, body):
     assert len(server.seen) == 1
 
 
-@pytest.mark.parametrize("code", ["contract_spend_limit_reached", "ramp_limit_exceeded"])
-def test_every_anthropic_spend_limit_code_stops_the_call(db, serve, code):
-    body = {"type": "error", "error": {"type": "rate_limit_error", "message": "x", "details": {"error_code": code}}}
-    server = serve(Step(429, body, {"retry-after": "0"}), Step(body=OK_REPLY["anthropic"]()))
+def anthropic_error(error_type: str, code: str) -> dict:
+    return {"type": "error", "error": {"type": error_type, "message": "x", "details": {"error_code": code}}}
+
+
+def test_every_anthropic_spend_limit_code_stops_the_call(db, serve):
+    for code in ("enforced_spend_limit_reached", "contract_spend_limit_reached"):
+        server = serve(Step(429, anthropic_error("rate_limit_error", code), {"retry-after": "0"}))
+        result = ask(make_endpoint("anthropic", server.url + BASE_PATH["anthropic"]))
+        assert not result.usable and "not retried" in result.error and len(server.seen) == 1, code
+
+
+def test_an_anthropic_ramp_limit_is_retried_after_its_retry_after(db, serve):
+    """A ramp limit caps how fast usage grows; the provider's SDK (RampLimitExceededError) says to retry after the
+    retry-after header, so the call waits that long and goes on."""
+    server = serve(
+        Step(429, anthropic_error("rate_limit_error", "ramp_limit_exceeded"), {"retry-after": "0.3"}),
+        Step(body=OK_REPLY["anthropic"]()),
+    )
     result = ask(make_endpoint("anthropic", server.url + BASE_PATH["anthropic"]))
-    assert not result.usable and "not retried" in result.error and len(server.seen) == 1
+    assert result.usable and len(server.seen) == 2 and gap(server) >= 0.3
+    first = ModelCall.objects.order_by("transport_attempt").first()
+    assert first.http_status == 429 and "not retried" not in first.error
 
 
 def test_an_anthropic_linked_organization_402_is_reported_as_a_billing_limit(db, serve):

@@ -16,8 +16,10 @@ _UNUSABLE_STOP = {
     "pause_turn": "the reply paused before finishing (stop_reason pause_turn)",
 }
 # Error codes (error.details.error_code; the message's wording is not to be matched) of limits that waiting does not
-# lift: the account's spend limits on 429, a linked organization's billing on 402.
-_SPEND_LIMIT_CODES = {"enforced_spend_limit_reached", "contract_spend_limit_reached", "ramp_limit_exceeded"}
+# lift: the account's spend limits on 429, a linked organization's billing on 402. A ramp limit
+# (`ramp_limit_exceeded`, a cap on how fast usage may grow) does lift: the provider says to retry after the
+# retry-after header, so it is retried like any 429.
+_SPEND_LIMIT_CODES = {"enforced_spend_limit_reached", "contract_spend_limit_reached"}
 _BILLING_CODE_PREFIX = "linked_organization_"
 
 
