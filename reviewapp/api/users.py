@@ -7,7 +7,7 @@ from rest_framework.views import APIView
 
 from reviewapp.core.errors import validated
 from reviewapp.core.roles import ROLES, IsCoordinator
-from reviewapp.services.accounts import user_set_active, user_unlock
+from reviewapp.services.accounts import address_unlock, user_set_active, user_unlock
 from reviewapp.services.users import user_create
 
 
@@ -35,15 +35,25 @@ class UserCreateApi(APIView):
 
 
 class UserUnlockApi(APIView):
-    """POST /api/v1/users/unlock {username}: clear a username's failed logins (django-axes)."""
+    """POST /api/v1/users/unlock {username} or {address}: clear a username's failed logins, or a client address's
+    (django-axes)."""
 
     permission_classes = [IsCoordinator]
 
     class InputSerializer(serializers.Serializer):
-        username = serializers.CharField(max_length=150)
+        username = serializers.CharField(max_length=150, required=False)
+        address = serializers.CharField(max_length=45, required=False)
+
+        def validate(self, attrs):
+            if len(attrs) != 1:
+                raise serializers.ValidationError("Give either a username or an address.")
+            return attrs
 
     def post(self, request):
         data = validated(self.InputSerializer, request.data)
+        if "address" in data:
+            network, cleared = address_unlock(address=data["address"], user=request.user)
+            return Response({"address": network, "cleared": cleared})
         return Response({"username": data["username"], "cleared": user_unlock(**data, user=request.user)})
 
 

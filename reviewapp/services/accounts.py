@@ -2,7 +2,8 @@
 
 - Throttling: django-axes counts failed logins of the web login, the admin and POST /api/v1/auth/token. A username is
   locked after AXES_FAILURE_LIMIT failures within AXES_COOLOFF_TIME, an address after OH_LOGIN_ADDRESS_FAILURE_LIMIT
-  failures over any usernames (`LoginThrottle`); coordinators unlock a username with `user_unlock`.
+  failures over any usernames (`LoginThrottle`); coordinators unlock a username with `user_unlock` and an address
+  with `address_unlock` (`locked_usernames` and `locked_addresses` list what is locked now).
 - API tokens: `token_create` gives a key once and stores its sha256; `token_user` reads the user of a key, refusing
   one that expired, was revoked, or was made under a password since changed. Deactivating an account and the demo's
   new passwords revoke its tokens.
@@ -11,6 +12,7 @@
 """
 
 import hashlib
+import ipaddress
 import secrets
 from datetime import timedelta
 
@@ -23,6 +25,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from reviewapp.core.errors import NotFound, ServiceError
+from reviewapp.core.requests import client_network
 from reviewapp.models import ApiToken, AuditEvent, PendingPasswordChange
 
 TOKEN_PREFIX = "oh_"
@@ -45,19 +48,38 @@ class LoginThrottle(AxesDatabaseHandler):
         return max(counts, default=0)
 
 
-def locked_usernames() -> list[dict]:
-    """Usernames locked now: [{"username", "failures", "until"}], the most recent first."""
+def _locked(parameter: str, limit: int) -> list[dict]:
+    """Values of a lockout parameter (username, ip_address) locked now: their failures within the cool-off reach the
+    limit. [{"value", "failures", "until"}], the most recent first."""
     since = timezone.now() - settings.AXES_COOLOFF_TIME
     rows: dict[str, dict] = {}
-    for attempt in (
-        AccessAttempt.objects.filter(attempt_time__gte=since).exclude(username=None).order_by("-attempt_time")
-    ):
+    attempts = AccessAttempt.objects.filter(attempt_time__gte=since).exclude(**{f"{parameter}__isnull": True})
+    for attempt in attempts.order_by("-attempt_time"):
+        value = getattr(attempt, parameter)
+        if not value:
+            continue
         row = rows.setdefault(
-            attempt.username,
-            {"username": attempt.username, "failures": 0, "until": attempt.attempt_time + settings.AXES_COOLOFF_TIME},
+            value, {"value": value, "failures": 0, "until": attempt.attempt_time + settings.AXES_COOLOFF_TIME}
         )
         row["failures"] += attempt.failures_since_start
-    return [row for row in rows.values() if row["failures"] >= settings.AXES_FAILURE_LIMIT]
+    return [row for row in rows.values() if row["failures"] >= limit]
+
+
+def locked_usernames() -> list[dict]:
+    """Usernames locked now: [{"username", "failures", "until"}], the most recent first."""
+    return [
+        {"username": row["value"], "failures": row["failures"], "until": row["until"]}
+        for row in _locked("username", settings.AXES_FAILURE_LIMIT)
+    ]
+
+
+def locked_addresses() -> list[dict]:
+    """Client addresses locked now, after OH_LOGIN_ADDRESS_FAILURE_LIMIT failures over any usernames (an IPv6 client
+    by its network, as the lock counts it): [{"address", "failures", "until"}], the most recent first."""
+    return [
+        {"address": row["value"], "failures": row["failures"], "until": row["until"]}
+        for row in _locked("ip_address", settings.OH_LOGIN_ADDRESS_FAILURE_LIMIT)
+    ]
 
 
 def user_unlock(*, username: str, user) -> int:
@@ -67,6 +89,22 @@ def user_unlock(*, username: str, user) -> int:
         actor=user, action="login_unlock", target_type="username", target_id=username[:50], data={"cleared": cleared}
     )
     return cleared
+
+
+def address_unlock(*, address: str, user) -> tuple[str, int]:
+    """Clear the failed logins from a client address (any address of an IPv6 network counts for the whole network,
+    as the lock does), so the people behind it can log in again; audit-logged. Returns (the address as the lock
+    counts it, how many records were cleared)."""
+    try:
+        ipaddress.ip_address(address.strip().strip("[]"))
+    except ValueError:
+        raise ServiceError(f"“{address}” is not an IP address.", code="invalid_address") from None
+    network = client_network(address)
+    cleared = reset(ip=network)
+    AuditEvent.objects.create(
+        actor=user, action="login_unlock", target_type="address", target_id=network[:50], data={"cleared": cleared}
+    )
+    return network, cleared
 
 
 # API tokens ---------------------------------------------------------------------------------------------------------

@@ -16,6 +16,7 @@ from reviewapp.core.errors import page_errors
 from reviewapp.core.requests import API_PREFIX, api_error
 from reviewapp.models import ApiToken
 from reviewapp.services.accounts import (
+    address_unlock,
     password_change_due,
     password_changed,
     token_create,
@@ -109,7 +110,14 @@ def token_revoke_page(request, token_id: int):
 @login_required
 @require_POST
 def user_unlock_page(request):
+    """Unlock a username, or (field `address`) a client address."""
     roles.require_coordinator(request.user)
+    address = request.POST.get("address", "")
+    if address:
+        with page_errors(request):
+            network, _ = address_unlock(address=address, user=request.user)
+            messages.success(request, f"Logins from {network} are possible again.")
+        return redirect("user-list")
     username = request.POST.get("username", "")
     user_unlock(username=username, user=request.user)
     messages.success(request, f"{username} can log in again.")

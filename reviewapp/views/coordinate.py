@@ -22,7 +22,7 @@ from reviewapp.selectors import cohorts as cohort_selectors
 from reviewapp.selectors.users import reviewer_named, reviewer_queryset, user_list, user_roles
 from reviewapp.services import cohorts as cohort_services
 from reviewapp.services import reviews as review_services
-from reviewapp.services.accounts import locked_usernames
+from reviewapp.services.accounts import locked_addresses, locked_usernames
 from reviewapp.services.users import user_create, users_bulk_create
 
 ASSIGNMENTS_PER_PAGE = 50
@@ -283,6 +283,7 @@ def _people_context(request, **extra) -> dict:
         "new_user": {"username": "", "email": "", "role": roles.REVIEWER},
         "conflict_form": {},
         "locked": locked_usernames(),
+        "locked_addresses": locked_addresses(),
         **extra,
     }
 

@@ -6,10 +6,11 @@ from datetime import timedelta
 
 import pytest
 from django.contrib.auth.models import User
+from django.test import Client
 from django.utils import timezone
 from rest_framework.test import APIClient
 
-from reviewapp.models import ApiToken
+from reviewapp.models import ApiToken, AuditEvent
 from reviewapp.services.accounts import token_create, user_set_active
 from reviewapp.services.users import user_create
 from tests import factories
@@ -117,6 +118,56 @@ def test_a_coordinator_unlocks_a_username_through_the_api(alice, coordinator, se
     reviewer = APIClient()
     reviewer.force_authenticate(alice)
     assert reviewer.post("/api/v1/users/unlock", {"username": "alice"}).status_code == 403
+
+
+def lock_address(client, address: str, settings) -> None:
+    """Failures over many usernames from one address, none reaching its own username's limit."""
+    settings.OH_LOGIN_ADDRESS_FAILURE_LIMIT = 6
+    for number in range(3):
+        for _ in range(2):
+            web_login(client, f"guess-{number}", "wrong", address=address)
+
+
+def test_a_coordinator_sees_a_locked_address_on_the_people_page_and_unlocks_it(client, alice, coordinator, settings):
+    lock_address(client, "203.0.113.9", settings)
+    assert web_login(client, "alice", PASSWORD, address="203.0.113.9").status_code == 429
+    staff = Client()
+    staff.force_login(coordinator)
+    page = staff.get("/people/").content.decode()
+    assert 'id="locked-addresses"' in page and "203.0.113.9" in page
+    assert 'id="locked"' not in page  # no username reached its own limit
+    response = staff.post("/people/unlock/", {"address": "203.0.113.9"}, follow=True)
+    assert "Logins from 203.0.113.9 are possible again." in response.content.decode()
+    assert "203.0.113.9" not in staff.get("/people/").content.decode()
+    assert web_login(client, "alice", PASSWORD, address="203.0.113.9").status_code == 302 and logged_in(client)
+    event = AuditEvent.objects.get(action="login_unlock", target_type="address")
+    assert (event.actor, event.target_id) == (coordinator, "203.0.113.9")
+
+
+def test_a_locked_ipv6_network_is_unlocked_through_any_of_its_addresses_by_the_api(
+    client, alice, coordinator, settings
+):
+    lock_address(client, "2001:db8:7:7::1", settings)
+    assert web_login(client, "alice", PASSWORD, address="2001:db8:7:7::2").status_code == 429
+    staff = APIClient()
+    staff.force_authenticate(coordinator)
+    response = staff.post("/api/v1/users/unlock", {"address": "2001:db8:7:7::abcd"}, format="json")
+    assert response.status_code == 200, response.json()
+    assert response.json()["address"] == "2001:db8:7:7::" and response.json()["cleared"] >= 3
+    assert web_login(client, "alice", PASSWORD, address="2001:db8:7:7::2").status_code == 302
+
+
+def test_unlocking_needs_a_username_or_a_valid_address(coordinator, alice):
+    staff = APIClient()
+    staff.force_authenticate(coordinator)
+    assert staff.post("/api/v1/users/unlock", {}, format="json").status_code == 400
+    both = staff.post("/api/v1/users/unlock", {"username": "alice", "address": "192.0.2.1"}, format="json")
+    assert both.status_code == 400
+    wrong = staff.post("/api/v1/users/unlock", {"address": "not-an-address"}, format="json")
+    assert wrong.status_code == 400 and wrong.json()["error"] == "invalid_address"
+    reviewer = APIClient()
+    reviewer.force_authenticate(alice)
+    assert reviewer.post("/api/v1/users/unlock", {"address": "192.0.2.1"}, format="json").status_code == 403
 
 
 # Tokens ---------------------------------------------------------------------------------------------------------
