@@ -1,9 +1,9 @@
 """Recovery from faults, with real Celery workers (processes of their own) on a real Redis broker and PostgreSQL.
 
 A worker killed with SIGKILL in the middle of a screening run, of an export and of a judging job: a second worker,
-with the periodic sweeper (Celery beat) running in it, finishes the work, and nothing is done twice. The database
-dropping every connection in the middle of a run (as a restart of PostgreSQL does; the server is shared, so only this
-test database's connections are ended); the broker down when a run is posted; a provider answering 500 for a while.
+with the periodic sweeper (Celery beat) running in it, finishes the work, and nothing is done twice. PostgreSQL
+restarted in the middle of a run (a server of the test's own, tests.postgres_cluster: the shared server is never
+restarted); the broker down when a run is posted; a provider answering 500 for a while.
 """
 
 import os
@@ -34,6 +34,8 @@ from screening.llm.models import ModelCall, ModelEndpoint
 from screening.models import Forecast, Hypothesis, Run, RunWorkItem
 from tests import factories
 from tests.benchmark_support import hypothesis, make_set, task
+from tests.conftest import skip_or_fail
+from tests.postgres_cluster import ThrowawayCluster, server_programs
 from tests.screening_support import (
     Script,
     ScriptedModelServer,
@@ -247,25 +249,42 @@ def test_a_judging_job_whose_worker_is_killed_is_finished_by_another_worker(
 # The database and the broker ---------------------------------------------------------------------------------------
 
 
-def _end_other_connections() -> int:
-    """End every other connection to this test database, as a restart of the server would."""
+@pytest.fixture
+def own_postgres(transactional_db, needs_postgres):
+    """A PostgreSQL server of this test's own (tests.postgres_cluster), to restart mid-run: the shared server at 5432
+    holds other people's databases and is never restarted. Yields the cluster; the test calls
+    `adopt_test_database()` once its fixtures have written their data."""
+    programs = server_programs()
+    if programs is None:
+        skip_or_fail("needs PostgreSQL's server programs (initdb, pg_ctl) to run a server of the test's own")
+    cluster = ThrowawayCluster(programs)
+    try:
+        cluster.start()
+        yield cluster
+    finally:
+        cluster.give_back_test_database()
+        cluster.destroy()
+
+
+def _server_started_at():
     with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
-            "WHERE datname = current_database() AND pid <> pg_backend_pid()"
-        )
+        cursor.execute("SELECT pg_postmaster_start_time()")
         return cursor.fetchone()[0]
 
 
-def test_a_run_goes_on_when_the_database_drops_every_connection(workers, slow_simulated_roster):
+def test_a_run_goes_on_when_postgresql_restarts(own_postgres, workers, slow_simulated_roster):
+    """The run's database is a server of the test's own, restarted for real (every connection ended, the server
+    down for a moment) at generation and again while the run goes on: the run still completes, nothing twice."""
+    own_postgres.adopt_test_database()
     workers.start(beat=True)
     run = post_run()
     wait_for(lambda: ModelCall.objects.filter(run=run).exists(), 60, "the first model calls")
-    ended = 0
-    for _ in range(3):  # at generation, and twice more while the run goes on
-        ended += _end_other_connections()
+    started = _server_started_at()
+    for _ in range(2):
+        own_postgres.restart()
+        connection.close()  # this process's connection ended with the server
         time.sleep(1)
-    assert ended >= 1
+    assert _server_started_at() > started
     run = wait_for(
         lambda: Run.objects.filter(pk=run.pk).exclude(status__in=Run.ACTIVE_STATUSES).first(), 180, "the run's end"
     )
