@@ -10,9 +10,12 @@ references with varied abstracts (a Zipf-distributed vocabulary of 80,000 terms 
 to 320 words each), indexes them, runs ANALYZE on PostgreSQL (as autovacuum does after a bulk load), and times
 `literature.retrieval.search()` for 50 hypotheses written from randomly chosen references (a paraphrase: some of
 the reference's words, shuffled, inside hypothesis phrasing). One query warms the caches first and is not counted.
-It prints the median and 90th percentile against the target, how often the source reference ranked first and
-among the first five (what the judge reads), and exits with status 1 when a target is missed. Each backend runs in
-a child process with its own settings.
+Then the same for 50 long texts, as an inspiration audit searches with a proposal's first 6000 characters: about
+5,000 characters of generic prose (words drawn from the corpus's 2,000 most frequent), then the paraphrase, so the
+query chooses among hundreds of terms and the telling ones come after them. It prints the medians and 90th
+percentiles against the targets (the long texts' is LONG_TARGET_MEDIAN_MS), how often the source reference ranked
+first and among the first five (what the judge reads), and exits with status 1 when a target is missed. Each backend
+runs in a child process with its own settings.
 """
 
 import argparse
@@ -24,11 +27,14 @@ import statistics
 import sys
 import tempfile
 import time
+from collections import Counter
 
 from support import EXAMPLE_SERVER, child_figures, scratch_database, setup_django
 
 SCRATCH_DATABASE = "oh_bench_retrieval"
 TARGET_MEDIAN_MS = 100
+LONG_TARGET_MEDIAN_MS = 250
+LONG_TEXT_CHARS = 6000
 
 COMMON = (
     "cells mice aged ageing age increase decrease expression levels function activity role response model tissue "
@@ -81,6 +87,34 @@ def hypothesis_from(title: str, abstract: str, picker: random.Random) -> str:
     )
 
 
+def long_text_from(hypothesis: str, vocabulary_text: list[str], picker: random.Random) -> str:
+    """About LONG_TEXT_CHARS characters: generic words first, the hypothesis last."""
+    opening: list[str] = []
+    while sum(len(word) + 1 for word in opening) < LONG_TEXT_CHARS - len(hypothesis) - 200:
+        opening.append(picker.choice(vocabulary_text))
+    return (" ".join(opening) + ". " + hypothesis)[:LONG_TEXT_CHARS]
+
+
+def timed_searches(retrieval, targets, texts, ids) -> dict:
+    retrieval.search(texts[0], limit=20)  # warm-up, not counted
+    timings, first, top5 = [], 0, 0
+    for n, text in zip(targets[1:], texts[1:], strict=True):
+        started = time.perf_counter()
+        found = retrieval.search(text, limit=20)
+        timings.append((time.perf_counter() - started) * 1000)
+        ranked = [candidate.reference_id for candidate in found]
+        first += ranked[:1] == [ids[f"bench-{n}"]]
+        top5 += ids[f"bench-{n}"] in ranked[:5]
+    timings.sort()
+    return {
+        "median_ms": round(statistics.median(timings), 1),
+        "p90_ms": round(timings[int(len(timings) * 0.9) - 1], 1),
+        "max_ms": round(timings[-1], 1),
+        "source_first": first,
+        "source_top5": top5,
+    }
+
+
 def child(references: int, queries: int) -> dict:
     """Runs with DATABASE_URL set to the scratch database: build, index, time. Returns the figures."""
     setup_django()
@@ -120,16 +154,13 @@ def child(references: int, queries: int) -> dict:
     picker = random.Random(7)
     targets = picker.sample(range(references), queries + 1)
     texts = [hypothesis_from(titles[n], abstracts[n], picker) for n in targets]
-    retrieval.search(texts[0], limit=20)  # warm-up, not counted
-    timings, first, top5 = [], 0, 0
-    for n, text in zip(targets[1:], texts[1:], strict=True):
-        started = time.perf_counter()
-        found = retrieval.search(text, limit=20)
-        timings.append((time.perf_counter() - started) * 1000)
-        ranked = [candidate.reference_id for candidate in found]
-        first += ranked[:1] == [ids[f"bench-{n}"]]
-        top5 += ids[f"bench-{n}"] in ranked[:5]
-    timings.sort()
+    short = timed_searches(retrieval, targets, texts, ids)
+    counts = Counter(
+        word.strip(".").lower() for n in picker.sample(range(references), 2000) for word in abstracts[n].split()
+    )
+    generic = [word for word, _ in counts.most_common(2000 + len(FILLER)) if word not in FILLER][:2000]
+    long_texts = [long_text_from(text, generic, picker) for text in texts]
+    long = timed_searches(retrieval, targets, long_texts, ids)
     return {
         "vendor": connection.vendor,
         "references": references,
@@ -138,11 +169,9 @@ def child(references: int, queries: int) -> dict:
         "index_s": round(indexing, 1),
         "indexed": indexed,
         "queries": queries,
-        "median_ms": round(statistics.median(timings), 1),
-        "p90_ms": round(timings[int(len(timings) * 0.9) - 1], 1),
-        "max_ms": round(timings[-1], 1),
-        "source_first": first,
-        "source_top5": top5,
+        "long_terms_median": round(statistics.median(len(retrieval.terms(text)) for text in long_texts)),
+        **short,
+        **{f"long_{name}": value for name, value in long.items()},
     }
 
 
@@ -180,17 +209,23 @@ def main() -> int:
             figures.append(run_child(scratch_url, args))
 
     failed = False
-    print(f"{'database':<11} {'references':>10} {'load s':>7} {'index s':>8} {'median ms':>10} {'p90 ms':>7} "
-          f"{'max ms':>7} {'target':>7} {'source first':>13} {'in top 5':>9}  result")  # fmt: skip
+    print(f"{'database':<11} {'references':>10} {'query':<16} {'load s':>7} {'index s':>8} {'median ms':>10} "
+          f"{'p90 ms':>7} {'max ms':>7} {'target':>7} {'source first':>13} {'in top 5':>9}  result")  # fmt: skip
     for f in figures:
-        passed = f["median_ms"] <= TARGET_MEDIAN_MS
-        failed |= not passed
-        print(
-            f"{f['vendor']:<11} {f['references']:>10,} {f['load_s']:>7} {f['index_s']:>8} {f['median_ms']:>10} "
-            f"{f['p90_ms']:>7} {f['max_ms']:>7} {'≤ ' + str(TARGET_MEDIAN_MS):>7} "
-            f"{f['source_first']:>10}/{f['queries']:<2} {f['source_top5']:>6}/{f['queries']:<2}"
-            f"  {'PASS' if passed else 'FAIL'}"
-        )
+        for label, prefix, target in (
+            ("hypothesis", "", TARGET_MEDIAN_MS),
+            ("6000 characters", "long_", LONG_TARGET_MEDIAN_MS),
+        ):
+            passed = f[prefix + "median_ms"] <= target
+            failed |= not passed
+            print(
+                f"{f['vendor']:<11} {f['references']:>10,} {label:<16} {f['load_s']:>7} {f['index_s']:>8} "
+                f"{f[prefix + 'median_ms']:>10} {f[prefix + 'p90_ms']:>7} {f[prefix + 'max_ms']:>7} "
+                f"{'≤ ' + str(target):>7} "
+                f"{f[prefix + 'source_first']:>10}/{f['queries']:<2} {f[prefix + 'source_top5']:>6}/{f['queries']:<2}"
+                f"  {'PASS' if passed else 'FAIL'}"
+            )
+        print(f"{'':<11} {'':>10} long texts hold {f['long_terms_median']} distinct terms (median)")
     return 1 if failed else 0
 
 

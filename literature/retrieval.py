@@ -9,10 +9,11 @@ One interface, `search()`, over two backends chosen by the database vendor:
 
 The query. A hypothesis is 50–300 words: websearch_to_tsquery and plainto_tsquery AND every word, so almost nothing
 matches; an OR of every word matches most of the corpus, ranks by generic words ("cells", "aged") and is slow. So
-the query is an OR of the hypothesis's most informative terms: its gate terms (below) ordered by how few references
-contain them (PostgreSQL's statistics of the column on a large corpus, else counts capped at MATCH_BUDGET), keeping
-up to MAX_QUERY_TERMS and stopping once they would match more than MATCH_BUDGET references. Rare terms are what a
-relevant reference shares with a hypothesis (a gene, a drug, a cell type); the common ones still count in the gate.
+the query is an OR of the hypothesis's most informative terms: its gate terms (below), all of them from its first
+RETRIEVAL_CHARS characters, ordered by how few references contain them (PostgreSQL's statistics of the column on a
+large corpus, else counts capped at MATCH_BUDGET), keeping up to MAX_QUERY_TERMS and stopping once they would match
+more than MATCH_BUDGET references. Rare terms are what a relevant reference shares with a hypothesis (a gene, a drug,
+a cell type), wherever in the text they come; the common ones still count in the gate.
 
 The ranking. PostgreSQL's ts_rank, not ts_rank_cd: for an OR query every single occurrence of a term is a cover of
 its own, so cover density counts occurrences and a reference repeating one term outranks one that shares five
@@ -54,8 +55,6 @@ RETRIEVAL_CHARS = 6000
 JUDGEMENT_CHARS = 2500
 GATE_MIN_SHARED_TERMS = 3
 MAX_QUERY_TERMS = 12
-# Terms are considered from the start of the text: enough for any hypothesis, bounded for a long proposal.
-MAX_CANDIDATE_TERMS = 64
 # The query stops adding terms once the references they would match add up to this many (see the module docs).
 MATCH_BUDGET = 1500
 # PostgreSQL's column statistics (once ANALYZE has run) give term frequencies from this corpus size on; below it,
@@ -183,7 +182,9 @@ def search(
     "2026" is after 2025-12-31, not after 2026-05-14: see DateWindow).
     published_until: only references whose period starts on or before this date.
     References without a date are left out when any of the three is given. source: only this source's references."""
-    query_terms = terms(query_text[:RETRIEVAL_CHARS])[:MAX_CANDIDATE_TERMS]
+    # Every term of the first RETRIEVAL_CHARS characters is a candidate: a proposal's rare terms (a gene, a cell type)
+    # may come late in its text, after its common ones.
+    query_terms = terms(query_text[:RETRIEVAL_CHARS])
     if not query_terms or limit < 1:
         return []
     index_references()

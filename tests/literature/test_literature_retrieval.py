@@ -95,6 +95,19 @@ def test_retrieval_and_the_gate_read_the_first_6000_characters_of_the_abstract(d
     assert titles(retrieval.search("long review filler", limit=5)) == ["A long review"]
 
 
+def test_the_query_reads_every_term_of_the_first_6000_characters_of_the_text(db):
+    """A long proposal whose only terms shared with the reference come after a hundred others: they are still
+    searched (the rarest terms of the first 6000 characters), and terms after those 6000 characters are not."""
+    opening = " ".join(f"word{n}x" for n in range(100)) + ". "  # 100 distinct terms no reference has
+    assert len(retrieval.terms(opening)) == 100
+    make_reference("Spermidine triggers autophagy in cardiomyocytes", "Spermidine extended the lifespan of mice.")
+    text = opening + "Spermidine restores autophagy in ageing cardiomyocytes."
+    assert len(text) < retrieval.RETRIEVAL_CHARS
+    assert titles(retrieval.search(text, limit=5)) == ["Spermidine triggers autophagy in cardiomyocytes"]
+    beyond = opening + "Filler. " * 800 + "Spermidine restores autophagy in ageing cardiomyocytes."
+    assert retrieval.search(beyond, limit=5) == []
+
+
 # Ranking -----------------------------------------------------------------------------------------------------------
 
 
