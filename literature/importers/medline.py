@@ -58,7 +58,7 @@ def _record(number: int, fields: dict[str, list[str]], lines: list[str], warning
         source_id=pmid,
         pmid=pmid,
         doi=_doi(fields.get("AID", []) + fields.get("LID", [])),
-        title=first("TI", "BTI"),
+        title=records.pubmed_title(first("TI"), first("TT")) or first("BTI"),
         abstract=" ".join(clean(text) for text in fields.get("AB", []) if clean(text)),
         journal=first("JT", "TA"),
         authors=[clean(name) for name in fields.get("FAU") or fields.get("AU") or [] if clean(name)],

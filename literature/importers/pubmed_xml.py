@@ -77,7 +77,7 @@ def parse_article(element: ET.Element, number: int, raw: str | None = None) -> P
         pmid = clean(citation.findtext("PMID"))
         if holder is None:
             return Parsed(number, None, [Problem(number, "article", "The record has no <Article>.", pmid)])
-        title = _text(holder.find("ArticleTitle")) or _text(holder.find("VernacularTitle"))
+        title = records.pubmed_title(_text(holder.find("ArticleTitle")), _text(holder.find("VernacularTitle")))
         journal = clean(
             holder.findtext("Journal/Title")
             or holder.findtext("Journal/ISOAbbreviation")
@@ -88,7 +88,7 @@ def parse_article(element: ET.Element, number: int, raw: str | None = None) -> P
     elif book is not None:
         holder = book
         pmid = clean(book.findtext("PMID"))
-        title = _text(book.find("ArticleTitle")) or _text(book.find("Book/BookTitle"))
+        title = records.pubmed_title(_text(book.find("ArticleTitle"))) or _text(book.find("Book/BookTitle"))
         journal = _text(book.find("Book/BookTitle"))
         pub_date = book.find("Book/PubDate")
         ids = element.find("PubmedBookData/ArticleIdList")

@@ -100,6 +100,17 @@ def clean(text: str | None) -> str:
     return " ".join(text.split()) if text else ""
 
 
+# What PubMed writes as the title of an article that has none in English (XML ArticleTitle, MEDLINE TI); the title in
+# the original language, when there is one, is in VernacularTitle (XML) or TT (MEDLINE).
+NOT_AVAILABLE_TITLE = "[Not Available]."
+
+
+def pubmed_title(title: str | None, vernacular: str | None = "") -> str:
+    """A PubMed record's title: its English title, else its title in the original language, else none."""
+    title = clean(title)
+    return title if title and title != NOT_AVAILABLE_TITLE else clean(vernacular)
+
+
 def normalise_doi(text: str | None) -> str:
     """A DOI without its resolver prefix, lower-cased (DOIs are case-insensitive)."""
     return _DOI_PREFIX.sub("", clean(text)).lower()

@@ -1,7 +1,10 @@
 """RIS (reference managers' export): "TY  - JOUR" opens a record, "ER  -" closes it, one "XX  - value" tag per
 line; a line without a tag inside a record continues the previous value (some exporters wrap long abstracts, EndNote
 writes keywords one per line). Lines between records that are not tags (Ovid's "Record #1 of 2", a provider header,
-a record's number "1.") are ignored. Records are numbered from 1 in file order.
+a record's number "1.", its links to full text) are ignored, and so are tag lines there that do not describe a work
+(Ovid writes "NL  - <journal abbreviation>" after each record's "ER  -"); a tag line there that does (a title, an
+abstract, an author, a DOI, a date) is a record whose "TY  -" line is missing, and is reported. Records are numbered
+from 1 in file order.
 
 A record's id is its PMID, else its DOI, else the file's own ID tag, else a hash of its title (or, without a title,
 its abstract) and year, so the same article imported from two reference managers is one reference."""
@@ -17,6 +20,10 @@ _TAG_LINE = re.compile(r"^([A-Z][A-Z0-9]) {1,2}-(?: (.*))?$")
 # "2019", "2019/05/12", "2019/05//", "2019///Spring", "2019-05-12".
 _RIS_DATE = re.compile(r"^(\d{4})(?:[/-](\d{0,2})(?:[/-](\d{0,2}))?)?(?:/.*)?$")
 _PUBMED_DATABASES = ("pubmed", "medline", "nlm")
+# Tags outside a record that mean a record lost its "TY  -" line (other tags there are exporters' extras).
+_WORK_TAGS = frozenset({"TI", "T1", "BT", "CT", "AB", "N2", "AU", "A1", "DO", "AN", "PY", "Y1", "DA", "JF", "T2"})
+# EndNote writes DA as a month and day without the year ("Jun", "Mar 1"), the year being PY's.
+_MONTH_DAY = re.compile(r"^([A-Za-z]{3,9})\.?(?:\s+(\d{1,2}))?$")
 
 
 def read(stream) -> Iterator[Parsed]:
@@ -36,7 +43,7 @@ def read(stream) -> Iterator[Parsed]:
             if tag == "TY":
                 number += 1
                 fields, lines, warnings, last_tag = {"TY": [value]}, [line], [], "TY"
-            elif tag is not None:
+            elif tag in _WORK_TAGS:
                 yield _outside_record(number, line_number, tag)
             continue
         lines.append(line)
@@ -75,10 +82,7 @@ def _record(number: int, fields: dict[str, list[str]], lines: list[str], warning
     abstract = " ".join(clean(text) for text in fields.get("AB", []) + fields.get("N2", []) if clean(text))
     doi = records.usable_doi(records.normalise_doi(first("DO")), number, warnings)
     pmid = _pmid(first("AN"), first("DB", "DP"))
-    try:
-        published, precision = _published(first("DA"), first("PY", "Y1"))
-    except ValueError as exc:
-        published, precision = records.date_left_out(number, "DA/PY", exc, warnings)
+    published, precision = _published(first("DA"), first("PY", "Y1"), number, warnings)
     own_id = first("ID")
     reference = ParsedReference(
         source=Reference.Source.RIS,
@@ -106,15 +110,29 @@ def _pmid(accession: str, database: str) -> str:
     return ""
 
 
-def _published(da: str, py: str):
-    """The more precise of DA and PY."""
+def _published(da: str, py: str, number: int, warnings: list[Problem]):
+    """The more precise of DA and PY; DA without a year ("Jun", "Mar 1") takes PY's. A field that cannot be read
+    is left out with a warning, the other one still counts."""
     candidates = []
-    for text in (da, py):
-        if text:
+    year = None
+    for tag, text in (("PY", py), ("DA", da)):
+        if not text:
+            continue
+        try:
             match = _RIS_DATE.match(text)
-            if match is None:
+            month_day = _MONTH_DAY.match(text)
+            if match is not None:
+                candidate = records.partial_date(match.group(1), match.group(2) or "", match.group(3) or "")
+            elif month_day is not None and year is not None and records.month_number(month_day.group(1)):
+                candidate = records.partial_date(year, month_day.group(1), month_day.group(2) or "")
+            else:
                 raise ValueError(f"“{text}” is not a date like 2019, 2019/05 or 2019/05/12")
-            candidates.append(records.partial_date(match.group(1), match.group(2) or "", match.group(3) or ""))
+        except ValueError as exc:
+            records.date_left_out(number, tag, exc, warnings)
+            continue
+        candidates.append(candidate)
+        if tag == "PY" and match is not None:
+            year = match.group(1)
     if not candidates:
         return None, records.PRECISION_UNKNOWN
     order = ("year", "month", "day")

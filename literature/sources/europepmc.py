@@ -28,6 +28,7 @@ from literature.importers.records import (
     normalise_doi,
     partial_date,
     problems_of,
+    pubmed_title,
     strip_markup,
 )
 from literature.models import Reference
@@ -171,7 +172,7 @@ def parse_result(result: dict, number: int) -> Parsed:
         source_id=f"{origin}:{ident}" if origin and ident else "",
         pmid=clean(str(result.get("pmid", ""))),
         doi=normalise_doi(result.get("doi")),
-        title=strip_markup(result.get("title", "")),
+        title=pubmed_title(strip_markup(result.get("title", ""))),
         abstract=abstract_text(result.get("abstractText", "")),
         journal=clean((journal_info.get("journal") or {}).get("title") or result.get("journalTitle") or ""),
         authors=_authors(result.get("authorList") or {}),

@@ -649,3 +649,230 @@ def test_a_title_less_record_is_found_by_its_abstract_and_shown_as_untitled(clie
     client.force_login(coordinator)
     page = client.get(reverse("literature-corpus"), {"q": "NAD+ precursors muscle grip strength"}).content.decode()
     assert "(no title)" in page and "Poster abstract recorded without a title" in page
+
+
+# ------------------------------------------------------------------- files exported by the tools themselves
+# Byte for byte as PubMed, EndNote, Zotero, Ovid, Embase and Scopus wrote them (some cut after whole records);
+# where each comes from: tests/fixtures/literature/README.md.
+
+
+def imported(name: str, format: str) -> dict[str, Reference]:
+    summary = references_import(file=fixture(name), format=format)
+    assert (summary.skipped, summary.warnings) == ([], []), (summary.skipped, summary.warnings)
+    return {reference.source_id: reference for reference in Reference.objects.order_by("pk")}
+
+
+@pytest.mark.django_db
+def test_pubmed_efetch_xml_as_ncbi_sent_it():
+    first = imported("biopython_efetch_pubmed1.xml", "pubmed_xml")
+    assert list(first) == ["12091962", "9997"]
+    aids = first["12091962"]
+    assert aids.title == "The treatment of AIDS behind the walls of correctional facilities."
+    assert (aids.abstract, aids.doi, aids.authors) == ("", "", ["Olivero, J Michael"])
+    assert (aids.published, aids.published_precision) == (date(1990, 1, 1), "year")  # "1990 Spring"
+    assert aids.journal == "Social justice (San Francisco, Calif.)"
+    heme = first["9997"]
+    assert heme.title == "Magnetic studies of Chromatium flavocytochrome C552. A mechanism for heme-flavin interaction."
+    assert heme.doi == "10.1016/0005-2795(76)90109-4" and heme.pmid == "9997"
+    assert (heme.published, heme.published_precision) == (date(1976, 9, 28), "day")
+    assert heme.abstract.startswith("Electron paramagnetic resonance and magnetic susceptibility studies of")
+    assert heme.abstract.endswith("the existence of a mechanism for heme-flavin interaction.")
+
+    second = imported("biopython_efetch_pubmed2.xml", "pubmed_xml")
+    sperm = second["11748933"]
+    assert sperm.title.startswith("Is cryopreservation a homogeneous process? Ultrastructure and motility")
+    assert (sperm.published, sperm.published_precision) == (date(2001, 6, 1), "month")
+    assert sperm.doi == "10.1006/cryo.2001.2328" and len(sperm.authors) == 8 and sperm.authors[0] == "Taddei, A R"
+    assert second["11700088"].title == "Proton MRI of (13)C distribution by J and chemical shift editing."
+
+
+@pytest.mark.django_db
+def test_a_medline_file_as_pubmed_saved_it():
+    references = imported("biopython_medline_pubmed_result2.txt", "medline")
+    assert list(references) == ["16403221", "16377612", "14871861", "14630660"]
+    scop = references["16403221"]
+    assert scop.title == "A high level interface to SCOP and ASTRAL implemented in python."
+    assert scop.abstract.startswith(
+        "BACKGROUND: Benchmarking algorithms in structural bioinformatics often involves the"
+    )
+    assert "  " not in scop.abstract and scop.abstract.endswith("easier and more principled.")
+    assert (scop.published, scop.published_precision, scop.doi) == (date(2006, 1, 1), "year", "10.1186/1471-2105-7-10")
+    assert scop.authors == ["Casbon, James A", "Crooks, Gavin E", "Saqi, Mansoor A S"]
+    diagram = references["16377612"]
+    assert diagram.title == "GenomeDiagram: a python package for the visualization of large-scale genomic data."
+    assert (diagram.published, diagram.published_precision) == (date(2006, 3, 1), "day")
+    pdb = references["14630660"]
+    assert (pdb.doi, pdb.published, pdb.journal) == ("", date(2003, 11, 22), "Bioinformatics (Oxford, England)")
+
+
+@pytest.mark.django_db
+def test_an_embase_ris_export_with_a_byte_order_mark():
+    assert fixture("asreview_embase.ris").read_bytes().startswith(b"\xef\xbb\xbfTY  - JOUR")
+    references = imported("asreview_embase.ris", "ris")
+    assert list(references) == [
+        "doi:10.4103/2303-9027.138783",
+        "doi:10.1002/cncr.20369",
+        "doi:10.1016/j.ijscr.2018.11.060",
+    ]
+    cysts = references["doi:10.4103/2303-9027.138783"]
+    assert cysts.title == "Duplication cysts: Diagnosis, management, and the role of endoscopic ultrasound"
+    assert cysts.abstract.startswith("Gastrointestinal tract duplication cysts are rare congenital")  # from N2
+    assert (cysts.journal, cysts.published, cysts.published_precision) == (
+        "Endoscopic Ultrasound",
+        date(2014, 1, 1),
+        "year",
+    )
+    assert cysts.authors == ["Liu R.", "Adler D.G."] and cysts.pmid == ""  # Embase numbers its own way
+    assert references["doi:10.1002/cncr.20369"].abstract.endswith("© 2004 American Cancer Society.")
+
+
+@pytest.mark.django_db
+def test_an_ovid_psycinfo_export_with_numbers_journal_abbreviations_and_links_between_records():
+    references = imported("asreview_ovid_psycinfo.ris", "ris")
+    assert list(references) == ["doi:10.1002/cpp.2398", "doi:10.1177/1359105317742958"]  # DO as http://dx.doi.org/…
+    first = references["doi:10.1002/cpp.2398"]
+    assert first.title == (
+        "The influence of self-criticism on depression symptoms among ambulatory patients with inflammatory bowel "
+        "disease."
+    )
+    assert first.journal == "Clinical Psychology & Psychotherapy" and first.authors[0] == "Trindade, Ines A"
+    assert first.abstract.endswith("(PsycINFO Database Record (c) 2019 APA, all rights reserved)")
+    assert "Link to the Ovid Full Text" not in first.abstract + first.raw
+
+
+@pytest.mark.django_db
+def test_a_scopus_ris_export_with_its_reference_list_on_untagged_lines():
+    (stress,) = imported("asreview_scopus.ris", "ris").values()
+    assert stress.source_id == "doi:10.1016/j.psyneuen.2019.104501"
+    assert stress.title == (
+        "Stress and the brain-gut axis in functional and chronic-inflammatory gastrointestinal diseases: A "
+        "transdisciplinary challenge"
+    )
+    assert stress.abstract.startswith("The broad role of stress in the brain-gut axis is widely acknowledged")
+    assert stress.abstract.endswith("© 2019 Elsevier Ltd")  # the references (N1) stay out of the abstract
+    assert (stress.journal, stress.published, stress.published_precision) == (
+        "Psychoneuroendocrinology",
+        date(2020, 1, 1),
+        "year",
+    )
+    assert stress.authors == ["Labanski, A.", "Langhorst, J.", "Engler, H.", "Elsenbruch, S."]
+
+
+@pytest.mark.django_db
+def test_a_zotero_ris_export_with_windows_line_ends():
+    assert b"\r\n" in fixture("asreview_zotero_crlf.ris").read_bytes()
+    references = imported("asreview_zotero_crlf.ris", "ris")
+    assert len(references) == 3
+    asreview = references["doi:10.1038/s42256-020-00287-7"]
+    assert (
+        asreview.title == "An open source machine learning framework for efficient and transparent systematic reviews"
+    )
+    assert (asreview.published, asreview.published_precision) == (date(2021, 2, 1), "day")
+    assert asreview.journal == "Nature Machine Intelligence" and len(asreview.authors) == 17
+    assert not any("\r" in value for value in (asreview.title, asreview.abstract, *asreview.authors))
+
+
+@pytest.mark.django_db
+def test_pubmed_records_exported_by_endnote_and_by_zotero():
+    """EndNote writes the month and day in DA and the year in PY ("DA  - Mar 1", "PY  - 2018"); Zotero writes
+    "2019/10//undefined". Both give the date to its month or day."""
+    endnote = imported("asreview_pubmed_endnote.txt", "ris")
+    assert list(endnote) == [f"pmid:{pmid}" for pmid in (21553931, 29459515, 27626602, 27452660, 24407360, 28482341)]
+    assert [(reference.published, reference.published_precision) for reference in endnote.values()] == [
+        (date(2011, 6, 1), "month"),
+        (date(2018, 3, 1), "day"),
+        (date(2017, 1, 1), "month"),
+        (date(2016, 11, 4), "day"),
+        (date(2014, 3, 1), "month"),
+        (date(2017, 1, 1), "year"),
+    ]
+    boswellia = endnote["pmid:21553931"]
+    assert boswellia.title.startswith("Boswellia serrata: an overall assessment of in vitro, preclinical")
+    assert boswellia.doi == "10.2165/11586800-000000000-00000" and boswellia.journal == "Clin Pharmacokinet"
+    Reference.objects.all().delete()
+
+    zotero = imported("asreview_pubmed_zotero.ris", "ris")
+    assert len(zotero) == 6
+    surgery = zotero["doi:10.1007/s10151-019-02080-0"]
+    assert (
+        surgery.title
+        == "Outcomes of inflammatory bowel disease surgery in obese versus non-obese patients: a meta-analysis."
+    )
+    assert (surgery.published, surgery.published_precision) == (date(2019, 10, 1), "month")
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("name", "format"),
+    [
+        ("biopython_efetch_pubmed2.xml", "pubmed_xml"),
+        ("biopython_medline_pubmed_result2.txt", "medline"),
+        ("asreview_embase.ris", "ris"),
+        ("asreview_ovid_psycinfo.ris", "ris"),
+        ("asreview_scopus.ris", "ris"),
+        ("asreview_pubmed_endnote.txt", "ris"),
+    ],
+)
+def test_importing_a_real_export_again_changes_nothing(name, format):
+    first = references_import(file=fixture(name), format=format)
+    again = references_import(file=fixture(name), format=format)
+    assert (again.created, again.updated, again.unchanged) == (0, 0, first.created)
+
+
+# ------------------------------------------------------------------------- records without an English title
+
+NOT_AVAILABLE = "[Not Available]."
+
+
+def pubmed_record_xml(pmid: str, title: str, vernacular: str = "", abstract: str = "") -> str:
+    """A PubmedArticle in the shape of NLM's DTD (an article without an English title)."""
+    vernacular = f"<VernacularTitle>{vernacular}</VernacularTitle>" if vernacular else ""
+    abstract = f"<Abstract><AbstractText>{abstract}</AbstractText></Abstract>" if abstract else ""
+    return (
+        f"<PubmedArticle><MedlineCitation><PMID>{pmid}</PMID><Article><Journal><JournalIssue><PubDate>"
+        f"<Year>2021</Year></PubDate></JournalIssue><Title>Bulletin du cancer</Title></Journal>"
+        f"<ArticleTitle>{title}</ArticleTitle>{abstract}{vernacular}</Article></MedlineCitation></PubmedArticle>"
+    )
+
+
+@pytest.mark.django_db
+def test_pubmeds_not_available_title_is_no_title_and_the_vernacular_title_stands_in():
+    content = pubmed_set(
+        pubmed_record_xml("34969511", NOT_AVAILABLE, vernacular="« HER2-faible », un nouveau concept"),
+        pubmed_record_xml("34969512", NOT_AVAILABLE, abstract="Les cancers du sein HER2-faible sont fréquents."),
+        pubmed_record_xml("34969513", NOT_AVAILABLE),
+    )
+    summary = references_import(file=io.BytesIO(content), format="pubmed_xml")
+    assert Reference.objects.get(source_id="34969511").title == "« HER2-faible », un nouveau concept"
+    untitled = Reference.objects.get(source_id="34969512")
+    assert untitled.title == "" and untitled.abstract.startswith("Les cancers du sein")
+    assert summary.skipped == [
+        {"record": 3, "id": "34969513", "reason": "The record has neither a title nor an abstract."}
+    ]
+    assert not Reference.objects.filter(title=NOT_AVAILABLE).exists()
+
+
+@pytest.mark.django_db
+def test_a_medline_not_available_title_gives_way_to_the_transliterated_title():
+    content = (
+        "PMID- 34969521\nDP  - 2021 Dec\nTI  - [Not Available].\nTT  - « HER2-faible », un nouveau concept.\n\n"
+        "PMID- 34969522\nDP  - 2021\nTI  - [Not Available].\nAB  - Les cancers du sein HER2-faible sont\n"
+        "      fréquents.\n"
+    ).encode()
+    references_import(file=io.BytesIO(content), format="medline")
+    assert Reference.objects.get(source_id="34969521").title == "« HER2-faible », un nouveau concept."
+    assert Reference.objects.get(source_id="34969522").title == ""
+
+
+@pytest.mark.django_db
+def test_a_record_with_only_an_abstract_and_a_year_keeps_its_content_key_on_every_import():
+    content = b"TY  - ABST\nAB  - Poster: NAD+ precursors and grip strength in old mice.\nPY  - 2022\nER  - \n"
+    references_import(file=io.BytesIO(content), format="ris")
+    (reference,) = Reference.objects.all()
+    assert reference.source_id.startswith("abstract:") and reference.title == ""
+    again = references_import(file=io.BytesIO(content), format="ris")
+    assert (again.created, again.unchanged) == (0, 1)
+    assert list(Reference.objects.values_list("source_id", flat=True)) == [reference.source_id]
+    # The same abstract in another file (other whitespace and case) is the same reference.
+    respaced = b"TY  - ABST\nAB  - Poster:  NAD+ precursors and grip strength\n   in old MICE.\nPY  - 2022\nER  - \n"
+    assert references_import(file=io.BytesIO(respaced), format="ris").created == 0
