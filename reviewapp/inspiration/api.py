@@ -189,6 +189,7 @@ def audit_data(audit: InspirationAudit, items) -> dict:
         "by_group": report["by_group"],
         "by_domain": report["by_domain"],
         "title_diagnostic_result": report["title_diagnostic"],
+        "replay": report.get("replay"),
         "items": [item_data(item) for item in items],
     }
 

@@ -262,6 +262,7 @@ def audit_report(audit: InspirationAudit) -> dict:
         ],
         "by_domain": [{"domain": domain, **_tally(domain_rows)} for domain, domain_rows in sorted(by_domain.items())],
         "title_diagnostic": None,
+        "replay": replay_check(audit),
     }
     if audit.title_diagnostic:
         report["title_diagnostic"] = {
@@ -271,6 +272,26 @@ def audit_report(audit: InspirationAudit) -> dict:
             ],
         }
     return report
+
+
+def replay_check(audit: InspirationAudit) -> dict | None:
+    """For an audit that replays another's judgements: whether it searched the same corpus (the fingerprints of the
+    two snapshots), with a warning when it did not; None for an audit that replays nothing. Unknown (None) until
+    both snapshots exist."""
+    if audit.replay_of_id is None:
+        return None
+    original = InspirationAudit.objects.filter(pk=audit.replay_of_id).values_list("corpus", flat=True).first() or {}
+    then, now = original.get("fingerprint"), (audit.corpus or {}).get("fingerprint")
+    matches = None if not (then and now) else then == now
+    warning = ""
+    if matches is False:
+        warning = (
+            f"The corpus differs from the one audit {audit.replay_of_id} searched ({original.get('references')} "
+            f"references then, {audit.corpus.get('references')} now; fingerprint {then[:12]}… then, {now[:12]}… now): "
+            "its judgements are reused only where the same text meets the same reference content, and retrieval may "
+            "find other references, so the numbers can differ from the replayed audit's."
+        )
+    return {"of": audit.replay_of_id, "replayed_fingerprint": then, "corpus_matches": matches, "warning": warning}
 
 
 def audit_summary(audit: InspirationAudit) -> dict:

@@ -41,6 +41,7 @@ from reviewapp.inspiration.models import (
     InspirationJudgment,
 )
 from screening import llm
+from screening.llm import simulator
 from screening.llm.models import ModelEndpoint, RosterMember
 from screening.services.work import ask_twice
 
@@ -109,14 +110,21 @@ def _versions(*, cohort, runs, benchmark) -> tuple[str, list[selectors.Version]]
 
 
 def _judge_snapshot(endpoint: ModelEndpoint) -> dict:
-    return {
+    """The judge as the audit found it, with what a replay needs to draw the same: the sampling seed its requests
+    carry (None: none), and for a simulated judge the server's configuration (its seed and fault shares; None when
+    no simulated server answered at the endpoint's address)."""
+    snapshot = {
         "display_name": endpoint.display_name,
         "company": endpoint.company,
         "model_id": endpoint.model_id,
         "protocol": endpoint.protocol,
         "simulated": endpoint.is_simulated,
         "temperature": endpoint.temperature if endpoint.accepts_temperature else None,
+        "request_seed": llm.request_seed(endpoint),
     }
+    if endpoint.is_simulated:
+        snapshot["simulator"] = simulator.server_configuration(endpoint.base_url)
+    return snapshot
 
 
 def audit_create(

@@ -2,14 +2,23 @@
 every HTTP attempt recorded, and the defensive reading of replies. The screening pipeline, the literature check, the
 benchmark judges and any other room call models through this interface only; nothing here knows who calls.
 
-- `complete(endpoint=, system=, user=, purpose=, ...)` → Completion (never raises for a provider's problem)
+- `complete(endpoint=, system=, user=, purpose=, ...)` → Completion (never raises for a provider's problem);
+  `request_seed(endpoint)`: the sampling seed its requests carry (None: none)
 - `extract_json`, `normalize_label`, `ReplyParseError`: reading a reply
 - `roster_endpoint(role)`: the default roster's first enabled endpoint for a role
 - the records: screening.llm.models (ModelEndpoint, Roster, RosterMember, ModelCall, EndpointSlot)
 """
 
-from screening.llm.providers import Completion, complete
+from screening.llm.providers import Completion, complete, request_seed
 from screening.llm.replies import ReplyParseError, extract_json, normalize_label
 from screening.llm.selectors import roster_endpoint
 
-__all__ = ["Completion", "ReplyParseError", "complete", "extract_json", "normalize_label", "roster_endpoint"]
+__all__ = [
+    "Completion",
+    "ReplyParseError",
+    "complete",
+    "extract_json",
+    "normalize_label",
+    "request_seed",
+    "roster_endpoint",
+]

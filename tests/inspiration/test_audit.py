@@ -3,12 +3,23 @@ lexical gate at two and three shared terms, one judgement shared by duplicate in
 that never parses, every count and rate overall, per group and per domain; then the API, the pages and a replay that
 gives the same numbers without asking the judge."""
 
+from datetime import date
+
 import pytest
 from rest_framework.test import APIClient
 
 from reviewapp.inspiration.models import InspirationAudit, InspirationItem, InspirationJudgment
 from reviewapp.inspiration.services import audit_complete_here, audit_create, cutoff_set
-from tests.inspiration.support import METABOLISM, R1_QUOTE, SENESCENCE, A, B, add_inspiration_judge, scripted_judge
+from tests.inspiration.support import (
+    METABOLISM,
+    R1_QUOTE,
+    SENESCENCE,
+    A,
+    B,
+    add_inspiration_judge,
+    make_reference,
+    scripted_judge,
+)
 
 
 @pytest.fixture
@@ -125,9 +136,73 @@ def test_a_replayed_audit_gives_the_same_numbers_without_asking_the_judge(cohort
     assert outcomes(second) == outcomes(first)
     replayed_totals = {**second.summary["totals"], "replayed": 0}
     assert replayed_totals == first.summary["totals"] and second.summary["totals"]["replayed"] == 4
-    assert {k: v for k, v in second.summary.items() if k != "totals"} == {
-        k: v for k, v in first.summary.items() if k != "totals"
+    assert {k: v for k, v in second.summary.items() if k not in ("totals", "replay")} == {
+        k: v for k, v in first.summary.items() if k not in ("totals", "replay")
     }
+    assert second.summary["replay"] == {
+        "of": first.pk,
+        "replayed_fingerprint": first.corpus["fingerprint"],
+        "corpus_matches": True,
+        "warning": "",
+    }
+    assert first.summary["replay"] is None
+
+
+def test_a_replay_over_a_changed_corpus_is_warned_on_its_page_and_in_the_api(client, cohort, judge, coordinator):
+    first = audit_complete_here(audit_id=audit_create(cohort=cohort, enqueue=False).pk)
+    make_reference("r9", "Velqorin drumlet tranvide follow-up", "Velqorin in drumlet explants again.", date(2026, 7, 1))
+
+    second = audit_complete_here(audit_id=audit_create(cohort=cohort, replay_of=first, enqueue=False).pk)
+
+    replay = second.summary["replay"]
+    assert replay["corpus_matches"] is False and replay["replayed_fingerprint"] == first.corpus["fingerprint"]
+    assert replay["warning"].startswith(
+        f"The corpus differs from the one audit {first.pk} searched (9 references then, 10"
+    )
+    client.force_login(coordinator)
+    page = client.get(f"/inspiration/audits/{second.pk}/").content.decode()
+    assert 'id="replay-warning"' in page and "corpus changed" in page
+    api = APIClient()
+    api.force_authenticate(coordinator)
+    assert api.get(f"/api/v1/inspiration/audits/{second.pk}").json()["replay"]["corpus_matches"] is False
+
+
+def test_an_audit_records_that_its_judge_is_sent_no_seed(client, cohort, judge, coordinator):
+    audit = audit_complete_here(audit_id=audit_create(cohort=cohort, enqueue=False).pk)
+    assert audit.judge["request_seed"] is None and "simulator" not in audit.judge  # a real provider's protocol
+    client.force_login(coordinator)
+    page = client.get(f"/inspiration/audits/{audit.pk}/").content.decode()
+    assert '<dd id="request-seed">None: its requests carry no sampling seed</dd>' in page
+
+
+def test_an_audit_with_a_window_end_reads_only_the_literature_published_until_then(cohort, judge, script):
+    """The window ends on 2026-08-31: r6 (September 2026) and r5 (2027) are outside it, so P6 and P5 find nothing;
+    the rest is as without a window (counted by hand, as in the first test)."""
+    audit = audit_complete_here(audit_id=audit_create(cohort=cohort, window_end=date(2026, 8, 31), enqueue=False).pk)
+
+    assert audit.state == InspirationAudit.State.DONE, audit.error
+    assert audit.window_end == date(2026, 8, 31)
+    assert outcomes(audit) == {
+        "P1": (True, "positive"),
+        "P2": (True, "positive"),
+        "P3": (False, None),
+        "P4": (True, "negative"),
+        "P5": (False, None),
+        "P6": (False, None),  # its only later publication is after the window
+        "P7": (True, "negative"),
+    }
+    assert InspirationItem.objects.get(audit=audit, label="P5").candidate is None  # r5 is not searched at all
+    totals = audit.summary["totals"]
+    assert {k: totals[k] for k in ("versions", "retrieved", "judged", "failed", "positive")} == {
+        "versions": 7,
+        "retrieved": 4,
+        "judged": 4,
+        "failed": 0,
+        "positive": 2,
+    }
+    assert (audit.summary["rate"], audit.summary["retrieval_coverage"]) == (2 / 7, 4 / 7)
+    assert audit.summary["positive_given_retrieved"] == 2 / 4
+    assert len(script.requests_of("judge-luna", "inspiration")) == 3  # P1 (shared with P2), P4, P7
 
 
 def test_an_audit_needs_a_cutoff_for_every_group_and_a_judge(cohort, db, server):

@@ -83,9 +83,13 @@ def test_an_audit_of_the_demo_cohort_with_the_simulated_roster_is_labelled_simul
         else item.judgment.judgment
         for item in InspirationItem.objects.filter(audit=audit).select_related("judgment")
     }
-    assert {"positive", "not_retrieved"} <= outcomes
+    assert outcomes == {"positive", "negative", "failed", "not_retrieved"}
+    # What a replay needs to draw the same: no seed in the requests; the simulated server's seed and fault shares.
+    assert audit.judge["request_seed"] is None
+    assert audit.judge["simulator"]["seed"] == 3 and audit.judge["simulator"]["malformed_share"] == 0
     for judgment in InspirationJudgment.objects.filter(audit=audit, judgment="positive"):
         assert judgment.quote_verified and judgment.quote in judgment.reference.abstract
     client.force_login(loaded.cohort.created_by)
     page = client.get(f"/inspiration/audits/{audit.pk}/").content.decode()
     assert "A simulated model gave the judgements" in page
+    assert "None: its requests carry no sampling seed" in page and "seed <code>3</code>" in page

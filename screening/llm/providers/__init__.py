@@ -11,7 +11,7 @@ from screening.llm.models import ModelCall, ModelEndpoint
 from screening.llm.providers import anthropic, gemini, openai_compat
 from screening.llm.providers.transport import Completion, call_with_retries, encode_body
 
-__all__ = ["Completion", "complete", "request_body"]
+__all__ = ["Completion", "complete", "request_body", "request_seed"]
 
 ADAPTERS = {
     ModelEndpoint.Protocol.OPENAI: openai_compat,
@@ -28,6 +28,14 @@ def request_body(endpoint: ModelEndpoint, *, system: str, user: str, json_mode: 
     return ADAPTERS[endpoint.protocol].build_body(
         endpoint, system=system, user=user, json_mode=json_mode, json_schema=json_schema
     )
+
+
+def request_seed(endpoint: ModelEndpoint) -> int | None:
+    """The sampling seed the requests to this endpoint carry (OpenAI-compatible `seed`, Gemini's
+    `generationConfig.seed`), read from the body `complete()` builds; None when they carry none."""
+    body = request_body(endpoint, system="", user="")
+    seed = body.get("seed", (body.get("generationConfig") or {}).get("seed"))
+    return seed if isinstance(seed, int) else None
 
 
 def _key(endpoint: ModelEndpoint) -> tuple[str | None, str]:
