@@ -571,7 +571,6 @@ class SimulatorHandler(BaseHTTPRequestHandler):
                 {
                     "status": "ok",
                     "simulated": True,
-                    "seed": self.server.config.seed,
                     "config": asdict(self.server.config),
                 },
             )

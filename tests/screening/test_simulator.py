@@ -261,7 +261,8 @@ def test_run_simulator_command_serves_until_stopped():
                 break
             except httpx.TransportError:
                 time.sleep(0.1)
-        assert health.json() == {"status": "ok", "simulated": True}
+        assert {key: health.json()[key] for key in ("status", "simulated")} == {"status": "ok", "simulated": True}
+        assert health.json()["config"]["false_share"] == 1.0  # as configured, what an audit records
         system, user = prompts.forecast_messages(question=QUESTION, background="", items=ITEMS[:3], grok=False)
         reply = httpx.post(
             f"http://127.0.0.1:{port}/v1/chat/completions",
