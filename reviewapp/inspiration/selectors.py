@@ -281,7 +281,7 @@ def replay_check(audit: InspirationAudit) -> dict | None:
     if audit.replay_of_id is None:
         return None
     original = InspirationAudit.objects.filter(pk=audit.replay_of_id).values_list("corpus", flat=True).first() or {}
-    then, now = original.get("fingerprint"), (audit.corpus or {}).get("fingerprint")
+    then, now = original.get("fingerprint") or "", (audit.corpus or {}).get("fingerprint") or ""
     matches = None if not (then and now) else then == now
     warning = ""
     if matches is False:
@@ -291,7 +291,12 @@ def replay_check(audit: InspirationAudit) -> dict | None:
             "its judgements are reused only where the same text meets the same reference content, and retrieval may "
             "find other references, so the numbers can differ from the replayed audit's."
         )
-    return {"of": audit.replay_of_id, "replayed_fingerprint": then, "corpus_matches": matches, "warning": warning}
+    return {
+        "of": audit.replay_of_id,
+        "replayed_fingerprint": then or None,
+        "corpus_matches": matches,
+        "warning": warning,
+    }
 
 
 def audit_summary(audit: InspirationAudit) -> dict:
