@@ -66,20 +66,14 @@ def _locked(parameter: str, limit: int) -> list[dict]:
 
 
 def locked_usernames() -> list[dict]:
-    """Usernames locked now: [{"username", "failures", "until"}], the most recent first."""
-    return [
-        {"username": row["value"], "failures": row["failures"], "until": row["until"]}
-        for row in _locked("username", settings.AXES_FAILURE_LIMIT)
-    ]
+    """Usernames locked now: [{"value", "failures", "until"}], the most recent first."""
+    return _locked("username", settings.AXES_FAILURE_LIMIT)
 
 
 def locked_addresses() -> list[dict]:
     """Client addresses locked now, after OH_LOGIN_ADDRESS_FAILURE_LIMIT failures over any usernames (an IPv6 client
-    by its network, as the lock counts it): [{"address", "failures", "until"}], the most recent first."""
-    return [
-        {"address": row["value"], "failures": row["failures"], "until": row["until"]}
-        for row in _locked("ip_address", settings.OH_LOGIN_ADDRESS_FAILURE_LIMIT)
-    ]
+    by its network, as the lock counts it): [{"value", "failures", "until"}], the most recent first."""
+    return _locked("ip_address", settings.OH_LOGIN_ADDRESS_FAILURE_LIMIT)
 
 
 def user_unlock(*, username: str, user) -> int:
