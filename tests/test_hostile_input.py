@@ -197,6 +197,10 @@ def test_a_csrf_refusal_in_the_api_answers_the_json_format(coordinator):
 # Spreadsheet bombs ------------------------------------------------------------------------------------------------
 
 
+# A sheet's dimension element, as openpyxl writes it with or without lxml installed.
+DIMENSION = re.compile(rb'<dimension ref="[^"]*"\s*/>')
+
+
 def workbook_bytes(rows: list[list]) -> bytes:
     workbook = Workbook()
     sheet = workbook.active
@@ -252,7 +256,7 @@ def test_a_workbook_expanding_past_the_total_limit_is_refused(db, settings):
 def test_a_sheet_declaring_a_huge_dimension_is_refused_at_once(db, dimension):
     content = rewrite_sheet(
         workbook_bytes([["key", "question"], ["T1", "Q?"]]),
-        lambda xml: xml.replace(b'<dimension ref="A1:B2" />', f'<dimension ref="{dimension}" />'.encode()),
+        lambda xml: DIMENSION.sub(f'<dimension ref="{dimension}" />'.encode(), xml, count=1),
     )
     (row,) = refused_quickly(content)
     assert "declares" in row["message"]
@@ -260,7 +264,7 @@ def test_a_sheet_declaring_a_huge_dimension_is_refused_at_once(db, dimension):
 
 def without_dimension(content: bytes) -> bytes:
     """The workbook with its first sheet's <dimension> element removed (some programs write none)."""
-    return rewrite_sheet(content, lambda xml: re.sub(rb"<dimension [^>]*/>", b"", xml, count=1))
+    return rewrite_sheet(content, lambda xml: DIMENSION.sub(b"", xml, count=1))
 
 
 def test_rows_past_the_limit_are_refused_in_every_format(db, settings):
@@ -305,7 +309,7 @@ def test_a_sheet_without_a_true_dimension_loses_no_cell_past_the_limits(db, cell
     workbook = workbook_bytes([["key", "question"], ["T1", "Q?"]])
     content = rewrite_sheet(workbook if declared else without_dimension(workbook), add_cell)
     sheet = zipfile.ZipFile(io.BytesIO(content)).read("xl/worksheets/sheet1.xml")
-    assert (b'<dimension ref="A1:B2" />' in sheet) == bool(declared)
+    assert bool(DIMENSION.search(sheet)) == bool(declared)
     (row,) = refused_quickly(content)
     assert "at most 100,000 rows" in row["message"] or "at most 200 columns" in row["message"], row
 
