@@ -144,6 +144,9 @@ class ReviewState:
     comments: str
     last_saved_at: datetime | None
     submitted_at: datetime | None
+    # When the answers stored were last edited in the browser that saved them (ms since the epoch, that browser's
+    # clock; 0 when the save did not say, e.g. a form sent without the page's script).
+    saved_edit_ms: int = 0
 
     @property
     def submitted(self) -> bool:
@@ -180,6 +183,7 @@ _STATE_COLUMNS = (
     "comments",
     "last_saved_at",
     "submitted_at",
+    "saved_edit_ms",
 )
 
 
@@ -195,6 +199,7 @@ def _state_from_row(row: dict) -> ReviewState:
         comments=row["comments"],
         last_saved_at=row["last_saved_at"],
         submitted_at=row["submitted_at"],
+        saved_edit_ms=row["saved_edit_ms"] or 0,
     )
 
 

@@ -158,8 +158,17 @@ def _page_context(assignment: Assignment, state: reviews.ReviewState, errors=Non
         "deferred_reason": assignment.deferred_reason,
         "deferred_at": assignment.deferred_at,
         "opened": signing.dumps(int(timezone.now().timestamp()), salt=OPENED_SALT),
-        "server_saved_ms": int(state.last_saved_at.timestamp() * 1000) if state.last_saved_at else 0,
+        "server_edited_ms": _server_edited_ms(state),
     }
+
+
+def _server_edited_ms(state: reviews.ReviewState) -> int:
+    """How recent the stored answers are, for the page's script to decide whether this browser's copy is newer: the
+    time they were edited in the browser that saved them (the browser's clock, as its copy's), else when they were
+    saved. Not the save's arrival: a save sent before the last keystrokes can arrive after them."""
+    if state.saved_edit_ms:
+        return state.saved_edit_ms
+    return int(state.last_saved_at.timestamp() * 1000) if state.last_saved_at else 0
 
 
 def _render_page(request, assignment, state, errors=None, defer_error="", defer_draft="", save_error="", status=200):

@@ -374,8 +374,10 @@
       return;
     }
     const stored = readStored();
-    const serverSaved = Number(form().dataset.serverSaved || 0);
-    if (stored && stored.dirty && stored.editedAt > serverSaved) {
+    // The server's answers as of their last edit (in the browser that saved them): this browser's copy is restored
+    // only when it was edited later.
+    const serverEdited = Number(form().dataset.serverEdited || 0);
+    if (stored && stored.dirty && stored.editedAt > serverEdited) {
       if (restoreInto(form())) {
         setStatus("Saving answers kept in this browser…", false);
         saveNow();

@@ -231,6 +231,23 @@ def test_a_save_answers_with_the_time_and_the_new_version(reviewer_client, revie
     assert 'id="review-version" value="1" hx-swap-oob="true"' in html
 
 
+def test_the_page_dates_its_answers_by_when_they_were_edited_not_when_the_save_arrived(reviewer_client, reviewer):
+    """The page's script keeps the browser's copy of the answers when it is newer than the server's. A save sent
+    before the last keystrokes may arrive after them (a slow request, a reload): compared with its arrival, the
+    browser's newer copy would look older and be dropped. So the page gives the edit time the save carried."""
+    [assignment] = make_queue(reviewer, 1)
+    edited = 1_700_000_000_000
+    sent = {"action": "save", "version": 0, "overall": "2", "client": "tab-1", "edited_at": str(edited)}
+    assert reviewer_client.post(page_url(assignment), sent, headers=HTMX).status_code == 200
+    page = reviewer_client.get(page_url(assignment)).content.decode()
+    assert f'data-server-edited="{edited}"' in page
+    # A save without the script (no edit time) is dated by its arrival.
+    post(reviewer_client, assignment, version=1, htmx=False, overall="3")
+    saved = Review.objects.get().last_saved_at
+    page = reviewer_client.get(page_url(assignment)).content.decode()
+    assert f'data-server-edited="{int(saved.timestamp() * 1000)}"' in page
+
+
 def test_a_stale_save_answers_409_and_tells_the_reviewer_to_reload(reviewer_client, reviewer):
     [assignment] = make_queue(reviewer, 1)
     assert post(reviewer_client, assignment, overall="2").status_code == 200
