@@ -10,6 +10,8 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 
 from django.core.cache import cache
+from django.db.models import Count, F, Q
+from scipy.stats import binomtest
 
 from reviewapp.benchmarks.models import BenchmarkHypothesis
 from reviewapp.models import BackgroundJob, Cohort, Proposal, Review
@@ -427,15 +429,12 @@ class PositionBias:
 
 
 def position_bias(cohort: Cohort) -> PositionBias:
-    from scipy.stats import binomtest  # imported when needed: scipy is slow to import
-
-    rows = Comparison.objects.filter(
+    """Counted by the database in one query, however long the log."""
+    shown_first_won = Q(outcome="a", shown_first=F("a")) | Q(outcome="b", shown_first=F("b"))
+    counts = Comparison.objects.filter(
         cohort=cohort, source=Comparison.Source.MODEL, outcome__in=("a", "b"), shown_first__isnull=False
-    ).values_list("outcome", "a_id", "shown_first_id")
-    first_won = decisive = 0
-    for outcome, a, shown_first in rows.iterator():
-        decisive += 1
-        first_won += (outcome == "a") == (shown_first == a)
+    ).aggregate(decisive=Count("pk"), first_won=Count("pk", filter=shown_first_won))
+    decisive, first_won = counts["decisive"], counts["first_won"]
     if not decisive:
         return PositionBias(0, 0, None, None, None)
     interval = binomtest(first_won, decisive).proportion_ci()
