@@ -3,9 +3,9 @@
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres .venv/bin/python benchmarks/panel_speed.py
 
 Needs PostgreSQL and Redis. On the server named by DATABASE_URL it creates a scratch database (oh_bench_panel, or
---database); the broker is OH_BENCH_REDIS_URL (default redis://127.0.0.1:6379/13). It starts the simulated model
-server (answering at once) and a Celery worker (threads pool), each as its own process, builds a 1,000-proposal cohort
-over 50 research tasks (a fifth of them revisions) and measures:
+--database, and a random suffix); the broker is OH_BENCH_REDIS_URL (default redis://127.0.0.1:6379/13). It starts the
+simulated model server (answering at once) and a Celery worker (threads pool), each as its own process, builds a
+1,000-proposal cohort over 50 research tasks (a fifth of them revisions) and measures:
 
 - the panel over the 1,000 proposals (3,000 role reviews and the revision judgments), from the start through the
   service to the job's end (target ≤ 60 s);
@@ -195,7 +195,7 @@ def measure(processes: Processes, record, simulator_port: int) -> None:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--database", default=SCRATCH_DATABASE, help="name of the scratch database")
+    parser.add_argument("--database", default=SCRATCH_DATABASE, help="prefix of the scratch database's name")
     parser.add_argument("--keep", action="store_true", help="leave the scratch database for inspection")
     arguments = parser.parse_args()
     url = postgres_server()
