@@ -13,8 +13,8 @@ from django.shortcuts import redirect, render
 from django.utils import timezone
 from django.views.decorators.http import require_http_methods, require_POST
 
-from reviewapp.core import roles
 from reviewapp.api.cohorts import CohortCreateApi
+from reviewapp.core import roles
 from reviewapp.core.errors import page_errors, validated
 from reviewapp.core.requests import client_address
 from screening import selectors

@@ -11,8 +11,8 @@ from django.urls import path, reverse
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_POST
 
-from reviewapp.core import roles
 from reviewapp.api.auth import TokenNameInput
+from reviewapp.core import roles
 from reviewapp.core.errors import page_errors, validated
 from reviewapp.core.requests import API_PREFIX, api_error
 from reviewapp.models import ApiToken
