@@ -26,12 +26,6 @@ from tests.screening_support import drive, make_roster
 pytestmark = pytest.mark.usefixtures("fast_retries")
 
 
-@pytest.fixture
-def exports_home(settings, tmp_path):
-    settings.VAR_DIR = tmp_path
-    return tmp_path / "exports"
-
-
 def long_ago(seconds: float):
     return timezone.now() - timedelta(seconds=seconds + 1)
 
