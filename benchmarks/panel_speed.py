@@ -9,7 +9,8 @@ simulated model server (answering at once) and a Celery worker (threads pool), e
 
 - the panel over the 1,000 proposals (3,000 role reviews and the revision judgments), from the start through the
   service to the job's end (target ≤ 60 s);
-- recomputing the ratings from 50,000 stored comparisons (target ≤ 5 s);
+- recomputing the ratings from 50,000 stored comparisons, stored as the critique model's with the order it was
+  shown each pair (target ≤ 5 s);
 - the cohort's panel table and its ratings page for the 1,000 proposals: median server time of 20 requests through
   the whole Django stack (target ≤ 300 ms) and the same number of queries as for a 100-proposal cohort.
 
@@ -92,7 +93,8 @@ def run_panel(cohort, timeout: float = 600) -> tuple[float, object]:
 
 
 def store_comparisons(cohort, count: int) -> None:
-    """`count` comparisons within the cohort's research tasks, bulk-loaded into its log in order."""
+    """`count` comparisons within the cohort's research tasks, bulk-loaded into its log in order, as the critique
+    model's (with the order it was shown each pair), so the ratings page counts their position bias too."""
     from reviewapp.panel.models import Comparison, RatingLog
 
     rng = random.Random(3)
@@ -104,7 +106,20 @@ def store_comparisons(cohort, count: int) -> None:
     rows = []
     for seq in range(1, count + 1):
         a, b = rng.sample(rng.choice(strata), 2)
-        rows.append(Comparison(cohort=cohort, seq=seq, a_id=a, b_id=b, outcome=rng.choice(outcomes), source="import"))
+        rows.append(
+            Comparison(
+                cohort=cohort,
+                seq=seq,
+                a_id=a,
+                b_id=b,
+                outcome=rng.choice(outcomes),
+                source=Comparison.Source.MODEL,
+                shown_first_id=rng.choice((a, b)),
+                order_seed=seq,
+                model_name="bench critic",
+                simulated=True,
+            )
+        )
     Comparison.objects.bulk_create(rows, batch_size=5000)
     RatingLog.objects.update_or_create(cohort=cohort, defaults={"last_seq": count})
 
