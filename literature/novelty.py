@@ -26,7 +26,7 @@ from literature.verdicts import (
     parse_judgement,
     split_sections,
 )
-from reviewapp.core.claims import work_attempt, work_claim, work_finish, work_sweep
+from reviewapp.core.claims import work_attempt, work_claim, work_finish, work_sweep_send
 from reviewapp.core.queue import broker_check, enqueue_on_commit
 from screening import llm
 from screening.prompts import hypothesis_text
@@ -174,18 +174,16 @@ def novelty_check_perform(*, check_id: int) -> None:
 
 def novelty_checks_sweep() -> int:
     """The literature room's part of the sweeper: checks claimed OPEN_HYPOTHESIS_STALE_SECONDS ago and still running
-    (their worker died) are sent again, up to OH_WORK_MAX_ATTEMPTS claims, then fail with the reason. Redoing a check
-    is safe: its result is recorded only under its claim."""
+    (their worker died) are sent again, up to OH_WORK_MAX_ATTEMPTS claims, then fail with the reason; a pending check
+    whose send was lost is sent again. Redoing a check is safe: its result is recorded only under its claim."""
     attempts = settings.OH_WORK_MAX_ATTEMPTS
-    again = work_sweep(
+    return work_sweep_send(
         NoveltyCheck,
+        CHECK_TASK,
         claimed_before=timezone.now() - timedelta(seconds=settings.OPEN_HYPOTHESIS_STALE_SECONDS),
         max_attempts=attempts,
         reason=f"The worker doing this check stopped {attempts} times before it finished; request the check again.",
     )
-    for check_id in again:
-        enqueue_on_commit(CHECK_TASK, check_id)
-    return len(again)
 
 
 # A run's literature step ---------------------------------------------------------------------------------------

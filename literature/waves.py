@@ -25,7 +25,7 @@ from literature.models import CitationEdge, CitationWave
 from literature.services import ReferenceWriter
 from literature.sources import europepmc
 from literature.sources.transport import SourceError
-from reviewapp.core.claims import work_attempt, work_claim, work_finish, work_sweep
+from reviewapp.core.claims import work_attempt, work_claim, work_finish, work_sweep_send
 from reviewapp.core.errors import ServiceError
 from reviewapp.core.queue import broker_check, enqueue_on_commit
 
@@ -108,16 +108,14 @@ def citation_waves_sweep() -> int:
     died) is sent again, up to OH_WORK_MAX_ATTEMPTS claims, then fails with the reason; a pending wave whose send was
     lost is sent again. Redoing a wave is safe: it starts again, and its edges and references are upserts."""
     attempts = settings.OH_WORK_MAX_ATTEMPTS
-    again = work_sweep(
+    return work_sweep_send(
         CitationWave,
+        WAVE_TASK,
         claimed_before=timezone.now() - timedelta(seconds=settings.OPEN_HYPOTHESIS_STALE_SECONDS),
         max_attempts=attempts,
         reason=f"The worker doing this wave stopped {attempts} times before it finished; start the wave again.",
         alive_field="heartbeat_at",
     )
-    for wave_id in again:
-        enqueue_on_commit(WAVE_TASK, wave_id)
-    return len(again)
 
 
 def _update(wave: CitationWave, **values) -> None:

@@ -28,6 +28,8 @@ from django.db import DatabaseError, models
 from django.db.models import F, Q
 from django.utils import timezone
 
+from reviewapp.core.queue import enqueue_on_commit
+
 logger = logging.getLogger(__name__)
 
 
@@ -133,6 +135,15 @@ def work_sweep(
     work_release_all(model._default_manager.filter(pk__in=again))
     model._default_manager.filter(pk__in=again + unsent, state=model.PENDING).update(sent_at=timezone.now())
     return again + unsent
+
+
+def work_sweep_send(model: type[ClaimedWork], task_name: str, **sweep) -> int:
+    """work_sweep(model, **sweep), then every row it returns sent to the task once the transaction commits; how
+    many."""
+    again = work_sweep(model, **sweep)
+    for pk in again:
+        enqueue_on_commit(task_name, pk)
+    return len(again)
 
 
 # The sweeps of every room, by name: each returns how many rows it touched.

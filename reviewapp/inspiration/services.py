@@ -28,7 +28,7 @@ from literature import retrieval
 from literature.models import Reference
 from literature.retrieval import GATE_MIN_SHARED_TERMS, JUDGEMENT_CHARS, RETRIEVAL_CHARS, judgement_card
 from literature.verdicts import clean_quote, quote_occurs
-from reviewapp.core.claims import work_attempt, work_claim, work_finish, work_sweep
+from reviewapp.core.claims import work_attempt, work_claim, work_finish, work_sweep_send
 from reviewapp.core.errors import ServiceError
 from reviewapp.core.queue import broker_check, enqueue_on_commit
 from reviewapp.inspiration import prompts, selectors
@@ -484,28 +484,29 @@ def batches_sweep() -> int:
     starts). Pending audits and batches whose send was lost are sent again. Returns how many were sent again."""
     stale = timezone.now() - timedelta(seconds=settings.INSPIRATION_STALE_SECONDS)
     reason = "stopped: its worker made no progress (the sweeper gave up on it)"
-    again = work_sweep(
-        InspirationBatch, claimed_before=stale, max_attempts=settings.INSPIRATION_MAX_ATTEMPTS, reason=reason
+    sent = work_sweep_send(
+        InspirationBatch,
+        BATCH_TASK,
+        claimed_before=stale,
+        max_attempts=settings.INSPIRATION_MAX_ATTEMPTS,
+        reason=reason,
     )
-    for batch_id in again:
-        enqueue_on_commit(BATCH_TASK, batch_id)
-    unstarted = work_sweep(
+    sent += work_sweep_send(
         Audit,
+        ADVANCE_TASK,
         claimed_before=stale,
         max_attempts=settings.INSPIRATION_MAX_ATTEMPTS,
         reason="The worker starting this audit stopped before it made its batches; start the audit again.",
         phase=Audit.Phase.RETRIEVAL,
         batches__isnull=True,
     )
-    for audit_id in unstarted:
-        enqueue_on_commit(ADVANCE_TASK, audit_id)
     given_up = InspirationBatch.objects.filter(state=InspirationBatch.State.FAILED, error=reason)
     for batch in given_up.filter(audit__state=Audit.State.RUNNING):
         InspirationJudgment.objects.filter(pk__in=batch.judgments, state=InspirationJudgment.State.PENDING).update(
             state=InspirationJudgment.State.DONE, judgment=Judgment.FAILED, reason=reason, finished_at=timezone.now()
         )
         audit_advance(audit_id=batch.audit_id)
-    return len(again) + len(unstarted)
+    return sent
 
 
 def audit_complete_here(*, audit_id: int) -> InspirationAudit:

@@ -86,12 +86,18 @@ def test_sorting_by_rating_puts_proposals_never_compared_last(client, models, sc
     assert page.index(">w1<") < page.index(">w2<")
 
 
-def test_the_table_tells_inapplicable_from_unknown(client, models, script, run_job, coordinator):
+def one_unknown_one_inapplicable(script, run_job, coordinator):
+    """A reviewed cohort of one proposal, "x1": two roles call novelty unknown and actionability inapplicable."""
     cohort = make_cohort([proposal("x1", "T-X")], user=coordinator)
-    claim = proposal("x1", "T-X")["statement"]
     for role in ("rubric_judge", "domain_scientist"):
-        script.reviews[(role, claim)] = [review_reply({"novelty": "unknown", "actionability": "inapplicable"})]
+        scores = {"novelty": "unknown", "actionability": "inapplicable"}
+        script.reviews[(role, proposal("x1", "T-X")["statement"])] = [review_reply(scores)]
     run_job(panel_start_for_cohort(cohort=cohort, user=coordinator).pk)
+    return cohort
+
+
+def test_the_table_tells_inapplicable_from_unknown(client, models, script, run_job, coordinator):
+    cohort = one_unknown_one_inapplicable(script, run_job, coordinator)
     client.force_login(coordinator)
     page = client.get(reverse("panel-cohort", args=[cohort.pk])).content.decode()
     cells = page.split(">x1<", 1)[1].split("</tr>", 1)[0]
@@ -99,12 +105,8 @@ def test_the_table_tells_inapplicable_from_unknown(client, models, script, run_j
 
 
 def test_the_profile_plot_draws_only_known_medians(client, models, script, run_job, coordinator):
-    cohort = make_cohort([proposal("y1", "T-Y")], user=coordinator)
-    claim = proposal("y1", "T-Y")["statement"]
-    for role in ("rubric_judge", "domain_scientist"):
-        script.reviews[(role, claim)] = [review_reply({"novelty": "unknown", "actionability": "inapplicable"})]
-    run_job(panel_start_for_cohort(cohort=cohort, user=coordinator).pk)
-    found = selectors.subject_profile(PanelSubject.objects.get(proposal__external_id="y1").pk)
+    one_unknown_one_inapplicable(script, run_job, coordinator)
+    found = selectors.subject_profile(PanelSubject.objects.get(proposal__external_id="x1").pk)
     axes = figures.profile_plot(found).axes[0]
     # Six bars of 5: none, not even of 0, for the two medians that do not exist.
     assert sorted(bar.get_width() for bar in axes.patches) == [5.0] * 6
