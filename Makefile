@@ -3,7 +3,8 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 PORT ?= 8000
-BENCHMARKS := $(sort $(wildcard benchmarks/*_speed.py))
+# Every script under benchmarks/ but the code they share and the load test's locust file.
+BENCHMARKS := $(sort $(filter-out benchmarks/support.py benchmarks/load_locustfile.py,$(wildcard benchmarks/*.py)))
 
 .PHONY: run test lint install install-dev demo worker bench clean
 
@@ -48,8 +49,9 @@ lint: install-dev
 	$(BIN)/python manage.py makemigrations --check --dry-run
 	$(BIN)/mypy
 
-# Every benchmark under benchmarks/ (most need DATABASE_URL=postgres://…; see benchmarks/README.md).
-bench: install
+# Every benchmark under benchmarks/ (most need DATABASE_URL=postgres://…; the load test needs locust, a development
+# requirement; see benchmarks/README.md).
+bench: install-dev
 	@status=0; for script in $(BENCHMARKS); do \
 		echo "== $$script"; $(BIN)/python $$script || status=1; \
 	done; exit $$status

@@ -3,7 +3,7 @@
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres .venv/bin/python benchmarks/screening_speed.py
 
 Needs PostgreSQL and Redis. On the server named by DATABASE_URL it creates a scratch database
-(oh_bench_screening); the broker is OH_BENCH_REDIS_URL (default redis://127.0.0.1:6379/13). It starts the simulated
+(oh_bench_screening_…); the broker is OH_BENCH_REDIS_URL (default redis://127.0.0.1:6379/13). It starts the simulated
 model server, a Celery worker (threads pool) and, for the last figure, gunicorn, each as its own process, and
 measures:
 

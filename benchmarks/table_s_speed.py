@@ -3,8 +3,9 @@
     .venv/bin/python benchmarks/table_s_speed.py                      # a temporary SQLite database
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres .venv/bin/python benchmarks/table_s_speed.py
 
-With DATABASE_URL pointing at PostgreSQL it creates a scratch database (--scratch, default oh_bench_table_s) on that
-server and drops it at the end; without it, a temporary SQLite file. No other database is touched.
+With DATABASE_URL pointing at PostgreSQL it creates a scratch database (--scratch, default oh_bench_table_s, and a
+random suffix) on that server and drops it at the end; without it, a temporary SQLite file. No other database is
+touched.
 
 The set: 50 tasks × 60 hypotheses from four generators of four companies, four forecasting models, four judges (one
 per company, so each hypothesis has three deciding judges) scoring every hypothesis, a random control per task.

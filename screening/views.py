@@ -5,7 +5,6 @@ The public pages need no account, like the API; the run page polls its live part
 
 import json
 
-from django import forms
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
@@ -14,11 +13,12 @@ from django.shortcuts import redirect, render
 from django.utils import timezone
 from django.views.decorators.http import require_http_methods, require_POST
 
+from reviewapp.api.cohorts import CohortCreateApi
 from reviewapp.core import roles
-from reviewapp.core.errors import page_errors
+from reviewapp.core.errors import page_errors, validated
 from reviewapp.core.requests import client_address
 from screening import selectors
-from screening.api.runs import BACKGROUND_MAX, QUESTION_MAX, QUESTION_MIN, run_representation
+from screening.api.runs import BACKGROUND_MAX, QUESTION_MAX, QUESTION_MIN, RunCreateApi, run_representation
 from screening.models import Hypothesis, Run
 from screening.services.cohorts import CHOICES, cohort_create_from_run
 from screening.services.runs import run_create
@@ -27,30 +27,27 @@ from screening.services.runs import run_create
 PAGE_POLL_SECONDS = 3
 
 
-class RunForm(forms.Form):
-    question = forms.CharField(
-        min_length=QUESTION_MIN, max_length=QUESTION_MAX, widget=forms.Textarea(attrs={"rows": 3})
-    )
-    background = forms.CharField(required=False, max_length=BACKGROUND_MAX, widget=forms.Textarea(attrs={"rows": 6}))
-    language = forms.ChoiceField(choices=Run.Language.choices, initial=Run.Language.EN)
-
-
 @require_http_methods(["GET", "POST"])
 def run_start(request):
-    """/open-hypothesis/: a form to start a run."""
-    form = RunForm(request.POST or None)
-    if request.method == "POST" and form.is_valid():
-        errors = []
+    """/open-hypothesis/: a form to start a run, checked against the API's own declaration."""
+    form, errors = request.POST, []
+    if request.method == "POST":
         with page_errors(into=errors):
+            values = validated(RunCreateApi.InputSerializer, request.POST)
             run = run_create(
-                question=form.cleaned_data["question"],
-                background=form.cleaned_data["background"],
-                language=form.cleaned_data["language"],
+                question=values["question"],
+                background=values.get("background") or "",
+                language=values.get("language") or Run.Language.EN,
                 client_address=client_address(request.META),
             )
             return redirect("open-hypothesis-run", run_id=run.public_id)
-        form.add_error(None, errors)
-    return render(request, "screening/run_start.html", {"form": form})
+    context = {
+        "form": form,
+        "errors": errors,
+        "languages": Run.Language.choices,
+        "limits": {"question_min": QUESTION_MIN, "question_max": QUESTION_MAX, "background_max": BACKGROUND_MAX},
+    }
+    return render(request, "screening/run_start.html", context)
 
 
 def _get_run(run_id) -> Run:
@@ -136,10 +133,14 @@ def run_cohort_create(request, run_id):
     roles.require_coordinator(request.user)
     run = _get_run(run_id)
     with page_errors(request):
+        # The cohort's name and numbers as the cohorts API accepts them (the form sends the name).
+        values = validated(CohortCreateApi.InputSerializer, request.POST)
         cohort = cohort_create_from_run(
             run=run,
             hypotheses=request.POST.get("hypotheses", ""),
-            name=request.POST.get("name", ""),
+            name=values["name"],
+            reviewers_per_proposal=values["reviewers_per_proposal"],
+            seed=values["seed"],
             user=request.user,
         )
         count = cohort.proposals.count()

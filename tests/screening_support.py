@@ -8,6 +8,7 @@ test's own thread by calling the same services the Celery tasks call.
 import hashlib
 import json
 import re
+import socket
 import threading
 import time
 import uuid
@@ -256,6 +257,19 @@ def drop_broker_connections() -> None:
     pools.reset()
     app._pool = None
     app.__dict__.pop("amqp", None)
+
+
+@contextmanager
+def broker_down(settings, monkeypatch):
+    """The project's Celery app pointed at a Redis address nothing listens on, for the block."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    use_broker(settings, monkeypatch, f"redis://127.0.0.1:{port}/0")
+    try:
+        yield
+    finally:
+        drop_broker_connections()
 
 
 # Real-worker tests: the project's Celery app on the test Redis, a simulated default roster, and waiting.

@@ -14,14 +14,19 @@ from reviewapp.models import ApiToken
 from reviewapp.services.accounts import token_create, token_revoke
 
 
+class TokenNameInput(serializers.Serializer):
+    """What names a new token, here and on the API tokens page (reviewapp.views.accounts)."""
+
+    name = serializers.CharField(required=False, allow_blank=True, default="", max_length=100)
+
+
 class TokenCreateApi(APIView):
     authentication_classes = []
     permission_classes = [AllowAny]
 
-    class InputSerializer(serializers.Serializer):
+    class InputSerializer(TokenNameInput):
         username = serializers.CharField()
         password = serializers.CharField(trim_whitespace=False)
-        name = serializers.CharField(required=False, allow_blank=True, default="", max_length=100)
 
     def post(self, request):
         data = validated(self.InputSerializer, request.data)

@@ -16,7 +16,7 @@ from rest_framework.renderers import JSONRenderer
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from reviewapp.core.errors import NotFound, ServiceError
+from reviewapp.core.errors import InputInvalid, NotFound, ServiceError, validated
 from reviewapp.core.requests import BoundedJSONParser, client_address
 from reviewapp.core.roles import CanReadAll
 from screening import selectors
@@ -55,22 +55,33 @@ def _read_body(request) -> dict:
     return data
 
 
-def _validated(serializer_class, data: dict) -> dict:
-    serializer = serializer_class(data=data)
-    if not serializer.is_valid():
-        names = ", ".join(sorted(serializer.errors))
-        raise ServiceError(f"These fields are missing or of the wrong type: {names}.", code="invalid_body")
-    return serializer.validated_data
+# The public API's codes for a length outside the limits (docs/protocol.md#public-api); any other problem of the body
+# is invalid_body.
+_LENGTH_CODES = {
+    ("question", "blank"): "question_too_short",
+    ("question", "min_length"): "question_too_short",
+    ("question", "max_length"): "question_too_long",
+    ("background", "max_length"): "background_too_long",
+}
 
 
-def _check_lengths(values: dict) -> None:
-    question, background = values["question"], values.get("background") or ""
-    if len(question) < QUESTION_MIN:
-        raise ServiceError(f"The question needs at least {QUESTION_MIN} characters.", code="question_too_short")
-    if len(question) > QUESTION_MAX:
-        raise ServiceError(f"The question may have at most {QUESTION_MAX} characters.", code="question_too_long")
-    if len(background) > BACKGROUND_MAX:
-        raise ServiceError(f"The background may have at most {BACKGROUND_MAX} characters.", code="background_too_long")
+def _public_values(declaration, data: dict) -> dict:
+    """The body checked against the view's input declaration, refused with the public API's documented codes."""
+    try:
+        return validated(declaration, data)
+    except InputInvalid as error:
+        problems = error.details["fields"]
+    codes = {
+        name: [_LENGTH_CODES.get((name, getattr(problem, "code", None))) for problem in found]
+        if isinstance(found, list)
+        else [None]
+        for name, found in problems.items()
+    }
+    wrong = sorted(name for name, found in codes.items() if None in found)
+    if wrong:
+        raise ServiceError(f"These fields are missing or of the wrong type: {', '.join(wrong)}.", code="invalid_body")
+    name = next(name for name in ("question", "background") if name in codes)
+    raise ServiceError(str(problems[name][0]), code=codes[name][0])
 
 
 def _start(request, values: dict, hypotheses=None) -> Response:
@@ -104,13 +115,28 @@ class RunCreateApi(APIView):
     parser_classes = [BoundedJSONParser]
 
     class InputSerializer(serializers.Serializer):
-        question = StrictCharField(allow_blank=True)
-        background = StrictCharField(required=False, allow_blank=True, allow_null=True)
-        language = serializers.ChoiceField(choices=Run.Language.values, required=False)
+        """Also the run page's declaration (screening.views.run_start). Surrounding whitespace does not count."""
+
+        question = StrictCharField(
+            min_length=QUESTION_MIN,
+            max_length=QUESTION_MAX,
+            error_messages={
+                "blank": f"The question needs at least {QUESTION_MIN} characters.",
+                "min_length": f"The question needs at least {QUESTION_MIN} characters.",
+                "max_length": f"The question may have at most {QUESTION_MAX} characters.",
+            },
+        )
+        background = StrictCharField(
+            required=False,
+            allow_blank=True,
+            allow_null=True,
+            max_length=BACKGROUND_MAX,
+            error_messages={"max_length": f"The background may have at most {BACKGROUND_MAX} characters."},
+        )
+        language = serializers.ChoiceField(choices=Run.Language.choices, required=False)
 
     def post(self, request):
-        values = _validated(self.InputSerializer, _read_body(request))
-        _check_lengths(values)
+        values = _public_values(self.InputSerializer, _read_body(request))
         return _start(request, values, self.client_hypotheses(values))
 
     def client_hypotheses(self, values: dict) -> list[ClientHypothesis] | None:

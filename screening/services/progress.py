@@ -15,7 +15,7 @@ from django.db import transaction
 from django.db.models import Count, F, Q
 from django.utils import timezone
 
-from reviewapp.core.claims import work_sweep
+from reviewapp.core.claims import work_fail_all, work_release_all, work_sweep
 from reviewapp.core.queue import enqueue_on_commit
 from screening import hooks
 from screening.models import Hypothesis, Run, RunWorkItem, Translation
@@ -278,7 +278,7 @@ def run_resume(*, run_id: int, last_progress_at) -> bool:
         if run.resume_count > settings.OPEN_HYPOTHESIS_MAX_RESUMES:
             reason = f"no progress after {run.resume_count - 1} restarts"
             logger.warning("Stopping run %s: %s", run.public_id, reason)
-            unfinished.update(state=RunWorkItem.State.FAILED, claim_token=None, finished_at=now, error=reason)
+            work_fail_all(unfinished, reason)
             if run.status == S.QUEUED:
                 first_step = "generate" if run.kind == Run.Kind.GENERATE else "stage1"
                 _move(
@@ -291,7 +291,8 @@ def run_resume(*, run_id: int, last_progress_at) -> bool:
         else:
             logger.info("Restarting run %s (restart %s)", run.public_id, run.resume_count)
             # A worker that died while holding an item will never finish it; a slow one loses its claim.
-            unfinished.filter(state=RunWorkItem.State.RUNNING).update(state=RunWorkItem.State.PENDING, claim_token=None)
+            work_release_all(unfinished)
+            unfinished.update(sent_at=now)
             _enqueue(unfinished)
         enqueue_on_commit(RUN_ADVANCE_TASK, run_id)
     return True

@@ -11,10 +11,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from django.conf import settings
-from django.db import DatabaseError, transaction
+from django.db import transaction
 from django.utils import timezone
 
-from reviewapp.core.claims import work_claim, work_finish, work_release
+from reviewapp.core.claims import work_attempt, work_claim, work_finish
 from screening import hooks, llm, parsing, prompts
 from screening.llm.models import ModelEndpoint
 from screening.models import Forecast, Hypothesis, Run, RunWorkItem, Translation
@@ -55,16 +55,8 @@ def work_item_perform(*, item_id: int) -> None:
         return
     token = _claim(item)
     if token is not None:
-        try:
-            outcome = _performer(item.step)(item)
-        except DatabaseError:
-            # Transient: give the item back so that the task's retry can claim it again.
-            work_release(RunWorkItem, item.pk, token)
-            raise
-        except Exception as exc:
-            logger.exception("Work item %s of run %s failed", item.pk, item.run.public_id)
-            outcome = Outcome(ok=False, error=f"internal error ({type(exc).__name__})")
-        _record(item, token, outcome)
+        with work_attempt(RunWorkItem, item.pk, token, label=f"Work item {item.pk} of run {item.run.public_id}"):
+            _record(item, token, _performer(item.step)(item))
     run_advance(run_id=item.run_id)
 
 

@@ -227,6 +227,18 @@ def test_the_tokens_page_shows_a_new_key_once_and_revokes(client, alice):
     assert calls(key) == 401
 
 
+def test_the_tokens_page_and_the_api_refuse_the_same_long_name(client, alice):
+    name = "n" * 101
+    refused = APIClient().post("/api/v1/auth/token", {"username": "alice", "password": PASSWORD, "name": name})
+    assert refused.status_code == 400 and refused.json()["error"] == "invalid_body"
+    client.force_login(alice)
+    page = client.post("/accounts/tokens/", {"name": name}).content.decode()
+    assert "no more than 100 characters" in page and 'id="new-token"' not in page
+    assert not ApiToken.objects.exists()
+    client.post("/accounts/tokens/", {"name": "n" * 100})
+    assert ApiToken.objects.get().name == "n" * 100
+
+
 # One-time passwords -------------------------------------------------------------------------------------------
 
 

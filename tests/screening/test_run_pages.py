@@ -45,6 +45,26 @@ def test_the_form_explains_what_is_wrong_and_counts_nothing(client, roster):
     assert not Run.objects.exists()
 
 
+@pytest.mark.parametrize(
+    ("fields", "problem"),
+    [
+        ({"question": "   padded    "}, "at least 10 characters"),
+        ({"question": "x" * 2001}, "at most 2000 characters"),
+        ({"question": QUESTION, "background": "x" * 8001}, "at most 8000 characters"),
+        ({"question": QUESTION, "language": "de"}, "not a valid choice"),
+    ],
+)
+def test_the_form_refuses_what_the_api_refuses_and_keeps_what_was_typed(client, roster, fields, problem):
+    body = {"language": "en", **fields}
+    api = client.post("/api/v1/open-hypothesis/runs", body, content_type="application/json")
+    assert api.status_code == 400
+    response = client.post("/open-hypothesis/", body)
+    html = response.content.decode()
+    assert response.status_code == 200 and problem in html
+    assert fields["question"].strip()[:50] in html
+    assert not Run.objects.exists()
+
+
 def test_the_form_reports_the_client_limit(client, roster):
     for _ in range(3):
         start(address="127.0.0.1")
@@ -204,6 +224,15 @@ def test_cohort_creation_refuses_a_taken_name_and_creates_nothing(client, roster
     response = client.post(url, {"hypotheses": "selected", "name": "Taken"}, follow=True)
     assert "already exists" in response.content.decode()
     assert Cohort.objects.count() == 1 and not Proposal.objects.exists()
+
+
+def test_cohort_creation_refuses_a_name_the_cohorts_api_refuses(client, roster, coordinator):
+    run = drive(start())
+    client.force_login(coordinator)
+    url = reverse("screening-run-cohort", args=[run.public_id])
+    response = client.post(url, {"hypotheses": "selected", "name": "n" * 201}, follow=True)
+    assert "no more than 200 characters" in response.content.decode()
+    assert not Cohort.objects.exists() and not Proposal.objects.exists()
 
 
 def test_only_coordinators_create_cohorts_from_runs(client, roster, reviewer, analyst):

@@ -14,9 +14,7 @@ from screening.llm.models import ModelCall
 from screening.models import Run
 from tests.screening_support import (
     drive,
-    drop_broker_connections,
     make_roster,
-    use_broker,
 )
 
 RUNS = "/api/v1/open-hypothesis/runs"
@@ -208,14 +206,6 @@ def _concurrent_posts(count: int, addresses) -> list[int]:
     for thread in threads:
         thread.join()
     return statuses
-
-
-@pytest.fixture
-def memory_broker(settings, monkeypatch):
-    # Committed runs enqueue their first step: into memory here, as no worker is part of these tests.
-    use_broker(settings, monkeypatch, "memory://")
-    yield
-    drop_broker_connections()
 
 
 @pytest.mark.postgres
