@@ -43,8 +43,8 @@ class PermutationTest:
     seed: int | None  # sampled test only
 
 
-def _rule_totals(rows: Iterable[tuple[Hashable, bool, bool | None]]) -> dict[Hashable, tuple[int, int]]:
-    totals: dict[Hashable, tuple[int, int]] = {}
+def _rule_totals(rows: Iterable[tuple[Hashable, bool, bool | None]]) -> dict[Hashable, tuple[float, float]]:
+    totals: dict[Hashable, tuple[float, float]] = {}
     for task, selected, match in rows:
         selected_judged = bool(selected) and match is not None
         count, matches = totals.get(task, (0, 0))
@@ -74,10 +74,31 @@ def permutation_test_within_tasks(
     p-value of the most extreme swap, the floor this set of tasks allows (0.0234 for the benchmark's eight
     differing tasks).
     """
-    totals_a, totals_b = _rule_totals(rows_a), _rule_totals(rows_b)
+    return permutation_test_of_totals(
+        _rule_totals(rows_a),
+        _rule_totals(rows_b),
+        exact_max_tasks=exact_max_tasks,
+        permutations=permutations,
+        seed=seed,
+    )
+
+
+def permutation_test_of_totals(
+    totals_a: Mapping[Hashable, tuple[float, float]],
+    totals_b: Mapping[Hashable, tuple[float, float]],
+    *,
+    exact_max_tasks: int = EXACT_MAX_TASKS,
+    permutations: int = PERMUTATIONS,
+    seed: int = DEFAULT_SEED,
+) -> PermutationTest:
+    """``permutation_test_within_tasks`` from each rule's per-task (selected, matches) totals.
+
+    The totals may be fractional: a ranking's top k with ties at the cut selects each tied hypothesis with weight
+    places / tied (docs/analysis.md#ranking-against-the-rule). A task missing from one rule counts (0, 0) there.
+    """
     _, tasks = task_codes([*totals_a, *totals_b])
-    a = np.asarray([totals_a.get(task, (0, 0)) for task in tasks], dtype=np.float64)
-    b = np.asarray([totals_b.get(task, (0, 0)) for task in tasks], dtype=np.float64)
+    a = np.asarray([totals_a.get(task, (0, 0)) for task in tasks], dtype=np.float64).reshape(-1, 2)
+    b = np.asarray([totals_b.get(task, (0, 0)) for task in tasks], dtype=np.float64).reshape(-1, 2)
     sums_a, sums_b = a.sum(axis=0), b.sum(axis=0)
     observed = float(ratio(sums_a[1], sums_a[0]) - ratio(sums_b[1], sums_b[0]))
     if np.isnan(observed):
