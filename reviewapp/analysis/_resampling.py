@@ -5,6 +5,7 @@ product: tasks are numbered in order of first appearance in the rows, and resamp
 ``numpy.random.default_rng(seed).integers(0, n_tasks, size=(resamples, n_tasks))[r]`` with replacement.
 """
 
+import functools
 from collections.abc import Hashable, Iterable
 from dataclasses import dataclass
 
@@ -47,15 +48,20 @@ def resample_indices(n_tasks: int, resamples: int, seed: int) -> np.ndarray:
     return np.random.default_rng(seed).integers(0, n_tasks, size=(resamples, n_tasks))
 
 
+@functools.lru_cache(maxsize=8)
 def resample_counts(n_tasks: int, resamples: int, seed: int) -> np.ndarray:
     """How many times each task is drawn in each resample, shape (resamples, n_tasks).
 
-    Floats, so that ``counts @ per_task_sums`` is one BLAS product giving every resample's totals.
+    Floats, so that ``counts @ per_task_sums`` is one BLAS product giving every resample's totals. The matrix depends
+    only on its three arguments, and a page computes dozens of statistics over the same tasks and seed, so the last
+    few are kept (read-only).
     """
     indices = resample_indices(n_tasks, resamples, seed)
     flat = indices + n_tasks * np.arange(resamples)[:, None]
     counts = np.bincount(flat.ravel(), minlength=resamples * n_tasks).reshape(resamples, n_tasks)
-    return counts.astype(np.float64)
+    counts = counts.astype(np.float64)
+    counts.flags.writeable = False
+    return counts
 
 
 def per_task_sums(codes: np.ndarray, n_tasks: int, columns: np.ndarray) -> np.ndarray:

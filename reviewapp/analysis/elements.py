@@ -4,6 +4,7 @@ same words, and how well that separates matching from non-matching hypotheses (d
 The check recognises the same words, not a paraphrase; it describes the judges' decisions and never replaces them.
 """
 
+import functools
 import re
 from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass
@@ -28,6 +29,7 @@ NAMED_SHARE = Fraction(2, 3)
 _WORD = re.compile(r"[^\W_]+")
 
 
+@functools.lru_cache(maxsize=4096)  # a task's elements are read once per hypothesis of the task
 def content_words(text: str) -> frozenset[str]:
     """The distinct words of a text (runs of letters and digits, lower-cased) that are not English stop words
     (scikit-learn's list)."""

@@ -19,9 +19,6 @@ from reviewapp.analysis._resampling import (
     task_sums,
 )
 
-# Resamples are turned into AUCs this many at a time, so that the (resamples × distinct scores) tables stay small.
-_AUC_BLOCK = 1000
-
 
 def _scored(scores: Sequence[float], labels: Sequence[bool]) -> tuple[np.ndarray, np.ndarray]:
     if len(scores) != len(labels):
@@ -55,12 +52,17 @@ class AucEstimate:
     seed: int
 
 
-def _auc_of_histograms(positives: np.ndarray, negatives: np.ndarray) -> np.ndarray:
-    """AUC of each row of weighted histograms over the distinct scores in ascending order, ties counting one half:
-    Σ_v pos[v] · (neg below v + neg[v] / 2) / (Σ pos · Σ neg); NaN where one outcome has no weight."""
-    below = np.cumsum(negatives, axis=-1) - negatives
-    wins = (positives * (below + 0.5 * negatives)).sum(axis=-1)
-    return ratio(wins, positives.sum(axis=-1) * negatives.sum(axis=-1))
+def _resampled_auc(counts: np.ndarray, positives: np.ndarray, negatives: np.ndarray) -> np.ndarray:
+    """The AUC of every resample, from per-task histograms over the distinct scores in ascending order.
+
+    A resample weighting task t by c_t has positives p = cᵀP and negatives n = cᵀN per score; its AUC is
+    Σ_v p[v] · (n below v + n[v] / 2) / (Σp · Σn). The numerator is bilinear in c: cᵀ W c with the task × task
+    matrix W = P (cumsum(N) − N / 2)ᵀ, so no (resamples × scores) table is ever formed. NaN where one outcome has
+    no weight.
+    """
+    below_or_tied = np.cumsum(negatives, axis=1) - 0.5 * negatives
+    wins = ((counts @ (positives @ below_or_tied.T)) * counts).sum(axis=1)
+    return ratio(wins, (counts @ positives.sum(axis=1)) * (counts @ negatives.sum(axis=1)))
 
 
 def auc_estimate(
@@ -75,8 +77,8 @@ def auc_estimate(
 
     The point value is ``auc(scores, labels)`` (sklearn). A resample repeats each task's hypotheses as often as the
     task is drawn (the documented index matrix of ``reviewapp.analysis._resampling``), which gives each hypothesis a
-    weight; the AUC of the weighted hypotheses is computed from per-task histograms of the scores, so no resample
-    is materialised. A resample with only one outcome is undefined and counted.
+    weight; the AUC of the weighted hypotheses (ties one half) is computed from per-task histograms of the scores,
+    so no resample is materialised. A resample with only one outcome is undefined and counted.
     """
     values, labels_array = _scored(scores, labels)
     point = auc(values, labels_array)
@@ -88,12 +90,7 @@ def auc_estimate(
         distinct, value_codes = np.unique(values, return_inverse=True)
         per_task = np.zeros((2, len(order), distinct.size))
         np.add.at(per_task, (labels_array.astype(np.intp), codes, value_codes), 1)
-        counts = resample_counts(len(order), resamples, seed)
-        blocks = [
-            _auc_of_histograms(block @ per_task[1], block @ per_task[0])
-            for block in np.array_split(counts, max(1, resamples // _AUC_BLOCK))
-        ]
-        resampled = np.concatenate(blocks)
+        resampled = _resampled_auc(resample_counts(len(order), resamples, seed), per_task[1], per_task[0])
     return AucEstimate(
         hypotheses=int(values.size),
         matches=int(labels_array.sum()),

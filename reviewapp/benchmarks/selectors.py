@@ -246,6 +246,7 @@ def benchmark_rows(benchmark: BenchmarkSet, judges: list[Judge] | None = None) -
                     if forecast.p_experimental_support is not None
                 },
                 "confirmed": None,
+                "repeat_forecasts": {},
             }
         else:
             fields = {
@@ -260,6 +261,7 @@ def benchmark_rows(benchmark: BenchmarkSet, judges: list[Judge] | None = None) -
                 "forecasts": dict(record.forecasts),
                 "probabilities": dict(record.probabilities),
                 "confirmed": record.confirmed,
+                "repeat_forecasts": dict(record.repeat_forecasts),
             }
         given = scores_of.get(record.pk, {})
         scores = {judge.name: given.get(judge.name) for judge in judges}
@@ -353,15 +355,8 @@ def benchmark_forecast_rounds(rows: list[HypothesisRow]) -> dict[str, dict[tuple
     "repeat", exists where a re-run of the same requests was imported. A design that stores rounds of its own
     returns them here."""
     first = {(row.pk, model): answer for row in rows for model, answer in row.forecasts.items()}
-    repeats = dict(
-        BenchmarkHypothesis.objects.filter(pk__in=[row.pk for row in rows])
-        .exclude(repeat_forecasts={})
-        .values_list("pk", "repeat_forecasts")
-    )
-    if not repeats:
-        return {"first": first}
-    repeat = {(pk, model): answer for pk, answers in repeats.items() for model, answer in answers.items()}
-    return {"first": first, "repeat": repeat}
+    repeat = {(row.pk, model): answer for row in rows for model, answer in row.repeat_forecasts.items()}
+    return {"first": first, "repeat": repeat} if repeat else {"first": first}
 
 
 def benchmark_study_inputs(benchmark: BenchmarkSet, rows: list[HypothesisRow], judges: list[Judge]) -> StudyInputs:

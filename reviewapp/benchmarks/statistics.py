@@ -6,6 +6,8 @@ from collections import defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from threadpoolctl import threadpool_limits
+
 from reviewapp import analysis
 from reviewapp.analysis import JudgeOutcome
 from reviewapp.benchmarks.models import Judge
@@ -41,6 +43,7 @@ class HypothesisRow:
     outcome_note: str
     probabilities: dict = field(default_factory=dict)  # model → numerical forecast 0–1 (detailed instruction)
     confirmed: bool | None = None  # a statement with a known result: confirmed (True) or refuted
+    repeat_forecasts: dict = field(default_factory=dict)  # model → answer in a re-run of the same requests
 
     @property
     def text(self) -> str:
@@ -178,7 +181,21 @@ def compute_statistics(
 ) -> BenchmarkStatistics:
     """Everything the statistics page shows. ``seed`` seeds the selection's intervals; ``seeds`` the other families
     (docs/analysis.md#seeds), the selection's included (it wins over ``seed``)."""
-    seeds = {**analysis.SEEDS, "selection": seed, **(seeds or {})}
+    # The page makes hundreds of small matrix products; one BLAS thread does them many times faster than several,
+    # which start and synchronise for each product.
+    with threadpool_limits(limits=1, user_api="blas"):
+        return _compute_statistics(
+            benchmark_id,
+            rows,
+            judges,
+            resamples=resamples,
+            fingerprint=fingerprint,
+            inputs=inputs,
+            seeds={**analysis.SEEDS, "selection": seed, **(seeds or {})},
+        )
+
+
+def _compute_statistics(benchmark_id, rows, judges, *, resamples, fingerprint, inputs, seeds) -> BenchmarkStatistics:
     seed = seeds["selection"]
     by_generator = defaultdict(list)
     for row in rows:
