@@ -306,7 +306,10 @@ def _sections(statistics) -> list[dict]:
         {
             "section": section,
             "seed": statistics.seeds.get(section.seed_family) if section.seed_family else None,
-            "tables": [{"spec": spec, "table": spec.build(statistics)} for spec in section.tables],
+            "tables": [
+                {"spec": spec, "table": spec.build(statistics), "has_plot": spec.plot is not None}
+                for spec in section.tables
+            ],
         }
         for section in SECTIONS
     ]
