@@ -20,7 +20,6 @@ missed.
 """
 
 import argparse
-import hashlib
 import os
 import random
 import statistics
@@ -32,6 +31,7 @@ from pathlib import Path
 
 import numpy as np
 from support import scratch_database, setup_django
+from table_s_speed import analyst_and_tasks
 
 TASKS = 50
 PER_TASK = 60
@@ -120,12 +120,9 @@ def pure_figures() -> list[tuple[str, float, float | None]]:
 
 def build_set():
     """A 3,000-hypothesis set with every input of the appendices' analyses, written with bulk inserts."""
-    from django.contrib.auth.models import Group, User
-
     from reviewapp.analysis import candidate_order
     from reviewapp.benchmarks.models import (
         BenchmarkHypothesis,
-        BenchmarkSet,
         BenchmarkTask,
         Forecaster,
         Judge,
@@ -134,31 +131,12 @@ def build_set():
         TaskSelectionLog,
         TaskSelectionRecord,
     )
-    from reviewapp.models import ResearchTask
 
     rng = random.Random(20261026)
-    analyst = User.objects.create_user("bench-analyst")
-    analyst.groups.add(Group.objects.get(name="analyst"))
-    benchmark = BenchmarkSet.objects.create(name="Speed benchmark", seed=20261026)
-    tasks = ResearchTask.objects.bulk_create(
-        ResearchTask(
-            key=f"bench-T{number:02d}",
-            question=f"Does pathway {number} shape clonal fitness of haematopoietic stem cells in aged mice?",
-            reference_statement=f"Inhibiting pathway {number} in the aged niche restores balanced output.",
-            content_sha256=hashlib.sha256(f"bench-T{number}".encode()).hexdigest(),
-        )
-        for number in range(TASKS)
-    )
-    set_tasks = BenchmarkTask.objects.bulk_create(
-        BenchmarkTask(
-            benchmark=benchmark,
-            task=task,
-            position=number,
-            hint_score=rng.choice((0, 1, 1, 2, 3)),
-            key_elements=list(ELEMENTS),
-        )
-        for number, task in enumerate(tasks, start=1)
-    )
+    benchmark, analyst, set_tasks = analyst_and_tasks(TASKS, key_elements=list(ELEMENTS))
+    for set_task in set_tasks:
+        set_task.hint_score = rng.choice((0, 1, 1, 2, 3))
+    BenchmarkTask.objects.bulk_update(set_tasks, ["hint_score"])
     records = []
     for set_task in set_tasks:
         for index in range(1, PER_TASK + 1):

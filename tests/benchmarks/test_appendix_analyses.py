@@ -21,7 +21,7 @@ from reviewapp.benchmarks.services.imports import benchmark_import_file
 from reviewapp.benchmarks.services.sets import benchmark_run
 from reviewapp.services.imports import ImportInvalid
 from tests.benchmark_support import import_json, make_set, scores, task
-from tests.screening_support import Script, ScriptedModelServer, drive, forecast_reply, make_roster
+from tests.screening_support import drive, forecast_reply, make_roster
 
 MODELS = {"astra": "Beta AI", "sonnet": "Alpha Labs", "gemini": "Gamma Inc", "grok": "Delta"}
 SALT = "omega-creativity-2026-10-11"
@@ -470,14 +470,6 @@ def test_an_imported_set_without_the_full_matrix_says_so_instead_of_computing(db
     assert "the set lacks the full forecast matrix (15 of 40 answers of astra, gemini, grok, sonnet are missing" in page
     for figure in ("trimmed-lists", "forecast-rules", "rule-enumeration", "best-single-model"):
         assert _csv(client, benchmark, figure) == []
-
-
-@pytest.fixture
-def scripted():
-    script = Script()
-    server = ScriptedModelServer(script)
-    yield script, server
-    server.stop()
 
 
 def test_a_set_of_pooled_runs_lacks_the_matrix_and_the_page_says_so(db, scripted, client, analyst):
