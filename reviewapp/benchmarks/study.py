@@ -207,8 +207,8 @@ class QualityPair:
 
 @dataclass(frozen=True)
 class Originality:
-    pairs: tuple[QualityPair, ...]
-    comparison: analysis.OriginalityComparison
+    pairs: tuple[QualityPair, ...]  # also the list of hypotheses to score when the set has no scores yet
+    comparison: analysis.OriginalityComparison | None  # None without any quality score
     logit: analysis.LogisticFit | None
     logit_note: str
 
@@ -623,37 +623,42 @@ def _key_elements(rows, tasks: Mapping[str, TaskInputs], resamples, seed) -> Key
     return KeyElementsStudy(all=of(with_elements), selected=of([row for row in with_elements if row.selected]))
 
 
-def _quality_means(row, quality, judge_companies) -> dict | None:
-    """The mean of the deciding (other-company) judges' scores per dimension; None unless each of them scored."""
-    given = quality.get(row.pk)
-    if not given:
-        return None
+def _deciding_judges(judge_companies: Mapping[str, str], generator_company: str) -> tuple[str, ...]:
+    """The judges of other companies than the generator's: those whose scores decide (none when the rule does not
+    apply)."""
     try:
-        deciding, _ = other_company_scores(
-            {judge: None for judge in judge_companies}, judge_companies, row.generator_company
-        )
+        deciding, _ = other_company_scores(dict.fromkeys(judge_companies), judge_companies, generator_company)
     except ValueError:
-        return None
-    judges = [judge for judge, _ in deciding]
-    if not judges or any(judge not in given for judge in judges):
+        return ()
+    return tuple(judge for judge, _ in deciding)
+
+
+def _quality_means(row, quality, judges: tuple[str, ...]) -> dict | None:
+    """The mean of the deciding judges' scores per dimension; None unless each of them scored."""
+    given = quality.get(row.pk)
+    if not given or not judges or any(judge not in given for judge in judges):
         return None
     return {d: float(np.mean([given[judge][d] for judge in judges])) for d in analysis.DIMENSIONS}
 
 
 def _originality(rows, inputs: StudyInputs, resamples: int, seed: int) -> Originality | None:
-    if not inputs.quality_scores:
-        return None
     decided = [row for row in rows if row.selected is not None]
+    if not any(row.selected for row in decided):
+        return None
     groups: dict = defaultdict(lambda: ([], []))
     for row in decided:
         groups[(row.generator, row.task_key)][0 if row.selected else 1].append(row.key)
     by_key = {(row.generator, row.task_key, row.key): row for row in decided}
+    deciding = {
+        company: _deciding_judges(inputs.judge_companies, company) for company in {r.generator_company for r in decided}
+    }
     pairs, logit_rows = [], []
     for pair in analysis.matched_pairs(dict(groups)):
         chosen = by_key[(pair.generator, pair.task, pair.selected)]
         other = by_key.get((pair.generator, pair.task, pair.excluded)) if pair.excluded else None
-        chosen_scores = _quality_means(chosen, inputs.quality_scores, inputs.judge_companies)
-        other_scores = _quality_means(other, inputs.quality_scores, inputs.judge_companies) if other else None
+        judges = deciding[chosen.generator_company]
+        chosen_scores = _quality_means(chosen, inputs.quality_scores, judges)
+        other_scores = _quality_means(other, inputs.quality_scores, judges) if other else None
         pairs.append(QualityPair(pair.generator, pair.task, pair.selected, pair.excluded, chosen_scores, other_scores))
         for member, scores in ((chosen, chosen_scores), (other, other_scores)):
             if member is not None and scores is not None and member.primary is not None:
@@ -666,6 +671,8 @@ def _originality(rows, inputs: StudyInputs, resamples: int, seed: int) -> Origin
                         "cluster": cluster,
                     }
                 )
+    if not inputs.quality_scores:
+        return Originality(tuple(pairs), None, None, "No originality, feasibility and clarity scores yet.")
     comparison = analysis.originality_comparison(
         [(p.task, p.selected_scores, p.excluded_scores) for p in pairs], resamples=resamples, seed=seed
     )

@@ -869,6 +869,10 @@ def rule_enumeration_plot(statistics: BenchmarkStatistics):
 # М.6: originality ----------------------------------------------------------------------------------------------
 
 _NO_QUALITY = "No originality, feasibility and clarity scores (import the quality_scores table)."
+_TO_SCORE = (
+    "No scores yet: these are the pairs to score (the deciding judges score both hypotheses of each pair 1–10, then "
+    "import them as the quality_scores table)."
+)
 
 
 def originality_table(statistics: BenchmarkStatistics) -> Table:
@@ -886,7 +890,7 @@ def originality_table(statistics: BenchmarkStatistics) -> Table:
     )
     study = _study(statistics)
     originality = study.originality if study else None
-    if originality is None:
+    if originality is None or originality.comparison is None:
         return Table(columns, [], (_NO_QUALITY,))
     comparison = originality.comparison
     rows = [
@@ -919,7 +923,8 @@ def originality_pairs_table(statistics: BenchmarkStatistics) -> Table:
     study = _study(statistics)
     originality = study.originality if study else None
     if originality is None:
-        return Table(columns, [], (_NO_QUALITY,))
+        return Table(columns, [], ("No selection yet: pairs are made of selected and excluded hypotheses.",))
+    notes = () if originality.comparison is not None else (_TO_SCORE,)
     rows = []
     for pair in originality.pairs:
         row = {"generator": pair.generator, "task": pair.task, "selected": pair.selected, "excluded": pair.excluded}
@@ -927,7 +932,7 @@ def originality_pairs_table(statistics: BenchmarkStatistics) -> Table:
             for d in DIMENSIONS:
                 row[f"{prefix}_{d}"] = scores[d] if scores else None
         rows.append(row)
-    return Table(columns, rows)
+    return Table(columns, rows, notes)
 
 
 def originality_logit_table(statistics: BenchmarkStatistics) -> Table:
@@ -944,7 +949,7 @@ def originality_logit_table(statistics: BenchmarkStatistics) -> Table:
     )
     study = _study(statistics)
     originality = study.originality if study else None
-    if originality is None:
+    if originality is None or originality.comparison is None:
         return Table(columns, [], (_NO_QUALITY,))
     fit = originality.logit
     if fit is None:

@@ -514,3 +514,16 @@ def test_the_bundle_holds_analysis_json_and_two_builds_are_byte_identical(study,
     assert (round(astra["mean"], 2), astra["low"], astra["high"]) == (8.96, 6, 12)
     checksums = archive.read("checksums.sha256").decode()
     assert f"{hashlib.sha256(archive.read('analysis.json')).hexdigest()}  analysis.json" in checksums
+
+
+def test_without_quality_scores_the_pairs_to_score_are_offered(db, client, analyst):
+    data = study_data()
+    del data["quality_scores"]
+    benchmark = make_set(data)
+    client.force_login(analyst)
+    pairs = _csv(client, benchmark, "originality-pairs")
+    assert len(pairs) == 19 and all(row["excluded"] and not row["selected_clarity"] for row in pairs)
+    assert len({row["excluded"] for row in pairs}) == 19  # no excluded hypothesis serves twice
+    assert _csv(client, benchmark, "originality") == []
+    page = client.get(f"/benchmarks/{benchmark.pk}/statistics/").content.decode()
+    assert "these are the pairs to score" in page
