@@ -165,6 +165,12 @@ def test_importing_the_same_inputs_again_changes_nothing(study):
             },
             "originality",
         ),
+        (
+            "quality_scores",
+            {"task": "T0", "hypothesis": "h0", "judge": "Judge Beta", "originality": 9, "feasibility": 2, "clarity": 8},
+            "originality",
+        ),
+        ("key_elements", {"task": "T0", "element": "another element"}, "element"),
         ("selection_records", {"pmid": "9", "status": "maybe"}, "status"),
         ("selection_records", {"pmid": "9", "status": "excluded"}, "reason"),
         ("selection_records", {"pmid": "9", "status": "candidate", "position": 1}, "position"),

@@ -455,11 +455,15 @@ class _Plan:
                     problems.append(problem(table, row, "judge", message))
                     continue
                 self.new_judges[name] = company
-            given = record["score"] if table == SCORES else tuple(record[dimension] for dimension in DIMENSIONS)
+            if table == SCORES:
+                given, complete = record["score"], record["score"] is not None
+            else:
+                given = tuple(record[dimension] for dimension in DIMENSIONS)
+                complete = None not in given
             previous = known.get((name, record["task"], record["hypothesis"]))
             if previous is None:
                 new.append(record)
-            elif given is not None and None not in (given if isinstance(given, tuple) else ()) and previous != given:
+            elif complete and previous != given:
                 message = f"The judge “{name}” already gave this hypothesis {previous}; scores are never overwritten."
                 problems.append(problem(table, row, "score" if table == SCORES else DIMENSIONS[0], message))
 
