@@ -43,21 +43,13 @@ PAGE_TARGET = 2.0
 RUNS = 3
 
 
-def build_set():
+def analyst_and_tasks(count: int, **task_fields):
+    """An analyst, an empty set and its `count` research tasks (each BenchmarkTask given `task_fields`)."""
     from django.contrib.auth.models import Group, User
-    from django.utils import timezone
 
-    from reviewapp.benchmarks.models import (
-        BenchmarkHypothesis,
-        BenchmarkSet,
-        BenchmarkTask,
-        Judge,
-        JudgeScore,
-        RandomControlDraw,
-    )
+    from reviewapp.benchmarks.models import BenchmarkSet, BenchmarkTask
     from reviewapp.models import ResearchTask
 
-    rng = random.Random(20261026)
     analyst = User.objects.create_user("bench-analyst")
     analyst.groups.add(Group.objects.get(name="analyst"))
     benchmark = BenchmarkSet.objects.create(name="Speed benchmark", seed=20261026)
@@ -68,11 +60,22 @@ def build_set():
             reference_statement=f"Inhibiting pathway {number} in the aged niche restores balanced output. " * 3,
             content_sha256=hashlib.sha256(f"bench-T{number}".encode()).hexdigest(),
         )
-        for number in range(TASKS)
+        for number in range(count)
     )
     set_tasks = BenchmarkTask.objects.bulk_create(
-        BenchmarkTask(benchmark=benchmark, task=task, position=number) for number, task in enumerate(tasks, start=1)
+        BenchmarkTask(benchmark=benchmark, task=task, position=number, **task_fields)
+        for number, task in enumerate(tasks, start=1)
     )
+    return benchmark, analyst, set_tasks
+
+
+def build_set():
+    from django.utils import timezone
+
+    from reviewapp.benchmarks.models import BenchmarkHypothesis, Judge, JudgeScore, RandomControlDraw
+
+    rng = random.Random(20261026)
+    benchmark, analyst, set_tasks = analyst_and_tasks(TASKS)
     hypotheses = BenchmarkHypothesis.objects.bulk_create(
         (
             BenchmarkHypothesis(

@@ -14,6 +14,7 @@ from rest_framework import serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from reviewapp.analysis import SEEDS
 from reviewapp.api.exports import FileContentNegotiation
 from reviewapp.api.imports import import_upload
 from reviewapp.benchmarks import selectors
@@ -152,6 +153,8 @@ class BenchmarkImportApi(APIView):
         new_scores = serializers.IntegerField()
         new_judges = serializers.IntegerField()
         already_imported = serializers.BooleanField()
+        analysis_records = serializers.IntegerField()
+        new_analysis_records = serializers.IntegerField()
 
     def post(self, request, benchmark_id: int):
         benchmark = _benchmark(benchmark_id)
@@ -274,14 +277,33 @@ class OutcomesApi(APIView):
         )
 
 
+SEED_PARAMETERS = {f"seed_{family}": family for family in SEEDS}
+
+
+def statistics_seeds(query) -> dict[str, int]:
+    """The seed of each family of analyses from a query (``seed_generation``, ``seed_selection``,
+    ``seed_sensitivity``, ``seed_auc``), the benchmark's own where none is given (docs/analysis.md#seeds). Raises
+    InputInvalid for a seed that is not a whole number from 0 to 2^32 − 1."""
+    values = validated(StatisticsApi.InputSerializer, {key: query[key] for key in SEED_PARAMETERS if query.get(key)})
+    return {**SEEDS, **{SEED_PARAMETERS[key]: value for key, value in values.items() if value is not None}}
+
+
 class StatisticsApi(APIView):
-    """The set's statistics (docs/protocol.md#statistics) as JSON, the same the statistics page shows."""
+    """The set's statistics (docs/protocol.md#statistics and docs/analysis.md#the-appendices-analyses) as JSON, the
+    same the statistics page shows; ``?seed_<family>=`` changes a family's seed."""
 
     permission_classes = [CanReadAll]
 
+    class InputSerializer(serializers.Serializer):
+        seed_generation = serializers.IntegerField(required=False, min_value=0, max_value=2**32 - 1)
+        seed_selection = serializers.IntegerField(required=False, min_value=0, max_value=2**32 - 1)
+        seed_sensitivity = serializers.IntegerField(required=False, min_value=0, max_value=2**32 - 1)
+        seed_auc = serializers.IntegerField(required=False, min_value=0, max_value=2**32 - 1)
+
     def get(self, request, benchmark_id: int):
         benchmark = _benchmark(benchmark_id)
-        return Response(statistics_as_dict(selectors.benchmark_statistics(benchmark)))
+        seeds = statistics_seeds(request.query_params)
+        return Response(statistics_as_dict(selectors.benchmark_statistics(benchmark, seeds=seeds)))
 
 
 class TableSApi(APIView):

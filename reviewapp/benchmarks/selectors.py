@@ -6,6 +6,7 @@ so that the judge table, Table S, the published bundle and the statistics all re
 computed from the stored scores each time (reviewapp.analysis.judge_outcome_for), never stored.
 """
 
+import dataclasses
 import hashlib
 import json
 from collections import defaultdict
@@ -24,11 +25,15 @@ from reviewapp.benchmarks.models import (
     BenchmarkImport,
     BenchmarkSet,
     BenchmarkTask,
+    Forecaster,
     Judge,
     JudgeScore,
+    QualityScore,
     RandomControlDraw,
+    TaskSelectionLog,
 )
 from reviewapp.benchmarks.statistics import BenchmarkStatistics, HypothesisRow, compute_statistics
+from reviewapp.benchmarks.study import SelectionLogInputs, SelectionRecordInput, StudyInputs, TaskInputs
 from screening.llm.models import ModelCall
 from screening.models import Forecast, Hypothesis, Run
 
@@ -211,7 +216,9 @@ def benchmark_rows(benchmark: BenchmarkSet, judges: list[Judge] | None = None) -
             benchmark_task__benchmark=benchmark
         ).values_list("benchmark_task_id", "answers")
     }
-    forecasts = Forecast.objects.order_by("stage", "pk").only("hypothesis_id", "model_key", "vote")
+    forecasts = Forecast.objects.order_by("stage", "pk").only(
+        "hypothesis_id", "model_key", "vote", "p_experimental_support"
+    )
     records = (
         BenchmarkHypothesis.objects.filter(benchmark=benchmark)
         .select_related("benchmark_task__task", "benchmark_task__run", "hypothesis")
@@ -233,6 +240,13 @@ def benchmark_rows(benchmark: BenchmarkSet, judges: list[Judge] | None = None) -
                 "first_stage": FIRST_STAGE.get(screened.stage1),
                 "selected": screened.selected if run is not None and run.status in SELECTION_DECIDED else None,
                 "forecasts": {forecast.model_key: forecast.vote for forecast in screened.forecasts.all()},
+                "probabilities": {
+                    forecast.model_key: forecast.p_experimental_support
+                    for forecast in screened.forecasts.all()
+                    if forecast.p_experimental_support is not None
+                },
+                "confirmed": None,
+                "repeat_forecasts": {},
             }
         else:
             fields = {
@@ -245,6 +259,9 @@ def benchmark_rows(benchmark: BenchmarkSet, judges: list[Judge] | None = None) -
                 "first_stage": record.first_stage,
                 "selected": record.selected,
                 "forecasts": dict(record.forecasts),
+                "probabilities": dict(record.probabilities),
+                "confirmed": record.confirmed,
+                "repeat_forecasts": dict(record.repeat_forecasts),
             }
         given = scores_of.get(record.pk, {})
         scores = {judge.name: given.get(judge.name) for judge in judges}
@@ -280,7 +297,7 @@ def generators_of(rows: list[HypothesisRow]) -> list[tuple[str, str]]:
 # Statistics (computed by reviewapp.benchmarks.statistics, cached per data) ----------------------------------
 
 
-def rows_fingerprint(rows: list[HypothesisRow]) -> str:
+def rows_fingerprint(rows: list[HypothesisRow], inputs: StudyInputs | None = None) -> str:
     """sha256 of what the statistics depend on, so a cached result is used only for the same data."""
     digest = hashlib.sha256()
     for row in rows:
@@ -294,29 +311,125 @@ def rows_fingerprint(rows: list[HypothesisRow]) -> str:
             row.random_answer,
             sorted(row.forecasts.items()),
             list(row.scores.items()),
+            sorted(row.probabilities.items()),
+            row.confirmed,
         ]
         digest.update(json.dumps(record, ensure_ascii=False).encode())
+    if inputs is not None:
+        digest.update(
+            json.dumps(
+                [
+                    sorted(inputs.forecaster_companies.items()),
+                    sorted(inputs.judge_companies.items()),
+                    [dataclasses.astuple(task) for task in inputs.tasks],
+                    dataclasses.astuple(inputs.selection_log) if inputs.selection_log else None,
+                    sorted(
+                        (pk, sorted((j, sorted(v.items())) for j, v in s.items()))
+                        for pk, s in inputs.quality_scores.items()
+                    ),
+                    [(name, sorted(answers.items())) for name, answers in inputs.forecast_rounds.items()],
+                ],
+                ensure_ascii=False,
+                default=str,
+            ).encode()
+        )
     return digest.hexdigest()
+
+
+def benchmark_forecaster_companies(benchmark: BenchmarkSet) -> dict[str, str]:
+    """Each forecasting model's company: the imported forecasters, and the forecasters of the set's runs as their
+    rosters recorded them (the model id a forecast is reported under)."""
+    companies: dict[str, str] = {}
+    for roster in Run.objects.filter(benchmark_task__benchmark=benchmark).values_list("roster", flat=True):
+        for role in ("stage1", "stage2"):
+            for endpoint in (roster or {}).get("roles", {}).get(role, []):
+                if endpoint.get("model_id") and endpoint.get("company"):
+                    companies.setdefault(endpoint["model_id"], endpoint["company"])
+    companies.update(Forecaster.objects.filter(benchmark=benchmark).values_list("name", "company"))
+    return companies
+
+
+def benchmark_forecast_rounds(rows: list[HypothesisRow]) -> dict[str, dict[tuple[int, str], bool | None]]:
+    """The forecast rounds of the set's hypotheses, in the order they were made: {round: {(hypothesis pk, model):
+    answer}} (docs/analysis.md#re-run-agreement). The first round is what every row's forecasts hold; a second,
+    "repeat", exists where a re-run of the same requests was imported. A design that stores rounds of its own
+    returns them here."""
+    first = {(row.pk, model): answer for row in rows for model, answer in row.forecasts.items()}
+    repeat = {(row.pk, model): answer for row in rows for model, answer in row.repeat_forecasts.items()}
+    return {"first": first, "repeat": repeat} if repeat else {"first": first}
+
+
+def benchmark_study_inputs(benchmark: BenchmarkSet, rows: list[HypothesisRow], judges: list[Judge]) -> StudyInputs:
+    """Everything the appendices' analyses read besides the rows, in a fixed number of queries."""
+    tasks = tuple(
+        TaskInputs(key=key, hint_score=hint, key_elements=tuple(elements or ()))
+        for key, hint, elements in BenchmarkTask.objects.filter(benchmark=benchmark)
+        .order_by("position", "pk")
+        .values_list("task__key", "hint_score", "key_elements")
+    )
+    log = TaskSelectionLog.objects.filter(benchmark=benchmark).first()
+    selection_log = None
+    if log is not None:
+        selection_log = SelectionLogInputs(
+            query=log.query,
+            salt=log.salt,
+            found=log.found,
+            searched_on=log.searched_on.isoformat() if log.searched_on else None,
+            records=tuple(
+                SelectionRecordInput(*values)
+                for values in log.records.order_by("status", "position", "pmid").values_list(
+                    "pmid", "status", "reason", "position", "final", "task_key"
+                )
+            ),
+        )
+    judge_name = {judge.pk: judge.name for judge in judges}
+    quality: defaultdict[int, dict] = defaultdict(dict)
+    for hypothesis_id, judge_id, *values in QualityScore.objects.filter(judge__benchmark=benchmark).values_list(
+        "hypothesis_id", "judge_id", *analysis.DIMENSIONS
+    ):
+        quality[hypothesis_id][judge_name[judge_id]] = dict(zip(analysis.DIMENSIONS, values, strict=True))
+    return StudyInputs(
+        forecaster_companies=benchmark_forecaster_companies(benchmark),
+        judge_companies={judge.name: judge.company for judge in judges},
+        tasks=tasks,
+        selection_log=selection_log,
+        quality_scores=dict(quality),
+        forecast_rounds=benchmark_forecast_rounds(rows),
+    )
 
 
 def benchmark_statistics(
     benchmark: BenchmarkSet,
     *,
     resamples: int = PAGE_RESAMPLES,
-    seed: int = analysis.DEFAULT_SEED,
+    seeds: dict[str, int] | None = None,
     judges: list[Judge] | None = None,
     rows: list[HypothesisRow] | None = None,
 ) -> BenchmarkStatistics:
-    """The statistics of the set (docs/protocol.md#statistics), computed once per distinct data and kept in the cache.
+    """The statistics of the set (docs/protocol.md#statistics and docs/analysis.md#the-appendices-analyses), computed
+    once per distinct data and seeds and kept in the cache. ``seeds`` overrides the seed of a family of analyses
+    (docs/analysis.md#seeds).
 
     Pass the judges and rows already read to save reading them again."""
     judges = benchmark_judges(benchmark) if judges is None else judges
     rows = benchmark_rows(benchmark, judges) if rows is None else rows
-    fingerprint = rows_fingerprint(rows)
-    key = f"benchmark-statistics:{benchmark.pk}:{fingerprint}:{resamples}:{seed}"
+    inputs = benchmark_study_inputs(benchmark, rows, judges)
+    seeds = {**analysis.SEEDS, **(seeds or {})}
+    fingerprint = rows_fingerprint(rows, inputs)
+    seed_key = ":".join(f"{name}={seeds[name]}" for name in sorted(seeds))
+    key = f"benchmark-statistics:{benchmark.pk}:{fingerprint}:{resamples}:{seed_key}"
     cached = cache.get(key)
     if cached is not None:
         return cached
-    statistics = compute_statistics(benchmark.pk, rows, judges, resamples=resamples, seed=seed, fingerprint=fingerprint)
+    statistics = compute_statistics(
+        benchmark.pk,
+        rows,
+        judges,
+        resamples=resamples,
+        seed=seeds["selection"],
+        seeds=seeds,
+        fingerprint=fingerprint,
+        inputs=inputs,
+    )
     cache.set(key, statistics, STATISTICS_CACHE_SECONDS)
     return statistics

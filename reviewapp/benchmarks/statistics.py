@@ -3,11 +3,15 @@ functions of the rows and the judges, no database reads (reviewapp.benchmarks.se
 
 import dataclasses
 from collections import defaultdict
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from threadpoolctl import threadpool_limits
 
 from reviewapp import analysis
 from reviewapp.analysis import JudgeOutcome
 from reviewapp.benchmarks.models import Judge
+from reviewapp.benchmarks.study import StudyInputs, StudyStatistics, compute_study
 from screening.prompts import hypothesis_text
 
 ALL_GENERATORS = "All generators"
@@ -37,6 +41,9 @@ class HypothesisRow:
     scores: dict  # judge name → score or None, in the judges' listed order
     outcome: JudgeOutcome | None  # None when the outcome rule does not apply (see outcome_note)
     outcome_note: str
+    probabilities: dict = field(default_factory=dict)  # model → numerical forecast 0–1 (detailed instruction)
+    confirmed: bool | None = None  # a statement with a known result: confirmed (True) or refuted
+    repeat_forecasts: dict = field(default_factory=dict)  # model → answer in a re-run of the same requests
 
     @property
     def text(self) -> str:
@@ -104,6 +111,8 @@ class BenchmarkStatistics:
     votes_primary: analysis.OtherCompanyVotes | None
     votes_strict: analysis.OtherCompanyVotes | None
     agreement: analysis.JudgeAgreement | None
+    seeds: dict = field(default_factory=dict)  # the seed of each family of analyses (docs/analysis.md#seeds)
+    study: StudyStatistics | None = None  # the appendices' analyses (reviewapp.benchmarks.study)
 
 
 def _summary(rows: list[tuple], resamples: int, seed: int) -> analysis.SelectionSummary | None:
@@ -167,7 +176,27 @@ def compute_statistics(
     resamples: int,
     seed: int,
     fingerprint: str = "",
+    inputs: StudyInputs | None = None,
+    seeds: Mapping[str, int] | None = None,
 ) -> BenchmarkStatistics:
+    """Everything the statistics page shows. ``seed`` seeds the selection's intervals; ``seeds`` the other families
+    (docs/analysis.md#seeds), the selection's included (it wins over ``seed``)."""
+    # The page makes hundreds of small matrix products; one BLAS thread does them many times faster than several,
+    # which start and synchronise for each product.
+    with threadpool_limits(limits=1, user_api="blas"):
+        return _compute_statistics(
+            benchmark_id,
+            rows,
+            judges,
+            resamples=resamples,
+            fingerprint=fingerprint,
+            inputs=inputs,
+            seeds={**analysis.SEEDS, "selection": seed, **(seeds or {})},
+        )
+
+
+def _compute_statistics(benchmark_id, rows, judges, *, resamples, fingerprint, inputs, seeds) -> BenchmarkStatistics:
+    seed = seeds["selection"]
     by_generator = defaultdict(list)
     for row in rows:
         by_generator[(row.generator, row.generator_company)].append(row)
@@ -206,6 +235,13 @@ def compute_statistics(
         votes_primary=votes[3],
         votes_strict=votes[4],
         agreement=agreement,
+        seeds=seeds,
+        study=compute_study(
+            rows,
+            inputs or StudyInputs(judge_companies=judge_company),
+            seeds=seeds,
+            resamples=resamples,
+        ),
     )
 
 

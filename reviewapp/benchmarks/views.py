@@ -10,21 +10,23 @@ from urllib.parse import urlencode
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
-from django.http import Http404
+from django.http import Http404, HttpResponseBadRequest
 from django.shortcuts import redirect, render
 from django.urls import path
 from django.utils.text import slugify
 from django.views.decorators.http import require_http_methods, require_POST
 
+from reviewapp.analysis import SEEDS
 from reviewapp.benchmarks import selectors
-from reviewapp.benchmarks.api import BenchmarkCreateApi, JudgeAddApi
+from reviewapp.benchmarks.api import SEED_PARAMETERS, BenchmarkCreateApi, JudgeAddApi, statistics_seeds
 from reviewapp.benchmarks.figures import BENCHMARK_FIGURES
 from reviewapp.benchmarks.models import BenchmarkSet, Judge
 from reviewapp.benchmarks.services import sets as services
 from reviewapp.benchmarks.services.imports import FIELDS, FORECAST_COLUMN_PREFIX, REQUIRED, benchmark_import_file
 from reviewapp.benchmarks.services.judging import judging_jobs, judging_start
+from reviewapp.benchmarks.study_tables import SECTIONS
 from reviewapp.core import roles
-from reviewapp.core.errors import page_errors, validated
+from reviewapp.core.errors import InputInvalid, page_errors, validated
 from reviewapp.core.requests import body_limit
 from reviewapp.figures import FORMATS, figure_file
 from reviewapp.models import Cohort
@@ -294,11 +296,35 @@ def _enrichment_rows(statistics) -> list[dict]:
     return rows
 
 
+def _seed_query(seeds: dict[str, int]) -> str:
+    """The query that asks for these seeds: only those that differ from the benchmark's own."""
+    return urlencode({key: seeds[family] for key, family in SEED_PARAMETERS.items() if seeds[family] != SEEDS[family]})
+
+
+def _sections(statistics) -> list[dict]:
+    return [
+        {
+            "section": section,
+            "seed": statistics.seeds.get(section.seed_family) if section.seed_family else None,
+            "tables": [
+                {"spec": spec, "table": spec.build(statistics), "has_plot": spec.plot is not None}
+                for spec in section.tables
+            ],
+        }
+        for section in SECTIONS
+    ]
+
+
 @login_required
 def benchmark_statistics(request, benchmark_id: int):
     benchmark = _get_benchmark_for_user(request, benchmark_id)
-    statistics = selectors.benchmark_statistics(benchmark)
+    errors: list[str] = []
+    seeds = dict(SEEDS)
+    with page_errors(into=errors):
+        seeds = statistics_seeds(request.GET)
+    statistics = selectors.benchmark_statistics(benchmark, seeds=seeds)
     agreement = statistics.agreement
+    seed_query = _seed_query(seeds)
     context = {
         "benchmark": benchmark,
         "statistics": statistics,
@@ -315,8 +341,12 @@ def benchmark_statistics(request, benchmark_id: int):
         "votes": [votes for votes in (statistics.votes_primary, statistics.votes_strict) if votes is not None],
         "figures": BENCHMARK_FIGURES,
         "cohorts": Cohort.objects.order_by("-created_at", "-pk")[:50],
+        "sections": _sections(statistics),
+        "seed_fields": [(key, family, seeds[family], SEEDS[family]) for key, family in SEED_PARAMETERS.items()],
+        "seed_query": f"?{seed_query}" if seed_query else "",
+        "seed_errors": errors,
     }
-    return render(request, "reviewapp/benchmark_statistics.html", context)
+    return render(request, "reviewapp/benchmark_statistics.html", context, status=400 if errors else 200)
 
 
 @login_required
@@ -325,7 +355,11 @@ def benchmark_figure(request, benchmark_id: int, figure: str, file_format: str):
     spec = BENCHMARK_FIGURES.get(figure)
     if spec is None or file_format not in FORMATS or (file_format != "csv" and spec.plot is None):
         raise Http404("This set has no such figure or file.")
-    content = figure_file(spec, selectors.benchmark_statistics(benchmark), file_format)
+    try:
+        seeds = statistics_seeds(request.GET)
+    except InputInvalid as error:
+        return HttpResponseBadRequest(" ".join(error.sentences()), content_type="text/plain; charset=utf-8")
+    content = figure_file(spec, selectors.benchmark_statistics(benchmark, seeds=seeds), file_format)
     return figure_response(content, file_format, f"{slugify(benchmark.name) or 'set'}-{figure}.{file_format}")
 
 

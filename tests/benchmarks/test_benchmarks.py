@@ -33,7 +33,7 @@ from screening.llm.models import ModelCall
 from screening.models import Run
 from tests import factories
 from tests.benchmark_support import hypothesis, import_json, json_file, make_set, scores, task
-from tests.screening_support import Script, ScriptedModelServer, drive, forecast_reply, make_roster
+from tests.screening_support import drive, forecast_reply, make_roster
 
 
 def _counts():
@@ -243,14 +243,6 @@ def test_judges_keep_their_listed_order_and_need_a_company(db):
 
 
 # Running a set ------------------------------------------------------------------------------------------------
-
-
-@pytest.fixture
-def scripted():
-    script = Script()
-    server = ScriptedModelServer(script)
-    yield script, server
-    server.stop()
 
 
 def _run_set(server, tasks=("T1", "T2")):
