@@ -9,7 +9,7 @@ from rest_framework.test import APIClient
 
 from literature.models import CitationWave
 from reviewapp.celery import app
-from reviewapp.demo import demo_load
+from reviewapp.demo.cohort import demo_load
 from reviewapp.inspiration.models import InspirationAudit, InspirationBatch
 from tests import factories
 from tests.literature.test_citation_waves import PMC_ANCHOR, europepmc_lists
