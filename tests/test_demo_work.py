@@ -5,14 +5,11 @@ does all of it through the product's own services, and every page a role opens h
 import io
 
 import pytest
-from celery.contrib.testing.worker import start_worker
-from celery.signals import task_postrun
 from django.contrib.auth.models import User
 from django.core.management import call_command
 from django.test import Client
 
 from reviewapp.benchmarks.models import BenchmarkHypothesis, BenchmarkSet, Judge, JudgeScore, RandomControlDraw
-from reviewapp.celery import app
 from reviewapp.demo.cohort import DEMO_COHORT_NAME, DEMO_REVIEWERS
 from reviewapp.demo.work import DEMO_BENCHMARK_NAME, DEMO_BENCHMARK_TASKS, DEMO_JUDGES, DEMO_RUN_QUESTION
 from reviewapp.inspiration.models import InspirationAudit
@@ -21,10 +18,9 @@ from screening.management.commands.setup_roster import roster_setup_default
 from screening.models import Run
 from tests.screening_support import (
     PROVIDER_KEYS,
-    celery_on_test_redis,
-    close_worker_connection,
     simulated_default_roster,
     wait_for,
+    worker_on_test_redis,
 )
 
 
@@ -90,13 +86,8 @@ def test_load_demo_queues_nothing_for_a_real_provider(db, monkeypatch):
 
 @pytest.fixture
 def worker(settings, monkeypatch, redis_url, transactional_db):
-    with celery_on_test_redis(settings, monkeypatch, redis_url, "demo"):
-        task_postrun.connect(close_worker_connection)
-        try:
-            with start_worker(app, pool="threads", concurrency=6, perform_ping_check=False, shutdown_timeout=60):
-                yield
-        finally:
-            task_postrun.disconnect(close_worker_connection)
+    with worker_on_test_redis(settings, monkeypatch, redis_url, "demo", concurrency=6, shutdown_timeout=60):
+        yield
 
 
 def _all_done() -> bool:
