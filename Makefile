@@ -24,14 +24,15 @@ $(VENV)/.installed-dev: requirements.txt requirements-dev.txt | $(BIN)/python
 install: $(VENV)/.installed
 install-dev: $(VENV)/.installed-dev
 
-# The database, the default roster and the demo data, without starting anything.
+# The database, the default roster and the demo data, without starting anything (one process: migrations only when
+# one is unapplied).
 demo: install
-	$(BIN)/python manage.py migrate --noinput
-	$(BIN)/python manage.py setup_roster
-	$(BIN)/python manage.py load_demo
+	PORT=$(PORT) $(BIN)/python manage.py prepare_local
 
-run: demo
-	$(BIN)/python manage.py collectstatic --noinput --verbosity 0
+# The same and the static files (collected only when they changed), then the servers; the address and the demo
+# logins are the last lines printed, once every server is up.
+run: install
+	PORT=$(PORT) $(BIN)/python manage.py prepare_local --static --no-logins
 	PORT=$(PORT) ./bin/run-local
 
 # One more Celery worker on this machine, for the database and broker the environment names (see the README).

@@ -320,3 +320,25 @@ def wait_for(predicate, timeout: float, what: str):
             return value
         time.sleep(0.1)
     pytest.fail(f"{what} did not happen within {timeout} s")
+
+
+@contextmanager
+def worker_on_test_redis(settings, monkeypatch, redis_url: str, name: str, *, concurrency: int, shutdown_timeout=30):
+    """A real Celery worker (threads pool) of the project's app on the test Redis, closing each thread's database
+    connection after its task."""
+    from celery.contrib.testing.worker import start_worker
+    from celery.signals import task_postrun
+
+    with celery_on_test_redis(settings, monkeypatch, redis_url, name):
+        task_postrun.connect(close_worker_connection)
+        try:
+            with start_worker(
+                celery_app,
+                pool="threads",
+                concurrency=concurrency,
+                perform_ping_check=False,
+                shutdown_timeout=shutdown_timeout,
+            ):
+                yield
+        finally:
+            task_postrun.disconnect(close_worker_connection)

@@ -17,7 +17,10 @@ from screening.models import Run
 from tests import factories
 
 PUBLIC = {
+    "home",
     "login",
+    "api-schema",
+    "api-docs",
     "api-token",
     "open-hypothesis",
     "open-hypothesis-run",
@@ -28,7 +31,6 @@ PUBLIC = {
 }
 # Any signed-in user (each view still shows only the user's own records).
 SIGNED_IN = {
-    "home",
     "logout",
     "password_change",
     "password_change_done",

@@ -10,6 +10,8 @@ from django.http import FileResponse, HttpResponse
 from django.urls import path
 from django.utils.http import content_disposition_header
 from django.utils.text import slugify
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -28,6 +30,7 @@ from reviewapp.benchmarks.table_s import write_table_s
 from reviewapp.core.errors import NotFound, ServiceError, validated
 from reviewapp.core.roles import CanReadAll, IsCoordinator
 from reviewapp.core.routing import by_method
+from reviewapp.core.schema import file_response
 from screening.llm.models import ModelEndpoint, Roster
 
 XLSX = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
@@ -69,6 +72,8 @@ class BenchmarkOutputSerializer(serializers.Serializer):
 
 class BenchmarkListApi(APIView):
     permission_classes = [CanReadAll]
+    OutputSerializer = BenchmarkOutputSerializer
+    output_many = True
 
     def get(self, request):
         return Response(BenchmarkOutputSerializer(selectors.benchmark_list().select_related("roster"), many=True).data)
@@ -82,6 +87,10 @@ class BenchmarkCreateApi(APIView):
         description = serializers.CharField(required=False, allow_blank=True, default="")
         roster = serializers.CharField(required=False, allow_blank=True, default="", help_text="a roster's name")
         seed = serializers.IntegerField(required=False, allow_null=True, default=None, min_value=0)
+
+    OutputSerializer = BenchmarkOutputSerializer
+    success_status = 201
+    error_codes = {400: ("name_taken", "unknown_roster", "invalid_request")}
 
     def post(self, request):
         values = validated(self.InputSerializer, request.data)
@@ -101,6 +110,30 @@ class BenchmarkDetailApi(APIView):
     """The set with its progress: per task, its run's status and counts and the random control's time."""
 
     permission_classes = [CanReadAll]
+
+    class OutputSerializer(BenchmarkOutputSerializer):
+        class Progress(serializers.Serializer):
+            runs = serializers.IntegerField()
+            finished_runs = serializers.IntegerField()
+            runs_by_status = serializers.DictField(child=serializers.IntegerField())
+            hypotheses = serializers.IntegerField()
+            selected = serializers.IntegerField()
+            scores = serializers.IntegerField()
+
+        class Task(serializers.Serializer):
+            task = serializers.CharField()
+            status = serializers.CharField()
+            run = serializers.CharField(allow_null=True, help_text="the run's public id")
+            hypotheses = serializers.IntegerField()
+            discarded = serializers.IntegerField()
+            kept = serializers.IntegerField()
+            selected = serializers.IntegerField()
+            scores = serializers.IntegerField()
+            random_control_drawn_at = serializers.DateTimeField(allow_null=True)
+            first_forecast_at = serializers.DateTimeField(allow_null=True)
+
+        progress = Progress()
+        tasks = Task(many=True)
 
     def get(self, request, benchmark_id: int):
         benchmark = _benchmark(benchmark_id)
@@ -156,6 +189,8 @@ class BenchmarkImportApi(APIView):
         analysis_records = serializers.IntegerField()
         new_analysis_records = serializers.IntegerField()
 
+    error_codes = {400: ("invalid_import",)}
+
     def post(self, request, benchmark_id: int):
         benchmark = _benchmark(benchmark_id)
         upload = import_upload(request.data)
@@ -171,6 +206,17 @@ class BenchmarkRunApi(APIView):
 
     permission_classes = [IsCoordinator]
 
+    class OutputSerializer(serializers.Serializer):
+        class Started(serializers.Serializer):
+            id = serializers.CharField(help_text="the run's public id")
+            shuffle_seed = serializers.IntegerField()
+
+        started = Started(many=True)
+
+    success_status = 202
+    error_codes = {400: ("no_roster", "roster_incomplete", "nothing_to_run"), 503: ("queue_unavailable",)}
+
+    @extend_schema(request=None)
     def post(self, request, benchmark_id: int):
         benchmark = _benchmark(benchmark_id)
         runs = services.benchmark_run(benchmark=benchmark)
@@ -189,6 +235,8 @@ class JudgeSerializer(serializers.Serializer):
 
 class JudgeListApi(APIView):
     permission_classes = [CanReadAll]
+    OutputSerializer = JudgeSerializer
+    output_many = True
 
     def get(self, request, benchmark_id: int):
         benchmark = _benchmark(benchmark_id)
@@ -204,6 +252,10 @@ class JudgeAddApi(APIView):
         name = serializers.CharField(required=False, allow_blank=True, default="", max_length=200)
         company = serializers.CharField(required=False, allow_blank=True, default="", max_length=200)
         endpoint = serializers.CharField(required=False, allow_blank=True, default="")
+
+    OutputSerializer = JudgeSerializer
+    success_status = 201
+    error_codes = {400: ("judge_exists", "unknown_endpoint", "invalid_request")}
 
     def post(self, request, benchmark_id: int):
         benchmark = _benchmark(benchmark_id)
@@ -225,6 +277,17 @@ class JudgingStartApi(APIView):
 
     class InputSerializer(serializers.Serializer):
         judges = serializers.ListField(child=serializers.CharField(), required=False, allow_empty=False)
+
+    class OutputSerializer(serializers.Serializer):
+        class Job(serializers.Serializer):
+            id = serializers.IntegerField()
+            judge_id = serializers.IntegerField()
+            state = serializers.CharField()
+
+        jobs = Job(many=True)
+
+    success_status = 202
+    error_codes = {400: ("no_judges", "nothing_to_judge", "unknown_judge"), 503: ("queue_unavailable",)}
 
     def post(self, request, benchmark_id: int):
         benchmark = _benchmark(benchmark_id)
@@ -248,6 +311,30 @@ class OutcomesApi(APIView):
     """The judge table: every hypothesis with each judge's score (listed order) and its outcome."""
 
     permission_classes = [CanReadAll]
+
+    class OutputSerializer(serializers.Serializer):
+        class JudgeName(serializers.Serializer):
+            name = serializers.CharField()
+            company = serializers.CharField()
+
+        class Row(serializers.Serializer):
+            task = serializers.CharField()
+            id = serializers.CharField()
+            generator = serializers.CharField()
+            generator_company = serializers.CharField()
+            selected = serializers.BooleanField(allow_null=True)
+            scores = serializers.DictField(
+                child=serializers.IntegerField(allow_null=True), help_text="judge name → score 0–5"
+            )
+            excluded_judges = serializers.ListField(child=serializers.CharField())
+            outcome = serializers.CharField(help_text="positive, negative or not_judged")
+            primary = serializers.BooleanField(allow_null=True)
+            strict = serializers.BooleanField(allow_null=True)
+            borderline = serializers.BooleanField(allow_null=True)
+            note = serializers.CharField()
+
+        judges = JudgeName(many=True)
+        hypotheses = Row(many=True)
 
     def get(self, request, benchmark_id: int):
         benchmark = _benchmark(benchmark_id)
@@ -284,7 +371,7 @@ def statistics_seeds(query) -> dict[str, int]:
     """The seed of each family of analyses from a query (``seed_generation``, ``seed_selection``,
     ``seed_sensitivity``, ``seed_auc``), the benchmark's own where none is given (docs/analysis.md#seeds). Raises
     InputInvalid for a seed that is not a whole number from 0 to 2^32 − 1."""
-    values = validated(StatisticsApi.InputSerializer, {key: query[key] for key in SEED_PARAMETERS if query.get(key)})
+    values = validated(StatisticsApi.FilterSerializer, {key: query[key] for key in SEED_PARAMETERS if query.get(key)})
     return {**SEEDS, **{SEED_PARAMETERS[key]: value for key, value in values.items() if value is not None}}
 
 
@@ -294,12 +381,21 @@ class StatisticsApi(APIView):
 
     permission_classes = [CanReadAll]
 
-    class InputSerializer(serializers.Serializer):
+    class FilterSerializer(serializers.Serializer):
         seed_generation = serializers.IntegerField(required=False, min_value=0, max_value=2**32 - 1)
         seed_selection = serializers.IntegerField(required=False, min_value=0, max_value=2**32 - 1)
         seed_sensitivity = serializers.IntegerField(required=False, min_value=0, max_value=2**32 - 1)
         seed_auc = serializers.IntegerField(required=False, min_value=0, max_value=2**32 - 1)
 
+    @extend_schema(
+        responses=OpenApiResponse(
+            OpenApiTypes.OBJECT,
+            description="The fields of reviewapp.benchmarks.statistics.BenchmarkStatistics (docs/analysis.md): "
+            "`hypotheses`, `judged`, `judges`, `generators` (per generator and all together: selection summaries "
+            "with estimates and intervals, random list, drawn control, single-model lists), `votes_primary`, "
+            "`votes_strict`, `agreement`, and one entry per appendix analysis (docs/analysis.md#the-appendices-analyses), each with the seed it used; null where a statistic is undefined.",
+        )
+    )
     def get(self, request, benchmark_id: int):
         benchmark = _benchmark(benchmark_id)
         seeds = statistics_seeds(request.query_params)
@@ -310,6 +406,7 @@ class TableSApi(APIView):
     permission_classes = [CanReadAll]
     content_negotiation_class = FileContentNegotiation
 
+    @extend_schema(responses=file_response(XLSX, "The Table S workbook of the set."))
     def get(self, request, benchmark_id: int):
         benchmark = _benchmark(benchmark_id)
         # An anonymous temporary file: removed when the response closes it, however the download ends.
@@ -329,6 +426,7 @@ class BundleApi(APIView):
     permission_classes = [CanReadAll]
     content_negotiation_class = FileContentNegotiation
 
+    @extend_schema(responses=file_response("application/zip", "The published-data bundle: tables and a README."))
     def get(self, request, benchmark_id: int):
         benchmark = _benchmark(benchmark_id)
         response = HttpResponse(bundle_zip(benchmark), content_type="application/zip")

@@ -1,13 +1,13 @@
-from django.contrib.auth.decorators import login_required
-from django.shortcuts import redirect
+from django.shortcuts import redirect, render
 from django.urls import path
 
 from reviewapp.core import roles
 
 
-@login_required
 def home(request):
-    """Send each role to where its work is."""
+    """Send each role to where its work is; a visitor without an account sees where to go."""
+    if not request.user.is_authenticated:
+        return render(request, "home.html")
     if roles.can_read_all(request.user):
         return redirect("cohort-list")
     if roles.can_review(request.user):

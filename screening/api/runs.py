@@ -9,6 +9,7 @@ from django.conf import settings
 from django.core.cache import cache
 from django.http import HttpResponse
 from django.urls import reverse
+from drf_spectacular.utils import extend_schema, inline_serializer
 from rest_framework import serializers, status
 from rest_framework.exceptions import ParseError, UnsupportedMediaType
 from rest_framework.permissions import AllowAny, IsAuthenticated
@@ -107,8 +108,26 @@ def _start(request, values: dict, hypotheses=None) -> Response:
     return Response(body, status=status.HTTP_202_ACCEPTED, headers={"Location": poll})
 
 
+class RunStartedSerializer(serializers.Serializer):
+    id = serializers.CharField()
+    status = serializers.CharField()
+    protocol = serializers.CharField()
+    url = serializers.CharField(help_text="the run's page for people")
+    poll = serializers.CharField(help_text="the run's address in this API (also the Location header)")
+    poll_interval_seconds = serializers.IntegerField()
+    simulated = serializers.BooleanField(required=False, help_text="present (true) when simulated models answer")
+
+
 class RunCreateApi(APIView):
     """POST /api/v1/open-hypothesis/runs"""
+
+    OutputSerializer = RunStartedSerializer
+    success_status = 202
+    error_codes = {
+        400: ("question_too_short", "question_too_long", "background_too_long"),
+        429: ("client_limit", "daily_cap"),
+        503: ("queue_full", "not_configured", "queue_unavailable"),
+    }
 
     authentication_classes = []
     permission_classes = [AllowAny]
@@ -152,6 +171,46 @@ class ScreeningCreateApi(RunCreateApi):
 
     def client_hypotheses(self, values: dict) -> list[ClientHypothesis] | None:
         return [ClientHypothesis(**item) for item in values["hypotheses"]]
+
+
+class RunDocument(serializers.Serializer):
+    """The fields of a run as RunOutputSerializer writes them (the API's schema reads this)."""
+
+    class Hypothesis(serializers.Serializer):
+        class Literature(serializers.Serializer):
+            verdict = serializers.CharField(allow_null=True)
+            evidence = serializers.CharField()
+            reference = serializers.JSONField(allow_null=True)
+
+        label = serializers.CharField(allow_null=True, help_text="H1…Hn once pooled")
+        author_name = serializers.CharField()
+        statement = serializers.CharField()
+        mechanism = serializers.CharField()
+        prediction = serializers.CharField()
+        forecasts = serializers.JSONField(help_text="per forecasting model: its answer")
+        stage1 = serializers.CharField(allow_null=True)
+        selected = serializers.BooleanField(allow_null=True)
+        delivered = serializers.BooleanField(allow_null=True)
+        literature = Literature()
+        simulated = serializers.BooleanField(required=False)
+
+    class TranslationState(serializers.Serializer):
+        language = serializers.CharField()
+        state = serializers.CharField()
+
+    id = serializers.CharField()
+    status = serializers.CharField()
+    protocol = serializers.CharField()
+    question = serializers.CharField()
+    background = serializers.CharField()
+    language = serializers.CharField()
+    created_at = serializers.DateTimeField()
+    updated_at = serializers.DateTimeField()
+    steps = serializers.JSONField(help_text="each step's state")
+    counts = serializers.JSONField(help_text="generated, discarded, kept, selected, delivered")
+    hypotheses = Hypothesis(many=True)
+    simulated = serializers.BooleanField(required=False)
+    translation = TranslationState(required=False)
 
 
 class RunOutputSerializer(serializers.Serializer):
@@ -233,6 +292,11 @@ class RunDetailApi(APIView):
     authentication_classes = []
     permission_classes = [AllowAny]
 
+    class FilterSerializer(serializers.Serializer):
+        lang = serializers.ChoiceField(choices=Run.Language.values, required=False)
+
+    OutputSerializer = RunDocument
+
     def get(self, request, run_id):
         language = request.query_params.get("lang") or None
         if language is not None and language not in Run.Language.values:
@@ -276,6 +340,9 @@ class RunCallsApi(APIView):
         simulated = serializers.BooleanField()
         created_at = serializers.DateTimeField()
 
+    @extend_schema(
+        responses=inline_serializer("RunCalls", {"id": serializers.CharField(), "calls": OutputSerializer(many=True)})
+    )
     def get(self, request, run_id):
         run = _get_run(run_id)
         calls = self.OutputSerializer(selectors.run_calls(run), many=True).data

@@ -184,7 +184,7 @@ def test_deactivation_in_the_admin_ends_tokens(client, alice):
 
 
 def test_a_demo_reset_ends_the_demo_accounts_tokens(db):
-    from reviewapp.demo import demo_load
+    from reviewapp.demo.cohort import demo_load
 
     login = next(login for login in demo_load().logins if login.role == "reviewer")
     response = api_token(login.username, login.password)
