@@ -8,7 +8,11 @@ from django.utils import timezone
 from screening.llm.models import ModelCall, ModelEndpoint
 from screening.models import STEPS, Forecast, Hypothesis, Run, Translation
 
-_DELIVERED = Q(hypotheses__selected=True) & ~Q(hypotheses__literature_verdict__in=Hypothesis.NOT_DELIVERED_VERDICTS)
+_DELIVERED = (
+    Q(hypotheses__selected=True)
+    & ~Q(hypotheses__literature_verdict="")
+    & ~Q(hypotheses__literature_verdict__in=Hypothesis.NOT_DELIVERED_VERDICTS)
+)
 
 
 def run_role_endpoint(run: Run, role: str, slot: int = 0) -> ModelEndpoint | None:

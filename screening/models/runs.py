@@ -140,6 +140,7 @@ class Hypothesis(models.Model):
         NOT_REPORTED = "not_reported", "Not reported"
         UNRESOLVED = "unresolved", "Unresolved"
 
+    # Delivered: selected, and a literature verdict exists that is neither of these (docs/protocol.md#reading-a-run).
     NOT_DELIVERED_VERDICTS = (Verdict.REPORTED, Verdict.CONTRADICTED)
 
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="hypotheses")
@@ -177,7 +178,16 @@ class Hypothesis(models.Model):
 
     @property
     def delivered(self) -> bool:
-        return self.selected and self.literature_verdict not in self.NOT_DELIVERED_VERDICTS
+        return (
+            self.selected
+            and self.literature_verdict != ""
+            and self.literature_verdict not in self.NOT_DELIVERED_VERDICTS
+        )
+
+    @property
+    def checking(self) -> bool:
+        """Selected, and the literature check has not given its verdict yet."""
+        return self.selected and self.literature_verdict == ""
 
 
 class Forecast(models.Model):
