@@ -126,6 +126,7 @@ class BenchmarkDetailApi(APIView):
                         "selected": row.selected,
                         "scores": row.scores,
                         "random_control_drawn_at": row.control_drawn_at,
+                        "pool_frozen_at": row.pool_frozen_at,
                         "first_forecast_at": row.first_forecast_at,
                     }
                     for row in progress.tasks

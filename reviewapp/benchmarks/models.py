@@ -111,18 +111,22 @@ class BenchmarkHypothesis(models.Model):
 
 
 class RandomControlDraw(models.Model):
-    """Random yes/no answers for a task's frozen hypotheses, drawn before any model forecast them
-    (docs/protocol.md#drawn-answers).
+    """Random yes/no answers for a task's hypotheses, drawn before the pool is frozen and before any model forecast
+    them (docs/protocol.md#drawn-answers).
 
-    `answers` maps each hypothesis key to the cryptographic generator's answer; `hypotheses_sha256` fingerprints the
-    frozen hypothesis set the answers belong to (see reviewapp.benchmarks.services.sets.frozen_set_sha256).
+    `sequence` is what the cryptographic generator drew, one answer per hypothesis, before any hypothesis had its
+    place; when the pool is frozen (`frozen_at`) the n-th answer goes to the n-th hypothesis of the pool, and
+    `answers` maps each hypothesis key to its answer. `hypotheses_sha256` fingerprints the frozen hypothesis set the
+    answers belong to (see reviewapp.benchmarks.services.sets.frozen_set_sha256).
     """
 
     benchmark_task = models.OneToOneField(BenchmarkTask, on_delete=models.CASCADE, related_name="random_control")
     drawn_at = models.DateTimeField()
-    hypotheses_sha256 = models.CharField(max_length=64)
+    frozen_at = models.DateTimeField(null=True, blank=True, help_text="when the pool was shuffled and numbered")
+    hypotheses_sha256 = models.CharField(max_length=64, blank=True)
     hypothesis_count = models.PositiveIntegerField()
-    answers = models.JSONField()
+    sequence = models.JSONField(default=list)
+    answers = models.JSONField(default=dict)
     generator = models.CharField(max_length=50, help_text="the cryptographic generator that drew the answers")
 
     class Meta:

@@ -83,6 +83,7 @@ class TaskProgress:
     selected: int
     scores: int
     control_drawn_at: datetime | None
+    pool_frozen_at: datetime | None  # when the run's pool was shuffled and numbered (the control's answers given out)
     first_forecast_at: datetime | None  # the first stage-1 request of the run
 
     @property
@@ -99,10 +100,11 @@ class TaskProgress:
 
     @property
     def control_before_forecasts(self) -> bool | None:
-        """The random control was stored before the first forecast request (None until both exist)."""
-        if self.control_drawn_at is None or self.first_forecast_at is None:
+        """The random control was drawn before the pool was frozen, and both before the first forecast request
+        (None until all three exist)."""
+        if self.control_drawn_at is None or self.pool_frozen_at is None or self.first_forecast_at is None:
             return None
-        return self.control_drawn_at < self.first_forecast_at
+        return self.control_drawn_at < self.pool_frozen_at < self.first_forecast_at
 
 
 @dataclass(frozen=True)
@@ -139,9 +141,12 @@ def benchmark_progress(benchmark: BenchmarkSet) -> SetProgress:
         .annotate(n=Count("pk"))
         .values_list("hypothesis__benchmark_task", "n")
     )
-    drawn = dict(
-        RandomControlDraw.objects.filter(benchmark_task__benchmark=benchmark).values_list("benchmark_task", "drawn_at")
-    )
+    drawn = {
+        benchmark_task: (drawn_at, frozen_at)
+        for benchmark_task, drawn_at, frozen_at in RandomControlDraw.objects.filter(
+            benchmark_task__benchmark=benchmark
+        ).values_list("benchmark_task", "drawn_at", "frozen_at")
+    }
     run_ids = [bt.run_id for bt in benchmark_tasks if bt.run_id]
     first_forecasts = dict(
         ModelCall.objects.filter(run_id__in=run_ids, purpose__startswith="stage1")
@@ -163,7 +168,8 @@ def benchmark_progress(benchmark: BenchmarkSet) -> SetProgress:
                 kept=count.get("kept", 0),
                 selected=count.get("selected", 0),
                 scores=scores.get(bt.pk, 0),
-                control_drawn_at=drawn.get(bt.pk),
+                control_drawn_at=drawn.get(bt.pk, (None, None))[0],
+                pool_frozen_at=drawn.get(bt.pk, (None, None))[1],
                 first_forecast_at=first_forecasts.get(bt.run_id) if bt.run_id is not None else None,
             )
         )

@@ -178,15 +178,28 @@ def _move(run: Run, from_status: str, to_status: str, *, start=None, end=None, s
 
 def _pool(run: Run) -> None:
     """Shuffle every hypothesis with the run's recorded seed and number them H1, H2, …
-    (docs/protocol.md#pooling-and-blinding)."""
+    (docs/protocol.md#pooling-and-blinding); a matrix run keeps each generator's hypotheses together, in the
+    shuffled order, one generator after another (docs/protocol.md#forecast-designs)."""
     hypotheses = list(run.hypotheses.order_by("source", "source_index"))
+    # Nothing has its place yet: consumers draw what must not depend on the order (a set's random control).
+    hooks.run_pooling.send(sender=Run, run=run, count=len(hypotheses))
     random.Random(run.shuffle_seed).shuffle(hypotheses)
+    if run.design == Run.Design.MATRIX:
+        hypotheses.sort(key=lambda hypothesis: source_order(hypothesis.source))
     for position, hypothesis in enumerate(hypotheses, start=1):
         hypothesis.position = position
         hypothesis.label = f"H{position}"
     Hypothesis.objects.bulk_update(hypotheses, ["position", "label"], batch_size=500)
+    run.pooled_at = timezone.now()
+    Run.objects.filter(pk=run.pk).update(pooled_at=run.pooled_at)
     # The pool is frozen and no forecast has been asked yet: consumers record what must precede the forecasts.
     hooks.run_pooled.send(sender=Run, run=run)
+
+
+def source_order(source: str) -> tuple[int, str]:
+    """Generators in their roster order ("generator-<slot>"), anything else after them."""
+    prefix, _, slot = source.partition("-")
+    return (int(slot), "") if prefix == "generator" and slot.isdigit() else (1 << 15, source)
 
 
 def _select(run: Run) -> None:

@@ -1,10 +1,12 @@
 """Writes of benchmark sets: creating a set and its judges, running the set, and the random control.
 
 Running a set starts one Open Hypothesis run per task (the set's roster, a seed derived from the set's recorded
-seed) and leaves the rest to the screening app's state machine. When a run's hypotheses are pooled and numbered,
-and before its stage-1 request is even enqueued, `benchmark_run_pooled` records them as the task's hypotheses and
-draws the random control (docs/protocol.md#drawn-answers): one yes/no per hypothesis from the operating system's
-cryptographic generator, stored with the time and the sha256 of the frozen hypothesis set.
+seed) and leaves the rest to the screening app's state machine. When a run's generation ends, before its hypotheses
+are shuffled and numbered, `benchmark_run_pooling` draws the random control (docs/protocol.md#drawn-answers): one
+yes/no per hypothesis from the operating system's cryptographic generator, stored with the time. Once the pool is
+frozen, and before its first forecast request is even enqueued, `benchmark_run_pooled` records the hypotheses as the
+task's and gives the n-th drawn answer to the n-th hypothesis of the pool, storing the time of the freeze and the
+sha256 of the frozen hypothesis set.
 """
 
 import hashlib
@@ -182,27 +184,52 @@ def frozen_set_sha256(hypotheses: list[dict]) -> str:
     return hashlib.sha256(canonical.encode()).hexdigest()
 
 
-def random_control_draw(*, benchmark_task: BenchmarkTask, hypotheses: list[dict]) -> RandomControlDraw:
-    """Draw and store one random yes/no per hypothesis (keys in pool order) for a task, once."""
-    answers = {hypothesis["id"]: secrets.randbelow(2) == 1 for hypothesis in hypotheses}
+def random_control_draw(*, benchmark_task: BenchmarkTask, count: int) -> RandomControlDraw:
+    """Draw and store one random yes/no per hypothesis for a task, once, before its pool is shuffled and numbered."""
     draw, _ = RandomControlDraw.objects.get_or_create(
         benchmark_task=benchmark_task,
         defaults={
             "drawn_at": timezone.now(),
-            "hypotheses_sha256": frozen_set_sha256(hypotheses),
-            "hypothesis_count": len(hypotheses),
-            "answers": answers,
+            "hypothesis_count": count,
+            "sequence": [secrets.randbelow(2) == 1 for _ in range(count)],
             "generator": RANDOM_CONTROL_GENERATOR,
         },
     )
     return draw
 
 
+def random_control_freeze(*, draw: RandomControlDraw, hypotheses: list[dict], frozen_at) -> None:
+    """Give the drawn answers out in pool order (the n-th to the n-th hypothesis) once the pool is frozen, and
+    fingerprint the frozen set. A draw given out already is left as it is."""
+    if draw.frozen_at is not None:
+        return
+    if len(hypotheses) != len(draw.sequence):
+        raise BenchmarkError(f"{len(draw.sequence)} answers were drawn for a pool of {len(hypotheses)} hypotheses.")
+    draw.answers = {hypothesis["id"]: answer for hypothesis, answer in zip(hypotheses, draw.sequence, strict=True)}
+    draw.hypotheses_sha256 = frozen_set_sha256(hypotheses)
+    draw.frozen_at = frozen_at
+    draw.save(update_fields=["answers", "hypotheses_sha256", "frozen_at"])
+
+
+def _set_task_of(run: Run) -> BenchmarkTask | None:
+    return BenchmarkTask.objects.select_related("task").filter(run=run).first()
+
+
+def benchmark_run_pooling(*, run: Run, count: int) -> None:
+    """Called by the screening state machine when a run's generation ends, inside the transaction that pools its
+    hypotheses and before they are shuffled and numbered: a set's run draws its random control here
+    (docs/protocol.md#drawn-answers). Any other run is left alone."""
+    benchmark_task = _set_task_of(run)
+    if benchmark_task is not None:
+        random_control_draw(benchmark_task=benchmark_task, count=count)
+
+
 def benchmark_run_pooled(*, run: Run) -> None:
     """Called by the screening state machine right after it pooled and numbered a run's hypotheses, inside that
-    transaction and before the stage-1 request exists: a set's run records its hypotheses and draws its random
-    control here, and sets the run's literature cutoff to its task's publication date. Any other run is left alone."""
-    benchmark_task = BenchmarkTask.objects.select_related("task").filter(run=run).first()
+    transaction and before the stage-1 request exists: a set's run records its hypotheses, gives out the random
+    control's answers in pool order, and sets the run's literature cutoff to its task's publication date. Any other
+    run is left alone."""
+    benchmark_task = _set_task_of(run)
     if benchmark_task is None:
         return
     # The run answers the task: only what was published before the task's article counts in its literature check.
@@ -223,8 +250,12 @@ def benchmark_run_pooled(*, run: Run) -> None:
     except IntegrityError:
         # Already recorded: the pooling transition happens once, but a retried call must not fail the run.
         pass
-    random_control_draw(
-        benchmark_task=benchmark_task,
+    draw = RandomControlDraw.objects.filter(benchmark_task=benchmark_task).first()
+    if draw is None:
+        # A pool made before draws came first (or by another path): drawn now, still before any forecast.
+        draw = random_control_draw(benchmark_task=benchmark_task, count=len(pooled))
+    random_control_freeze(
+        draw=draw,
         hypotheses=[
             {
                 "id": h.label,
@@ -236,4 +267,5 @@ def benchmark_run_pooled(*, run: Run) -> None:
             }
             for h in pooled
         ],
+        frozen_at=run.pooled_at or timezone.now(),
     )
