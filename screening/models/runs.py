@@ -218,7 +218,8 @@ class Forecast(models.Model):
 
     hypothesis = models.ForeignKey(Hypothesis, on_delete=models.CASCADE, related_name="forecasts")
     stage = models.PositiveSmallIntegerField()
-    # 1: the run's forecasts, which decide its stages; 2: the same requests sent again (docs/protocol.md#repeating-the-forecasts).
+    # 1: the run's forecasts, which decide its stages; 2: the same requests sent again
+    # (docs/protocol.md#repeating-the-forecasts).
     round = models.PositiveSmallIntegerField(default=1)
     # The call whose reply gave this answer (the last protocol attempt of its request); null when none was made.
     model_call = models.ForeignKey(
