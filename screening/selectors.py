@@ -31,8 +31,11 @@ def run_get(run_id) -> Run | None:
 
 
 def run_hypotheses(run: Run) -> list[Hypothesis]:
-    """Every hypothesis of the run with its forecasts (stage, then the roster's order), in blind-number order."""
-    forecasts = Forecast.objects.order_by("stage", "pk").only("hypothesis_id", "stage", "model_key", "vote")
+    """Every hypothesis of the run with its first-round forecasts (stage, then the roster's order), in blind-number
+    order. (Forecasts asked again are compared with these, never shown in their place.)"""
+    forecasts = (
+        Forecast.objects.filter(round=1).order_by("stage", "pk").only("hypothesis_id", "stage", "model_key", "vote")
+    )
     return list(
         run.hypotheses.order_by("position", "source", "source_index").prefetch_related(
             Prefetch("forecasts", queryset=forecasts)

@@ -9,15 +9,30 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
+from screening.models import Run
+
 
 class BenchmarkSet(models.Model):
     """Research tasks with reference statements and the roster that screens them, analysed together."""
 
+    class Design(models.TextChoices):
+        """How the set's runs put its hypotheses to the forecasters (docs/protocol.md#benchmark-designs)."""
+
+        POOLED = "pooled", "Pooled: the protocol's two-stage run, as public runs do it"
+        SEED_001 = "seed-001", "The benchmark's: each generator apart, every forecaster on every hypothesis"
+
+    # The screening run design each set design uses.
+    RUN_DESIGN = {Design.POOLED: Run.Design.POOLED, Design.SEED_001: Run.Design.MATRIX}
+
     name = models.CharField(max_length=200, unique=True)
     description = models.TextField(blank=True)
+    # Without a roster the set runs on the default roster (the runs record the roster they used).
     roster = models.ForeignKey(
         "screening.Roster", null=True, blank=True, on_delete=models.SET_NULL, related_name="benchmark_sets"
     )
+    design = models.CharField(max_length=10, choices=Design.choices, default=Design.POOLED)
+    # The question the seed-001 design asks (a pooled set asks the protocol's short question).
+    forecast_question = models.CharField(max_length=10, choices=Run.Question.choices, default=Run.Question.SHORT)
     # Every run of the set takes its shuffle seed from this one (see reviewapp.benchmarks.services.sets).
     seed = models.BigIntegerField()
     tasks = models.ManyToManyField("reviewapp.ResearchTask", through="BenchmarkTask", related_name="benchmark_sets")

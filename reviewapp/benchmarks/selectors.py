@@ -30,7 +30,8 @@ from reviewapp.benchmarks.models import (
 )
 from reviewapp.benchmarks.statistics import BenchmarkStatistics, HypothesisRow, compute_statistics
 from screening.llm.models import ModelCall
-from screening.models import Forecast, Hypothesis, Run
+from screening.models import Forecast, Hypothesis, Run, RunWorkItem
+from screening.services.progress import UNFINISHED
 
 # Run statuses in which a run's selection is decided (it is made when stage 2 ends).
 SELECTION_DECIDED = (Run.Status.CHECKING_NOVELTY, Run.Status.COMPLETED, Run.Status.FAILED_AT_NOVELTY)
@@ -85,6 +86,8 @@ class TaskProgress:
     control_drawn_at: datetime | None
     pool_frozen_at: datetime | None  # when the run's pool was shuffled and numbered (the control's answers given out)
     first_forecast_at: datetime | None  # the first stage-1 request of the run
+    repeat_requests: int = 0  # forecast requests asked again (round 2), queued in all
+    repeat_finished: int = 0  # …of which finished
 
     @property
     def status(self) -> str:
@@ -116,6 +119,15 @@ class SetProgress:
     scores: int
     finished_runs: int
     runs: int
+
+    @property
+    def repeated_tasks(self) -> int:
+        """Tasks whose forecasts were asked again (round 2), finished or not."""
+        return sum(1 for task in self.tasks if task.repeat_requests)
+
+    @property
+    def repeating(self) -> bool:
+        return any(task.repeat_finished < task.repeat_requests for task in self.tasks)
 
     @property
     def percent_finished(self) -> int:
@@ -154,9 +166,16 @@ def benchmark_progress(benchmark: BenchmarkSet) -> SetProgress:
         .annotate(first=Min("created_at"))
         .values_list("run_id", "first")
     )
+    repeats = {
+        row["run_id"]: row
+        for row in RunWorkItem.objects.filter(run_id__in=run_ids, step=RunWorkItem.Step.REPEAT)
+        .values("run_id")
+        .annotate(total=Count("pk"), finished=Count("pk", filter=~Q(state__in=UNFINISHED)))
+    }
     rows = []
     for bt in benchmark_tasks:
         count = counts.get(bt.pk, {})
+        repeat = repeats.get(bt.run_id, {})
         rows.append(
             TaskProgress(
                 position=bt.position,
@@ -171,6 +190,8 @@ def benchmark_progress(benchmark: BenchmarkSet) -> SetProgress:
                 control_drawn_at=drawn.get(bt.pk, (None, None))[0],
                 pool_frozen_at=drawn.get(bt.pk, (None, None))[1],
                 first_forecast_at=first_forecasts.get(bt.run_id) if bt.run_id is not None else None,
+                repeat_requests=repeat.get("total", 0),
+                repeat_finished=repeat.get("finished", 0),
             )
         )
     runs = [row.run for row in rows if row.run is not None]
@@ -217,7 +238,9 @@ def benchmark_rows(benchmark: BenchmarkSet, judges: list[Judge] | None = None) -
             benchmark_task__benchmark=benchmark
         ).values_list("benchmark_task_id", "answers")
     }
-    forecasts = Forecast.objects.order_by("stage", "pk").only("hypothesis_id", "model_key", "vote")
+    forecasts = Forecast.objects.order_by("stage", "pk").only(
+        "hypothesis_id", "model_key", "vote", "round", "p_experimental_support"
+    )
     records = (
         BenchmarkHypothesis.objects.filter(benchmark=benchmark)
         .select_related("benchmark_task__task", "benchmark_task__run", "hypothesis")
@@ -229,6 +252,12 @@ def benchmark_rows(benchmark: BenchmarkSet, judges: list[Judge] | None = None) -
         benchmark_task, task, screened = record.benchmark_task, record.benchmark_task.task, record.hypothesis
         if screened is not None:
             run = benchmark_task.run
+            rounds: dict[int, dict] = {1: {}, 2: {}}
+            probabilities = {}
+            for forecast in screened.forecasts.all():
+                rounds[forecast.round][forecast.model_key] = forecast.vote
+                if forecast.round == 1 and forecast.p_experimental_support is not None:
+                    probabilities[forecast.model_key] = forecast.p_experimental_support
             fields: dict[str, Any] = {
                 "source": "run",
                 "generator": screened.author_name,
@@ -238,7 +267,9 @@ def benchmark_rows(benchmark: BenchmarkSet, judges: list[Judge] | None = None) -
                 "prediction": screened.prediction,
                 "first_stage": FIRST_STAGE.get(screened.stage1),
                 "selected": screened.selected if run is not None and run.status in SELECTION_DECIDED else None,
-                "forecasts": {forecast.model_key: forecast.vote for forecast in screened.forecasts.all()},
+                "forecasts": rounds[1],
+                "rerun_forecasts": rounds[2],
+                "probabilities": probabilities,
             }
         else:
             fields = {
@@ -251,6 +282,8 @@ def benchmark_rows(benchmark: BenchmarkSet, judges: list[Judge] | None = None) -
                 "first_stage": record.first_stage,
                 "selected": record.selected,
                 "forecasts": dict(record.forecasts),
+                "rerun_forecasts": {},
+                "probabilities": {},
             }
         given = scores_of.get(record.pk, {})
         scores = {judge.name: given.get(judge.name) for judge in judges}
@@ -299,6 +332,8 @@ def rows_fingerprint(rows: list[HypothesisRow]) -> str:
             row.first_stage,
             row.random_answer,
             sorted(row.forecasts.items()),
+            sorted(row.rerun_forecasts.items()),
+            sorted(row.probabilities.items()),
             list(row.scores.items()),
         ]
         digest.update(json.dumps(record, ensure_ascii=False).encode())
@@ -326,3 +361,45 @@ def benchmark_statistics(
     statistics = compute_statistics(benchmark.pk, rows, judges, resamples=resamples, seed=seed, fingerprint=fingerprint)
     cache.set(key, statistics, STATISTICS_CACHE_SECONDS)
     return statistics
+
+
+# The forecast matrix ---------------------------------------------------------------------------------------------
+
+
+def benchmark_forecast_matrix(benchmark: BenchmarkSet, *, round_: int = 1) -> list[dict]:
+    """Every hypothesis of the set in task order, then pool order, with each model's answer and the model call that
+    gave it: [{"hypothesis", "generator", "task", "forecasts": {model: true | false | null}, "requests": {model:
+    call id}}]. Round 2: the same requests asked again (docs/protocol.md#repeating-the-forecasts). An imported
+    hypothesis has its imported forecasts (round 1) and no requests."""
+    forecasts = (
+        Forecast.objects.filter(round=round_)
+        .order_by("stage", "pk")
+        .only("hypothesis_id", "model_key", "vote", "model_call_id")
+    )
+    records = (
+        BenchmarkHypothesis.objects.filter(benchmark=benchmark)
+        .select_related("benchmark_task__task", "hypothesis")
+        .prefetch_related(Prefetch("hypothesis__forecasts", queryset=forecasts))
+        .order_by("benchmark_task__position", "benchmark_task__pk", "position", "pk")
+    )
+    matrix = []
+    for record in records:
+        screened = record.hypothesis
+        if screened is not None:
+            asked = list(screened.forecasts.all())
+            votes = {forecast.model_key: forecast.vote for forecast in asked}
+            requests = {forecast.model_key: forecast.model_call_id for forecast in asked}
+            generator = screened.author_name
+        else:
+            votes = dict(record.forecasts) if round_ == 1 else {}
+            requests, generator = {}, record.generator
+        matrix.append(
+            {
+                "hypothesis": record.key,
+                "generator": generator,
+                "task": record.benchmark_task.task.key,
+                "forecasts": votes,
+                "requests": requests,
+            }
+        )
+    return matrix

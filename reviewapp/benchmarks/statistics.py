@@ -32,7 +32,9 @@ class HypothesisRow:
     prediction: str
     first_stage: bool | None
     selected: bool | None  # None: no selection was made (the run stopped before it, or is still working)
-    forecasts: dict  # model → True, False or None
+    forecasts: dict  # model → True, False or None (a run's first round; a model not asked is absent)
+    rerun_forecasts: dict  # the same requests asked again (round 2): model → True, False or None; {} when never
+    probabilities: dict  # model → p_experimental_support, where the detailed instruction gave one (first round)
     random_answer: bool | None
     scores: dict  # judge name → score or None, in the judges' listed order
     outcome: JudgeOutcome | None  # None when the outcome rule does not apply (see outcome_note)

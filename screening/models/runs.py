@@ -57,6 +57,8 @@ class Run(models.Model):
         Status.SCREENING_STAGE2,
         Status.CHECKING_NOVELTY,
     )
+    # Statuses in which the run's selection is made (its first-round forecasts are all in).
+    SELECTION_MADE_STATUSES = (Status.CHECKING_NOVELTY, Status.COMPLETED, Status.FAILED_AT_NOVELTY)
     # The step each working status runs, and the status a stop in that step ends in.
     STEP_OF_STATUS: dict[str, str] = {
         Status.GENERATING: "generate",

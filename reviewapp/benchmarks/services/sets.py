@@ -20,11 +20,11 @@ from django.utils import timezone
 
 from reviewapp.benchmarks.models import BenchmarkHypothesis, BenchmarkSet, BenchmarkTask, Judge, RandomControlDraw
 from reviewapp.core.errors import ServiceError
-from reviewapp.core.queue import broker_check, enqueue_on_commit
+from reviewapp.core.queue import broker_check
 from screening.llm.models import ModelEndpoint, Roster
-from screening.models import STEPS, Run
-from screening.services.progress import RUN_ADVANCE_TASK
-from screening.services.runs import roster_snapshot, run_literature_cutoff_set
+from screening.models import Run, RunWorkItem
+from screening.services.progress import run_forecasts_repeat
+from screening.services.runs import roster_snapshot, run_literature_cutoff_set, run_start_for_set
 
 RANDOM_CONTROL_GENERATOR = "python secrets.randbelow(2)"
 # The fields of each hypothesis the frozen set's sha256 covers, in this order (docs/analysis.md#the-random-control
@@ -38,9 +38,28 @@ class BenchmarkError(ServiceError):
 
 @transaction.atomic
 def benchmark_create(
-    *, name: str, description: str = "", roster: Roster | None = None, seed: int | None = None, user=None
+    *,
+    name: str,
+    description: str = "",
+    roster: Roster | None = None,
+    seed: int | None = None,
+    design: str = BenchmarkSet.Design.POOLED,
+    forecast_question: str = Run.Question.SHORT,
+    user=None,
 ) -> BenchmarkSet:
-    """A new, empty set. Without a seed one is drawn; it is recorded either way and seeds every run of the set."""
+    """A new, empty set. Without a seed one is drawn; it is recorded either way and seeds every run of the set.
+    Without a roster the set runs on the default roster."""
+    if design not in BenchmarkSet.Design.values:
+        raise BenchmarkError(
+            f"The design must be one of {', '.join(BenchmarkSet.Design.values)}.", code="invalid_design"
+        )
+    if forecast_question not in Run.Question.values:
+        raise BenchmarkError(f"The question must be one of {', '.join(Run.Question.values)}.", code="invalid_question")
+    if design == BenchmarkSet.Design.POOLED and forecast_question != Run.Question.SHORT:
+        raise BenchmarkError(
+            "The pooled design asks the protocol's short question; the other questions need the seed-001 design.",
+            code="invalid_question",
+        )
     name = name.strip()
     if not name:
         raise BenchmarkError("Give the set a name.")
@@ -54,6 +73,8 @@ def benchmark_create(
         name=name,
         description=description.strip(),
         roster=roster,
+        design=design,
+        forecast_question=forecast_question,
         seed=secrets.randbits(63) if seed is None else seed,
         created_by=user if user is not None and user.is_authenticated else None,
     )
@@ -108,6 +129,17 @@ def complete_roster_snapshot(roster: Roster) -> dict:
     return snapshot
 
 
+def set_roster(benchmark: BenchmarkSet) -> Roster:
+    """The roster the set runs on: its own, else the default roster."""
+    roster = benchmark.roster or Roster.objects.filter(is_default=True).first()
+    if roster is None:
+        raise BenchmarkError(
+            "The set has no roster and no default roster is set up: choose a roster (or run manage.py setup_roster).",
+            code="no_roster",
+        )
+    return roster
+
+
 def benchmark_run(*, benchmark: BenchmarkSet) -> list[Run]:
     """Start one run per task that has neither a run nor hypotheses yet; returns the runs started.
 
@@ -116,9 +148,7 @@ def benchmark_run(*, benchmark: BenchmarkSet) -> list[Run]:
     broker_check()
     with transaction.atomic():
         benchmark = BenchmarkSet.objects.select_for_update().get(pk=benchmark.pk)
-        if benchmark.roster is None:
-            raise BenchmarkError("Choose the set's roster before running it.", code="no_roster")
-        roster = complete_roster_snapshot(benchmark.roster)
+        roster = complete_roster_snapshot(set_roster(benchmark))
         waiting = list(
             benchmark.benchmark_tasks.filter(run__isnull=True, hypotheses__isnull=True)
             .select_related("task")
@@ -136,18 +166,16 @@ def benchmark_run(*, benchmark: BenchmarkSet) -> list[Run]:
 def _task_run_start(benchmark: BenchmarkSet, benchmark_task: BenchmarkTask, roster: dict) -> Run:
     """Start the screening run of one task of the set (in the caller's transaction; enqueued when it commits)."""
     task = benchmark_task.task
-    run = Run.objects.create(
-        kind=Run.Kind.GENERATE,
+    run = run_start_for_set(
         question=task.question,
         background=task.background,
         shuffle_seed=task_shuffle_seed(benchmark.seed, task.key),
         roster=roster,
-        simulated=any(member["simulated"] for members in roster["roles"].values() for member in members),
-        steps={step: {"state": "pending"} for step in STEPS},
+        design=BenchmarkSet.RUN_DESIGN[benchmark.design],
+        forecast_question=benchmark.forecast_question,
     )
     benchmark_task.run = run
     benchmark_task.save(update_fields=["run"])
-    enqueue_on_commit(RUN_ADVANCE_TASK, run.pk)
     return run
 
 
@@ -162,11 +190,33 @@ def benchmark_task_rerun(*, benchmark: BenchmarkSet, task_key: str) -> Run:
             raise BenchmarkError(f"The set has no task “{task_key}”.", code="not_found", status=404)
         if benchmark_task.run is None or not benchmark_task.run.status.startswith("failed"):
             raise BenchmarkError("Only a task whose run failed can be run again.", code="run_not_failed", status=409)
-        if benchmark.roster is None:
-            raise BenchmarkError("Choose the set's roster before running it.", code="no_roster")
+        roster = complete_roster_snapshot(set_roster(benchmark))
         benchmark_task.hypotheses.all().delete()
         RandomControlDraw.objects.filter(benchmark_task=benchmark_task).delete()
-        return _task_run_start(benchmark, benchmark_task, complete_roster_snapshot(benchmark.roster))
+        return _task_run_start(benchmark, benchmark_task, roster)
+
+
+def benchmark_forecasts_repeat(*, benchmark: BenchmarkSet) -> list[tuple[str, int]]:
+    """Send every forecast request of the set's runs again, byte for byte and in the same order, for each task whose
+    run has made its selection and was not asked again yet (docs/protocol.md#repeating-the-forecasts); the answers
+    are stored as round 2 beside the first. Returns (task key, requests queued) per task."""
+    broker_check()
+    with transaction.atomic():
+        benchmark = BenchmarkSet.objects.select_for_update().get(pk=benchmark.pk)
+        repeated = RunWorkItem.objects.filter(step=RunWorkItem.Step.REPEAT).values("run_id")
+        due = list(
+            benchmark.benchmark_tasks.filter(run__status__in=Run.SELECTION_MADE_STATUSES)
+            .exclude(run__in=repeated)
+            .select_related("task", "run")
+            .order_by("position", "pk")
+        )
+        if not due:
+            raise BenchmarkError(
+                "No task's run has made its selection without having been asked again already.",
+                code="nothing_to_repeat",
+                status=409,
+            )
+        return [(bt.task.key, run_forecasts_repeat(run=cast(Run, bt.run))) for bt in due]
 
 
 # The random control --------------------------------------------------------------------------------------
