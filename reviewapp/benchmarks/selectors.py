@@ -354,11 +354,13 @@ def benchmark_statistics(
     judges = benchmark_judges(benchmark) if judges is None else judges
     rows = benchmark_rows(benchmark, judges) if rows is None else rows
     fingerprint = rows_fingerprint(rows)
-    key = f"benchmark-statistics:{benchmark.pk}:{fingerprint}:{resamples}:{seed}"
+    key = f"benchmark-statistics:{benchmark.pk}:{benchmark.design}:{fingerprint}:{resamples}:{seed}"
     cached = cache.get(key)
     if cached is not None:
         return cached
-    statistics = compute_statistics(benchmark.pk, rows, judges, resamples=resamples, seed=seed, fingerprint=fingerprint)
+    statistics = compute_statistics(
+        benchmark.pk, rows, judges, resamples=resamples, seed=seed, fingerprint=fingerprint, design=benchmark.design
+    )
     cache.set(key, statistics, STATISTICS_CACHE_SECONDS)
     return statistics
 
