@@ -5,7 +5,7 @@ import uuid
 from django.db.models import Count, Prefetch, Q
 from django.utils import timezone
 
-from screening.llm.models import ModelCall, ModelEndpoint
+from screening.llm.models import ModelCall, ModelEndpoint, Roster, RosterMember
 from screening.models import STEPS, Forecast, Hypothesis, Run, Translation
 
 _DELIVERED = (
@@ -103,3 +103,26 @@ def run_list():
 def run_calls(run: Run):
     """The run's recorded model calls in the order they were made."""
     return ModelCall.objects.filter(run=run).select_related("endpoint").order_by("created_at", "pk")
+
+
+def default_roster_forecasters() -> dict | None:
+    """The default roster's forecasting models by stage, {"stage1": [names], "stage2": [names], "simulated": whether
+    any of them is simulated} (the protocol has one stage-1 model), or None when there is no default roster."""
+    roster = Roster.objects.filter(is_default=True).first()
+    if roster is None:
+        return None
+    members = (
+        RosterMember.objects.filter(roster=roster, endpoint__enabled=True, role__in=["stage1", "stage2"])
+        .order_by("role", "order", "pk")
+        .values_list("role", "endpoint__display_name", "endpoint__is_simulated")
+    )
+    names: dict[str, list[str]] = {"stage1": [], "stage2": []}
+    simulated = {"stage1": [], "stage2": []}
+    for role, name, is_simulated in members:
+        names[role].append(name)
+        simulated[role].append(is_simulated)
+    return {
+        "stage1": names["stage1"][:1],
+        "stage2": names["stage2"],
+        "simulated": any(simulated["stage1"][:1]) or any(simulated["stage2"]),
+    }

@@ -19,6 +19,7 @@ from reviewapp.core.errors import page_errors
 from reviewapp.core.requests import client_address
 from screening import selectors
 from screening.api.runs import BACKGROUND_MAX, QUESTION_MAX, QUESTION_MIN, run_representation
+from screening.measured import MEASURED_SELECTION
 from screening.models import Hypothesis, Run
 from screening.services.cohorts import CHOICES, cohort_create_from_run
 from screening.services.runs import run_create
@@ -50,7 +51,14 @@ def run_start(request):
             )
             return redirect("open-hypothesis-run", run_id=run.public_id)
         form.add_error(None, errors)
-    return render(request, "screening/run_start.html", {"form": form})
+    forecasters = selectors.default_roster_forecasters()
+    context = {
+        "form": form,
+        "measured": MEASURED_SELECTION,
+        "forecasters": forecasters,
+        "roster_is_measured": MEASURED_SELECTION.holds_for(forecasters),
+    }
+    return render(request, "screening/run_start.html", context)
 
 
 def _get_run(run_id) -> Run:
