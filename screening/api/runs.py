@@ -282,7 +282,6 @@ class ProtocolApi(APIView):
                     "summary": measured.sentence,
                     "caveat": measured.caveat,
                 },
-                "roster": default,
                 "roster_is_measured": measured.holds_for(default),
             }
         )

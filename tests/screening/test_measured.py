@@ -57,7 +57,7 @@ def test_the_api_describes_the_protocol_and_its_measurement_with_the_caveat(clie
         "stage2": ["Claude Sonnet 5.5", "Gemini 4 Argon", "Grok 4.5"],
     }
     assert measured["caveat"] == MEASURED_SELECTION.caveat and "roster" in measured["caveat"]
-    assert body["roster"]["stage1"] == ["Model fc-astra"] and body["roster_is_measured"] is False
+    assert body["roster_is_measured"] is False and "fc-astra" not in str(body)
 
 
 def test_the_measured_roster_is_recognised_and_a_simulated_one_is_not():
