@@ -43,7 +43,14 @@ from reviewapp.analysis.judges import (
     other_company_votes,
 )
 from reviewapp.analysis.ranking import BalancedAccuracy, PrecisionAtK, auc, balanced_accuracy, expected_precision_at_k
-from reviewapp.analysis.reviews import RevisionGroup, RevisionOutcomes, revision_outcomes
+from reviewapp.analysis.reviews import (
+    AuthorProfile,
+    CriterionMean,
+    RevisionGroup,
+    RevisionOutcomes,
+    criterion_profiles,
+    revision_outcomes,
+)
 from reviewapp.analysis.selection import (
     JudgeLeftOut,
     LeaveOneJudgeOut,
@@ -61,8 +68,10 @@ from reviewapp.analysis.selection import (
 __all__ = [
     "DEFAULT_RESAMPLES",
     "DEFAULT_SEED",
+    "AuthorProfile",
     "BalancedAccuracy",
     "Coefficient",
+    "CriterionMean",
     "Estimate",
     "JudgeAgreement",
     "JudgeLeftOut",
@@ -84,6 +93,7 @@ __all__ = [
     "auc",
     "balanced_accuracy",
     "cohen_kappa",
+    "criterion_profiles",
     "expected_precision_at_k",
     "fleiss_kappa",
     "holm",
