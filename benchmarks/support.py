@@ -7,6 +7,7 @@ The scripts run as `.venv/bin/python benchmarks/<name>.py`: Python puts this fol
 
 import json
 import os
+import secrets
 import socket
 import statistics
 import subprocess
@@ -69,6 +70,11 @@ def scratch_database(url: str, name: str, *, keep: bool = False) -> Iterator[str
             connections.close_all()
         if not keep:
             maintenance(url, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def unique_name(base: str) -> str:
+    """A scratch database name of this run's own, so that runs on one server at the same time never share one."""
+    return f"{base}_{os.getpid()}_{secrets.token_hex(3)}"
 
 
 def scratch_arguments(description: str, scratch: str) -> tuple[str, bool] | None:
@@ -185,9 +191,10 @@ class Processes:
         os.environ.update(env)
         return cls(env)
 
-    def start_simulator(self, port: int, latency: float) -> None:
-        """The simulated model server (`manage.py run_simulator`), every call taking `latency` seconds."""
-        config = json.dumps({"latency_seconds": latency, "seed": 1})
+    def start_simulator(self, port: int, latency: float, **settings) -> None:
+        """The simulated model server (`manage.py run_simulator`), every call taking `latency` seconds; `settings`
+        are further SimulatorConfig fields."""
+        config = json.dumps({"latency_seconds": latency, "seed": 1, **settings})
         self.start(
             "simulator", [str(BIN / "python"), "manage.py", "run_simulator", "--port", str(port), "--config", config]
         )
