@@ -117,7 +117,7 @@ def default_roster_forecasters() -> dict | None:
         .values_list("role", "endpoint__display_name", "endpoint__is_simulated")
     )
     names: dict[str, list[str]] = {"stage1": [], "stage2": []}
-    simulated = {"stage1": [], "stage2": []}
+    simulated: dict[str, list[bool]] = {"stage1": [], "stage2": []}
     for role, name, is_simulated in members:
         names[role].append(name)
         simulated[role].append(is_simulated)

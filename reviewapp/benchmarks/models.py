@@ -22,7 +22,7 @@ class BenchmarkSet(models.Model):
         SEED_001 = "seed-001", "The benchmark's: each generator apart, every forecaster on every hypothesis"
 
     # The screening run design each set design uses.
-    RUN_DESIGN = {Design.POOLED: Run.Design.POOLED, Design.SEED_001: Run.Design.MATRIX}
+    RUN_DESIGN: dict[str, str] = {Design.POOLED: Run.Design.POOLED, Design.SEED_001: Run.Design.MATRIX}
 
     name = models.CharField(max_length=200, unique=True)
     description = models.TextField(blank=True)

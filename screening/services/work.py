@@ -16,7 +16,7 @@ from django.utils import timezone
 
 from reviewapp.core.claims import work_claim, work_finish, work_release
 from screening import hooks, llm, parsing, prompts
-from screening.llm.models import ModelEndpoint
+from screening.llm.models import ModelCall, ModelEndpoint
 from screening.models import Forecast, Hypothesis, Run, RunWorkItem, Translation
 from screening.selectors import run_role_endpoint
 from screening.services import forecast_requests
@@ -214,7 +214,7 @@ def _detailed_answer(forecast: parsing.DetailedForecast) -> Answer:
 
 def _ask_question(
     run: Run, endpoint: ModelEndpoint, question: str, items: list[tuple[str, str]], purpose: str
-) -> tuple[dict[str, Answer] | None, object]:
+) -> tuple[dict[str, Answer] | None, ModelCall | None]:
     """Ask one request in one of the three wordings (docs/protocol.md#forecast-modes): id → Answer, or None when no
     usable reply came after asking twice; and the call the answers were read from."""
     labels = [label for label, _ in items]
@@ -284,16 +284,17 @@ def _ask_request(run: Run, request: forecast_requests.ForecastRequest, *, round_
         error = "" if answers is not None else "no usable reply after asking twice"
     # A pooled run's optional modes ask a model that answered the protocol's question; their answers sit beside its
     # vote. (There are answers only when there is an endpoint.)
-    extra = endpoint is not None and answers is not None and not matrix and round_ == 1
-    detailed = _detailed(run, endpoint, items, request.stage) if extra else {}
-    single = _single(run, endpoint, items, request.stage) if extra else {}
+    detailed, single = {}, {}
+    if endpoint is not None and answers is not None and not matrix and round_ == 1:
+        detailed = _detailed(run, endpoint, items, request.stage)
+        single = _single(run, endpoint, items, request.stage)
 
     def write():
         forecasts = []
         for label, hypothesis in zip(request.labels, hypotheses, strict=True):
             answer = (answers or {}).get(label) or Answer(vote=None)
             if label in detailed:
-                answer = replace(_detailed_answer(detailed[label]), vote=answer.vote)
+                answer = replace(detailed[label], vote=answer.vote)
             forecasts.append(
                 Forecast(
                     hypothesis=hypothesis,
@@ -322,38 +323,24 @@ def _ask_request(run: Run, request: forecast_requests.ForecastRequest, *, round_
     return Outcome(ok=answers is not None, error=error, write=write)
 
 
-def _detailed(run: Run, endpoint: ModelEndpoint, items, stage: int) -> dict:
-    """The detailed instruction (docs/protocol.md#detailed-instruction), when enabled: label → DetailedForecast, beside
-    the boolean."""
+def _detailed(run: Run, endpoint: ModelEndpoint, items, stage: int) -> dict[str, Answer]:
+    """The detailed instruction (docs/protocol.md#detailed-instruction), when enabled: label → its Answer, beside the
+    boolean."""
     if not settings.OPEN_HYPOTHESIS_DETAILED_FORECASTS or not items:
         return {}
-    system, user = prompts.detailed_forecast_messages(
-        question=run.question, background=run.background, items=items, grok=endpoint.is_grok
-    )
-    result, _ = ask_forecasts(
-        endpoint=endpoint,
-        system=system,
-        user=user,
-        labels=[label for label, _ in items],
-        purpose=f"stage{stage}_detailed",
-        run=run,
-        parse=parsing.parse_detailed_forecasts,
-    )
-    return {label: forecast for label, forecast in result.forecasts.items() if forecast} if result else {}
+    answers, _ = _ask_question(run, endpoint, Run.Question.DETAILED, items, f"stage{stage}_detailed")
+    return answers or {}
 
 
-def _single(run: Run, endpoint: ModelEndpoint, items, stage: int) -> dict:
+def _single(run: Run, endpoint: ModelEndpoint, items, stage: int) -> dict[str, bool | None]:
     """The single-hypothesis question, when enabled: label → its boolean, beside the protocol's."""
     if not settings.OPEN_HYPOTHESIS_SINGLE_FORECASTS:
         return {}
-    answers = {}
+    votes: dict[str, bool | None] = {}
     for label, text in items:
-        system, user = prompts.single_hypothesis_messages(label=label, text=text, grok=endpoint.is_grok)
-        result, _ = ask_forecasts(
-            endpoint=endpoint, system=system, user=user, labels=[label], purpose=f"stage{stage}_single", run=run
-        )
-        answers[label] = result.votes.get(label) if result else None
-    return answers
+        answers, _ = _ask_question(run, endpoint, Run.Question.SINGLE, [(label, text)], f"stage{stage}_single")
+        votes[label] = answers[label].vote if answers else None
+    return votes
 
 
 # Literature ----------------------------------------------------------------------------------------------------
