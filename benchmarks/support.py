@@ -190,9 +190,10 @@ class Processes:
         os.environ.update(env)
         return cls(env)
 
-    def start_simulator(self, port: int, latency: float) -> None:
-        """The simulated model server (`manage.py run_simulator`), every call taking `latency` seconds."""
-        config = json.dumps({"latency_seconds": latency, "seed": 1})
+    def start_simulator(self, port: int, latency: float, **settings) -> None:
+        """The simulated model server (`manage.py run_simulator`), every call taking `latency` seconds; `settings`
+        are further SimulatorConfig fields."""
+        config = json.dumps({"latency_seconds": latency, "seed": 1, **settings})
         self.start(
             "simulator", [str(BIN / "python"), "manage.py", "run_simulator", "--port", str(port), "--config", config]
         )

@@ -19,6 +19,7 @@ from reviewapp.core.errors import page_errors, validated
 from reviewapp.core.requests import client_address
 from screening import selectors
 from screening.api.runs import BACKGROUND_MAX, QUESTION_MAX, QUESTION_MIN, RunCreateApi, run_representation
+from screening.measured import MEASURED_SELECTION
 from screening.models import Hypothesis, Run
 from screening.services.cohorts import CHOICES, cohort_create_from_run
 from screening.services.runs import run_create
@@ -41,11 +42,15 @@ def run_start(request):
                 client_address=client_address(request.META),
             )
             return redirect("open-hypothesis-run", run_id=run.public_id)
+    forecasters = selectors.default_roster_forecasters()
     context = {
         "form": form,
         "errors": errors,
         "languages": Run.Language.choices,
         "limits": {"question_min": QUESTION_MIN, "question_max": QUESTION_MAX, "background_max": BACKGROUND_MAX},
+        "measured": MEASURED_SELECTION,
+        "forecasters": forecasters,
+        "roster_is_measured": MEASURED_SELECTION.holds_for(forecasters),
     }
     return render(request, "screening/run_start.html", context)
 

@@ -63,7 +63,14 @@ from reviewapp.analysis.ranking import (
     expected_precision_at_k,
     top_k_weights,
 )
-from reviewapp.analysis.reviews import RevisionGroup, RevisionOutcomes, revision_outcomes
+from reviewapp.analysis.reviews import (
+    AuthorProfile,
+    CriterionMean,
+    RevisionGroup,
+    RevisionOutcomes,
+    criterion_profiles,
+    revision_outcomes,
+)
 from reviewapp.analysis.rules import (
     BestSingleModel,
     ForecastRules,
@@ -97,6 +104,8 @@ __all__ = [
     "DEFAULT_RESAMPLES",
     "DEFAULT_SEED",
     "DIMENSIONS",
+    "AuthorProfile",
+    "CriterionMean",
     "Estimate",
     "ForecastRules",
     "HintCorrelation",
@@ -131,6 +140,7 @@ __all__ = [
     "candidate_order",
     "cohen_kappa",
     "content_words",
+    "criterion_profiles",
     "expected_precision_at_k",
     "fleiss_kappa",
     "forecast_rules",

@@ -32,6 +32,7 @@ from reviewapp.core.roles import CanReadAll, IsCoordinator
 from reviewapp.core.routing import by_method
 from reviewapp.core.schema import file_response
 from screening.llm.models import ModelEndpoint, Roster
+from screening.models import Run
 
 XLSX = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
 
@@ -62,6 +63,8 @@ class BenchmarkOutputSerializer(serializers.Serializer):
     name = serializers.CharField()
     description = serializers.CharField()
     roster = serializers.CharField(source="roster.name", default=None)
+    design = serializers.CharField()
+    forecast_question = serializers.CharField()
     seed = serializers.IntegerField()
     task_count = serializers.IntegerField()
     hypothesis_count = serializers.IntegerField()
@@ -87,6 +90,8 @@ class BenchmarkCreateApi(APIView):
         description = serializers.CharField(required=False, allow_blank=True, default="")
         roster = serializers.CharField(required=False, allow_blank=True, default="", help_text="a roster's name")
         seed = serializers.IntegerField(required=False, allow_null=True, default=None, min_value=0)
+        design = serializers.ChoiceField(choices=BenchmarkSet.Design.values, default=BenchmarkSet.Design.POOLED)
+        forecast_question = serializers.ChoiceField(choices=Run.Question.values, default=Run.Question.SHORT)
 
     OutputSerializer = BenchmarkOutputSerializer
     success_status = 201
@@ -100,6 +105,8 @@ class BenchmarkCreateApi(APIView):
             description=values["description"],
             roster=roster,
             seed=values["seed"],
+            design=values["design"],
+            forecast_question=values["forecast_question"],
             user=request.user,
         )
 
@@ -160,7 +167,10 @@ class BenchmarkDetailApi(APIView):
                         "selected": row.selected,
                         "scores": row.scores,
                         "random_control_drawn_at": row.control_drawn_at,
+                        "pool_frozen_at": row.pool_frozen_at,
                         "first_forecast_at": row.first_forecast_at,
+                        "repeated_requests": row.repeat_requests,
+                        "repeated_requests_finished": row.repeat_finished,
                     }
                     for row in progress.tasks
                 ],
@@ -223,6 +233,34 @@ class BenchmarkRunApi(APIView):
 
         started = [{"id": str(run.public_id), "shuffle_seed": run.shuffle_seed} for run in runs]
         return Response({"started": started}, status=status.HTTP_202_ACCEPTED)
+
+
+class ForecastMatrixApi(APIView):
+    """Every hypothesis with each forecasting model's answer and the model call that gave it (?round=2: the same
+    requests asked again)."""
+
+    permission_classes = [CanReadAll]
+
+    class InputSerializer(serializers.Serializer):
+        round = serializers.ChoiceField(choices=[1, 2], default=1)
+
+    def get(self, request, benchmark_id: int):
+        benchmark = _benchmark(benchmark_id)
+        values = validated(self.InputSerializer, request.query_params)
+        return Response(selectors.benchmark_forecast_matrix(benchmark, round_=values["round"]))
+
+
+class ForecastsRepeatApi(APIView):
+    """Ask every forecast request of the set's finished runs again, as it was (round 2)."""
+
+    permission_classes = [IsCoordinator]
+
+    def post(self, request, benchmark_id: int):
+        benchmark = _benchmark(benchmark_id)
+        queued = services.benchmark_forecasts_repeat(benchmark=benchmark)
+
+        tasks = [{"task": task, "requests": count} for task, count in queued]
+        return Response({"round": 2, "tasks": tasks}, status=status.HTTP_202_ACCEPTED)
 
 
 class JudgeSerializer(serializers.Serializer):
@@ -393,7 +431,9 @@ class StatisticsApi(APIView):
             description="The fields of reviewapp.benchmarks.statistics.BenchmarkStatistics (docs/analysis.md): "
             "`hypotheses`, `judged`, `judges`, `generators` (per generator and all together: selection summaries "
             "with estimates and intervals, random list, drawn control, single-model lists), `votes_primary`, "
-            "`votes_strict`, `agreement`, and one entry per appendix analysis (docs/analysis.md#the-appendices-analyses), each with the seed it used; null where a statistic is undefined.",
+            "`votes_strict`, `agreement`, `study` (one entry per appendix analysis, "
+            "docs/analysis.md#the-appendices-analyses, each with the seed it used); null where a statistic is "
+            "undefined.",
         )
     )
     def get(self, request, benchmark_id: int):
@@ -439,6 +479,12 @@ urlpatterns = [
     path("benchmarks/<int:benchmark_id>", BenchmarkDetailApi.as_view(), name="api-benchmark-detail"),
     path("benchmarks/<int:benchmark_id>/import", BenchmarkImportApi.as_view(), name="api-benchmark-import"),
     path("benchmarks/<int:benchmark_id>/run", BenchmarkRunApi.as_view(), name="api-benchmark-run"),
+    path("benchmarks/<int:benchmark_id>/forecasts", ForecastMatrixApi.as_view(), name="api-benchmark-forecasts"),
+    path(
+        "benchmarks/<int:benchmark_id>/forecasts/repeat",
+        ForecastsRepeatApi.as_view(),
+        name="api-benchmark-forecasts-repeat",
+    ),
     path(
         "benchmarks/<int:benchmark_id>/judges",
         by_method(get=JudgeListApi, post=JudgeAddApi),

@@ -6,7 +6,8 @@ The bundle is a function of the stored data only: the same data give the same by
 published checksum identifies the data for good.
 
 - cohort.json: the frozen hypothesis sets, task by task in pool order, as the forecasting models received them,
-  with each task's random control (answers, the time they were drawn and the sha256 of the frozen set).
+  with each task's random control (the answers as drawn and as given out in pool order, the time they were drawn,
+  the time the pool was frozen and the sha256 of the frozen set).
 - report.json: the set, its judges, its tasks with reference statements and runs, every hypothesis with its
   forecasts, selection, judge scores and outcome, and the statistics (docs/protocol.md#statistics).
 - selected.csv: the selected hypotheses with their outcomes.
@@ -112,7 +113,9 @@ def cohort_data(benchmark: BenchmarkSet, rows: list[HypothesisRow]) -> dict:
                 if draw is None
                 else {
                     "drawn_at": draw.drawn_at,
+                    "frozen_at": draw.frozen_at,
                     "generator": draw.generator,
+                    "sequence": draw.sequence,
                     "hypotheses_sha256": draw.hypotheses_sha256,
                     "hypothesis_count": draw.hypothesis_count,
                     "answers": draw.answers,

@@ -9,15 +9,30 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
+from screening.models import Run
+
 
 class BenchmarkSet(models.Model):
     """Research tasks with reference statements and the roster that screens them, analysed together."""
 
+    class Design(models.TextChoices):
+        """How the set's runs put its hypotheses to the forecasters (docs/protocol.md#benchmark-designs)."""
+
+        POOLED = "pooled", "Pooled: the protocol's two-stage run, as public runs do it"
+        SEED_001 = "seed-001", "The benchmark's: each generator apart, every forecaster on every hypothesis"
+
+    # The screening run design each set design uses.
+    RUN_DESIGN: dict[str, str] = {Design.POOLED: Run.Design.POOLED, Design.SEED_001: Run.Design.MATRIX}
+
     name = models.CharField(max_length=200, unique=True)
     description = models.TextField(blank=True)
+    # Without a roster the set runs on the default roster (the runs record the roster they used).
     roster = models.ForeignKey(
         "screening.Roster", null=True, blank=True, on_delete=models.SET_NULL, related_name="benchmark_sets"
     )
+    design = models.CharField(max_length=10, choices=Design.choices, default=Design.POOLED)
+    # The question the seed-001 design asks (a pooled set asks the protocol's short question).
+    forecast_question = models.CharField(max_length=10, choices=Run.Question.choices, default=Run.Question.SHORT)
     # Every run of the set takes its shuffle seed from this one (see reviewapp.benchmarks.services.sets).
     seed = models.BigIntegerField()
     tasks = models.ManyToManyField("reviewapp.ResearchTask", through="BenchmarkTask", related_name="benchmark_sets")
@@ -120,18 +135,22 @@ class BenchmarkHypothesis(models.Model):
 
 
 class RandomControlDraw(models.Model):
-    """Random yes/no answers for a task's frozen hypotheses, drawn before any model forecast them
-    (docs/protocol.md#drawn-answers).
+    """Random yes/no answers for a task's hypotheses, drawn before the pool is frozen and before any model forecast
+    them (docs/protocol.md#drawn-answers).
 
-    `answers` maps each hypothesis key to the cryptographic generator's answer; `hypotheses_sha256` fingerprints the
-    frozen hypothesis set the answers belong to (see reviewapp.benchmarks.services.sets.frozen_set_sha256).
+    `sequence` is what the cryptographic generator drew, one answer per hypothesis, before any hypothesis had its
+    place; when the pool is frozen (`frozen_at`) the n-th answer goes to the n-th hypothesis of the pool, and
+    `answers` maps each hypothesis key to its answer. `hypotheses_sha256` fingerprints the frozen hypothesis set the
+    answers belong to (see reviewapp.benchmarks.services.sets.frozen_set_sha256).
     """
 
     benchmark_task = models.OneToOneField(BenchmarkTask, on_delete=models.CASCADE, related_name="random_control")
     drawn_at = models.DateTimeField()
-    hypotheses_sha256 = models.CharField(max_length=64)
+    frozen_at = models.DateTimeField(null=True, blank=True, help_text="when the pool was shuffled and numbered")
+    hypotheses_sha256 = models.CharField(max_length=64, blank=True)
     hypothesis_count = models.PositiveIntegerField()
-    answers = models.JSONField()
+    sequence = models.JSONField(default=list)
+    answers = models.JSONField(default=dict)
     generator = models.CharField(max_length=50, help_text="the cryptographic generator that drew the answers")
 
     class Meta:

@@ -36,14 +36,16 @@ class HypothesisRow:
     prediction: str
     first_stage: bool | None
     selected: bool | None  # None: no selection was made (the run stopped before it, or is still working)
-    forecasts: dict  # model → True, False or None
+    forecasts: dict  # model → True, False or None (a run's first round; a model not asked is absent)
     random_answer: bool | None
     scores: dict  # judge name → score or None, in the judges' listed order
     outcome: JudgeOutcome | None  # None when the outcome rule does not apply (see outcome_note)
     outcome_note: str
-    probabilities: dict = field(default_factory=dict)  # model → numerical forecast 0–1 (detailed instruction)
+    # model → p_experimental_support 0–1 (detailed instruction; first round)
+    probabilities: dict = field(default_factory=dict)
     confirmed: bool | None = None  # a statement with a known result: confirmed (True) or refuted
-    repeat_forecasts: dict = field(default_factory=dict)  # model → answer in a re-run of the same requests
+    # The same requests asked again (a run's round 2, or imported): model → True, False or None; {} when never.
+    repeat_forecasts: dict = field(default_factory=dict)
 
     @property
     def text(self) -> str:
@@ -95,11 +97,15 @@ class GeneratorStatistics:
     random_list: analysis.RandomControl | None  # a uniformly random list of the selection's length
     drawn_control: analysis.SelectionSummary | None  # the stored random yes/no answers as a selection
     single_model_lists: tuple[SingleModelList, ...]
+    # Forecasting models not asked about every judged hypothesis of the generator (in the pooled design, stage 2 is
+    # asked only about what stage 1 kept): they have no "yes" list of their own, and none is computed for them.
+    models_without_full_list: tuple[str, ...]
 
 
 @dataclass(frozen=True)
 class BenchmarkStatistics:
     benchmark_id: int
+    design: str  # the set's design: "pooled" or "seed-001" (docs/protocol.md#benchmark-designs)
     fingerprint: str
     resamples: int
     seed: int
@@ -119,13 +125,22 @@ def _summary(rows: list[tuple], resamples: int, seed: int) -> analysis.Selection
     return analysis.selection_summary(rows, resamples, seed) if rows else None
 
 
-def _single_model_lists(decided: list[HypothesisRow]) -> tuple[SingleModelList, ...]:
-    """Each model's judged "yes" list, against a random cut of it to the group's length."""
+def _models_without_full_list(decided: list[HypothesisRow]) -> tuple[str, ...]:
+    """Models that answered about some judged hypotheses but were not asked about all of them (a null answer counts
+    as asked: a technical gap, not a missing question)."""
+    judged = [row for row in decided if row.primary is not None]
+    models = {model for row in judged for model in row.forecasts}
+    return tuple(sorted(model for model in models if any(model not in row.forecasts for row in judged)))
+
+
+def _single_model_lists(decided: list[HypothesisRow], partial: tuple[str, ...]) -> tuple[SingleModelList, ...]:
+    """Each model's judged "yes" list, against a random cut of it to the group's length; only for models asked
+    about every judged hypothesis (docs/protocol.md#trimmed-positive-lists)."""
     judged = [row for row in decided if row.primary is not None]
     group = [row for row in judged if row.selected]
     if not group:
         return ()
-    models = sorted({model for row in judged for model in row.forecasts})
+    models = sorted({model for row in judged for model in row.forecasts} - set(partial))
     lists = []
     for model in models:
         positives = [row.primary for row in judged if row.forecasts.get(model) is True]
@@ -155,6 +170,7 @@ def _generator_statistics(
     if primary is not None and primary.hypotheses:
         random_list = analysis.random_control(primary.hypotheses, primary.matches, primary.selected)
     drawn = [(r.task_key, r.random_answer, r.primary) for r in rows if r.random_answer is not None]
+    partial = _models_without_full_list(decided)
     return GeneratorStatistics(
         generator=name,
         company=company,
@@ -164,7 +180,8 @@ def _generator_statistics(
         strict=strict,
         random_list=random_list,
         drawn_control=_summary(drawn, resamples, seed),
-        single_model_lists=_single_model_lists(decided),
+        single_model_lists=_single_model_lists(decided, partial),
+        models_without_full_list=partial,
     )
 
 
@@ -178,6 +195,7 @@ def compute_statistics(
     fingerprint: str = "",
     inputs: StudyInputs | None = None,
     seeds: Mapping[str, int] | None = None,
+    design: str = "pooled",
 ) -> BenchmarkStatistics:
     """Everything the statistics page shows. ``seed`` seeds the selection's intervals; ``seeds`` the other families
     (docs/analysis.md#seeds), the selection's included (it wins over ``seed``)."""
@@ -192,10 +210,13 @@ def compute_statistics(
             fingerprint=fingerprint,
             inputs=inputs,
             seeds={**analysis.SEEDS, "selection": seed, **(seeds or {})},
+            design=design,
         )
 
 
-def _compute_statistics(benchmark_id, rows, judges, *, resamples, fingerprint, inputs, seeds) -> BenchmarkStatistics:
+def _compute_statistics(
+    benchmark_id, rows, judges, *, resamples, fingerprint, inputs, seeds, design
+) -> BenchmarkStatistics:
     seed = seeds["selection"]
     by_generator = defaultdict(list)
     for row in rows:
@@ -224,6 +245,7 @@ def _compute_statistics(benchmark_id, rows, judges, *, resamples, fingerprint, i
         )
     return BenchmarkStatistics(
         benchmark_id=benchmark_id,
+        design=design,
         fingerprint=fingerprint,
         resamples=resamples,
         seed=seed,

@@ -34,8 +34,11 @@ from reviewapp.views.analysis import figure_response
 from reviewapp.views.coordinate import int_or_none
 from reviewapp.views.imports import posted_import
 from screening.llm.models import ModelEndpoint, Roster
+from screening.models import Run
 
 JUDGE_TABLE_PAGE = 100
+# The create form's choices, whose default stands when the form leaves them out.
+CHOICES = ("design", "forecast_question")
 OUTCOME_FILTERS = {
     "positive": lambda row: row.status == "positive",
     "negative": lambda row: row.status == "negative",
@@ -66,10 +69,15 @@ def _get_benchmark_for_coordinator(request, benchmark_id: int) -> BenchmarkSet:
 @require_http_methods(["GET", "POST"])
 def benchmark_list(request):
     roles.require_read_all(request.user)
-    form, errors, status = {"name": "", "description": "", "roster": "", "seed": ""}, [], 200
+    form = {"name": "", "description": "", "roster": "", "seed": "", "design": "pooled", "forecast_question": "short"}
+    errors, status = [], 200
     if request.method == "POST":
         roles.require_coordinator(request.user)
-        form = {key: request.POST.get(key, "").strip() for key in form}
+        # A choice left out keeps its default, as in the API.
+        form = {
+            key: request.POST.get(key, "").strip() or (default if key in CHOICES else "")
+            for key, default in form.items()
+        }
         roster_id = int_or_none(form["roster"])
         with page_errors(into=errors):
             values = validated(BenchmarkCreateApi.InputSerializer, {**form, "roster": "", "seed": form["seed"] or None})
@@ -78,6 +86,8 @@ def benchmark_list(request):
                 description=values["description"],
                 roster=Roster.objects.filter(pk=roster_id).first() if roster_id else None,
                 seed=values["seed"],
+                design=values["design"],
+                forecast_question=values["forecast_question"],
                 user=request.user,
             )
             messages.success(request, f"Set “{benchmark.name}” created. Import its tasks next.")
@@ -86,6 +96,9 @@ def benchmark_list(request):
     context = {
         "benchmarks": selectors.benchmark_list(),
         "rosters": Roster.objects.all(),
+        "default_roster": Roster.objects.filter(is_default=True).first(),
+        "designs": BenchmarkSet.Design.choices,
+        "questions": Run.Question.choices,
         "form": form,
         "errors": errors,
     }
@@ -97,7 +110,7 @@ def _detail_context(benchmark: BenchmarkSet) -> dict:
     return {
         "benchmark": benchmark,
         "progress": progress,
-        "running": progress.finished_runs < progress.runs,
+        "running": progress.finished_runs < progress.runs or progress.repeating,
     }
 
 
@@ -112,6 +125,7 @@ def benchmark_detail(request, benchmark_id: int):
         "imports": selectors.benchmark_imports(benchmark),
         "jobs": judging_jobs(benchmark=benchmark)[:10],
         "rosters": Roster.objects.all(),
+        "default_roster": Roster.objects.filter(is_default=True).first(),
         "endpoints": ModelEndpoint.objects.filter(enabled=True),
     }
     return render(request, "reviewapp/benchmark_detail.html", context)
@@ -135,6 +149,21 @@ def benchmark_run(request, benchmark_id: int):
     with page_errors(request):
         runs = services.benchmark_run(benchmark=benchmark)
         messages.success(request, f"{len(runs)} run{'s' if len(runs) != 1 else ''} started, one per task.")
+    return redirect("benchmark-detail", benchmark_id=benchmark.pk)
+
+
+@login_required
+@require_POST
+def benchmark_forecasts_repeat(request, benchmark_id: int):
+    benchmark = _get_benchmark_for_coordinator(request, benchmark_id)
+    with page_errors(request):
+        queued = services.benchmark_forecasts_repeat(benchmark=benchmark)
+        requests = sum(count for _, count in queued)
+        messages.success(
+            request,
+            f"{requests} forecast request{'s' if requests != 1 else ''} of {len(queued)} "
+            f"task{'s' if len(queued) != 1 else ''} asked again, as they were.",
+        )
     return redirect("benchmark-detail", benchmark_id=benchmark.pk)
 
 
@@ -370,6 +399,11 @@ urlpatterns = [
     path("benchmarks/<int:benchmark_id>/run/", benchmark_run, name="benchmark-run"),
     path("benchmarks/<int:benchmark_id>/import/", benchmark_import, name="benchmark-import"),
     path("benchmarks/<int:benchmark_id>/rerun-task/", benchmark_task_rerun, name="benchmark-task-rerun"),
+    path(
+        "benchmarks/<int:benchmark_id>/forecasts/repeat/",
+        benchmark_forecasts_repeat,
+        name="benchmark-forecasts-repeat",
+    ),
     path("benchmarks/<int:benchmark_id>/judges/add/", benchmark_judge_add, name="benchmark-judge-add"),
     path("benchmarks/<int:benchmark_id>/judging/", benchmark_judging, name="benchmark-judging"),
     path("benchmarks/<int:benchmark_id>/judges/", benchmark_judge_table, name="benchmark-judge-table"),

@@ -21,7 +21,8 @@ from reviewapp.core.errors import InputInvalid, NotFound, ServiceError, validate
 from reviewapp.core.requests import BoundedJSONParser, client_address
 from reviewapp.core.roles import CanReadAll
 from screening import selectors
-from screening.models import Run, Translation
+from screening.measured import MEASURED_SELECTION
+from screening.models import PROTOCOL, Run, Translation
 from screening.services.runs import ClientHypothesis, run_create
 
 QUESTION_MIN, QUESTION_MAX, BACKGROUND_MAX = 10, 2000, 8000
@@ -347,3 +348,42 @@ class RunCallsApi(APIView):
         run = _get_run(run_id)
         calls = self.OutputSerializer(selectors.run_calls(run), many=True).data
         return Response({"id": str(run.public_id), "calls": calls})
+
+
+class ProtocolApi(APIView):
+    """GET /api/v1/open-hypothesis/protocol: what the protocol does and what its selection has been worth where it was
+    measured, with the caveat (docs/protocol.md#two-stages)."""
+
+    authentication_classes = []
+    permission_classes = [AllowAny]
+
+    def get(self, request):
+        measured = MEASURED_SELECTION
+        default = selectors.default_roster_forecasters()
+        return Response(
+            {
+                "protocol": PROTOCOL,
+                "description": PROTOCOL_DESCRIPTION,
+                "measured": {
+                    "benchmark": measured.benchmark,
+                    "selection": [
+                        {"generator": p.generator, "matches": p.matches, "selected": p.selected, "percent": p.percent}
+                        for p in measured.precision
+                    ],
+                    "random_percent": {"low": measured.random_percent[0], "high": measured.random_percent[1]},
+                    "roster": {"stage1": list(measured.stage1), "stage2": list(measured.stage2)},
+                    "summary": measured.sentence,
+                    "caveat": measured.caveat,
+                },
+                "roster_is_measured": measured.holds_for(default),
+            }
+        )
+
+
+PROTOCOL_DESCRIPTION = (
+    "Four models propose ten hypotheses each. The hypotheses are pooled, shuffled and numbered H1, H2, ..., so no "
+    "forecasting model sees who wrote which. The stage-1 model answers for every hypothesis whether an experiment "
+    "will confirm it; every hypothesis it answers no is discarded. The stage-2 models answer the same question about "
+    "the kept hypotheses; a hypothesis is selected when all of them answer yes. Each selected hypothesis is then "
+    "compared with the published literature, and delivered unless an article already reports it or its opposite."
+)

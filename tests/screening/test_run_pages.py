@@ -108,6 +108,18 @@ def test_delivered_hypotheses_come_first_then_the_rest_with_forecasts_and_stage(
     assert "Delivered hypotheses (11)" in html
 
 
+def test_selected_hypotheses_without_a_verdict_are_checking_not_delivered(client, roster, coordinator):
+    run = drive(start(), max_rounds=3)
+    assert run.status == Run.Status.CHECKING_NOVELTY
+    html = client.get(page(run)).content.decode()
+    assert 'id="delivered"' not in html
+    assert "delivered <strong>0</strong>" in html
+    assert html.count("literature: checking") == 12
+    client.force_login(coordinator)
+    listed = client.get(reverse("screening-run-list")).content.decode()
+    assert re.search(r"<td>12</td>\s*<td>0</td>", listed), "the runs page counts none delivered"
+
+
 def test_simulated_runs_say_so(client, db, server):
     make_roster(server.base_url, simulated=True)
     run = drive(start())

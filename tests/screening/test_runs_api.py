@@ -306,6 +306,20 @@ def test_delivered_is_selected_and_not_reported_or_contradicted(client, roster):
     assert body["counts"]["selected"] == 11 and body["counts"]["delivered"] == 9
 
 
+def test_a_selected_hypothesis_is_not_delivered_before_its_literature_verdict(client, roster):
+    # Generation, stage 1 and stage 2 done: the run checks the literature, and no verdict is in yet.
+    run = drive(Run.objects.get(public_id=start_run(client).json()["id"]), max_rounds=3)
+    assert run.status == Run.Status.CHECKING_NOVELTY
+    body = client.get(f"{RUNS}/{run.public_id}").json()
+    assert body["counts"]["selected"] == 12 and body["counts"]["delivered"] == 0
+    assert not any(h["delivered"] for h in body["hypotheses"])
+    run.hypotheses.filter(label="H1").update(literature_verdict="not_reported")
+    run.hypotheses.filter(label="H2").update(literature_verdict="unresolved")
+    body = client.get(f"{RUNS}/{run.public_id}").json()
+    assert {h["label"] for h in body["hypotheses"] if h["delivered"]} == {"H1", "H2"}
+    assert body["counts"]["delivered"] == 2
+
+
 def test_unknown_and_malformed_run_ids_are_404(client, db):
     for run_id in (uuid.uuid4(), "not-a-uuid"):
         response = client.get(f"{RUNS}/{run_id}")
