@@ -18,6 +18,7 @@ from tests import factories
 
 PUBLIC = {
     "login",
+    "favicon",
     "api-token",
     "open-hypothesis",
     "open-hypothesis-run",
@@ -44,6 +45,9 @@ REVIEWER = {"review-queue", "review-page"}
 READ_ALL = {
     "cohort-list",
     "cohort-detail",
+    "cohort-proposals",
+    "cohort-people",
+    "cohort-exports",
     "cohort-reviews-xlsx-prepare",
     "api-cohorts",
     "api-cohort-detail",
@@ -52,6 +56,8 @@ READ_ALL = {
     "api-cohort-reviews-csv",
     "api-cohort-reviews-xlsx",
     "open-hypothesis-api-run-calls",
+    "screening-run-calls",
+    "screening-run-calls-json",
     "api-novelty-check",
     "screening-run-list",
     "benchmark-list",
