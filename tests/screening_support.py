@@ -17,6 +17,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 import redis
+from celery.signals import task_postrun
 from django.db import connection
 
 from reviewapp.celery import app as celery_app
@@ -296,6 +297,21 @@ def simulated_default_roster(settings, monkeypatch, *, latency: float, seed: int
 def close_worker_connection(**kwargs):
     # Each worker thread opens its own database connection; closing it lets the test database be dropped.
     connection.close()
+
+
+@contextmanager
+def threads_worker(concurrency: int):
+    """A Celery worker of the project in this process (threads pool), consuming until the block ends."""
+    from celery.contrib.testing.worker import start_worker
+
+    task_postrun.connect(close_worker_connection)
+    try:
+        with start_worker(
+            celery_app, pool="threads", concurrency=concurrency, perform_ping_check=False, shutdown_timeout=30
+        ):
+            yield
+    finally:
+        task_postrun.disconnect(close_worker_connection)
 
 
 def wait_for(predicate, timeout: float, what: str):

@@ -19,8 +19,6 @@ import zipfile
 
 import openpyxl
 import pytest
-from celery.contrib.testing.worker import start_worker
-from celery.signals import task_postrun
 from django.urls import reverse
 
 from reviewapp import protocol
@@ -29,9 +27,9 @@ from reviewapp.services.cohorts import cohort_assign, cohort_create
 from reviewapp.services.reviews import review_submit
 from screening.models import Run
 from tests import factories
-from tests.benchmark_support import hypothesis, make_set, scores, task
+from tests.benchmark_support import judged_set
 from tests.browser_support import PHONE, SCREENSHOTS, assert_page_fits, log_in
-from tests.screening_support import celery_on_test_redis, close_worker_connection, simulated_default_roster
+from tests.screening_support import celery_on_test_redis, simulated_default_roster, threads_worker
 
 # Playwright's sync API runs an event loop in this thread; the ORM calls here are still synchronous.
 os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
@@ -222,9 +220,12 @@ def test_a_coordinators_first_hour(live_server, phone, tmp_path):
 
     # Assigning: the tab says it will open the cohort, and a confirmation step asks first.
     page.goto(f"{live_server.url}/cohorts/{cohort.pk}/")
+    page.evaluate("window.notReloaded = true")
     page.get_by_role("link", name="Reviewers and assignments").click()
     page.wait_for_url(f"{live_server.url}/cohorts/{cohort.pk}/people/")  # the tab's own URL, pushed by htmx
     expect(page.locator("#assign-warning")).to_contain_text("Assigning opens the cohort.")
+    assert page.evaluate("window.notReloaded") is True  # only the tab was swapped
+    expect(page.locator("#tab-people")).to_have_attribute("aria-current", "page")
     assert_page_fits(page, test, "assign form")
     page.get_by_role("button", name="all", exact=True).click()
     page.get_by_role("button", name="Assign…").click()
@@ -240,6 +241,12 @@ def test_a_coordinators_first_hour(live_server, phone, tmp_path):
     assert cohort.status == Cohort.Status.OPEN and Assignment.objects.filter(cohort=cohort).count() == 180
     expect(page.locator("#progress tbody tr")).to_have_count(3)
     assert_page_fits(page, test, "assigned")
+    # The summary and the tabs stay at the top of the screen while the long tab scrolls.
+    page.locator("#assignments").scroll_into_view_if_needed()
+    page.mouse.wheel(0, 3000)
+    page.wait_for_function("() => window.scrollY > 1000")
+    assert page.eval_on_selector("#summary", "el => Math.round(el.getBoundingClientRect().top)") == 0
+    expect(page.locator("#summary")).to_contain_text("180 assignments")
 
     page.get_by_role("link", name="Proposals", exact=True).click()
     expect(page.locator("#proposals")).to_contain_text("Inhibiting kinase 1 in mid-life extends healthy lifespan.")
@@ -252,22 +259,7 @@ def test_a_coordinators_first_hour(live_server, phone, tmp_path):
 @pytest.fixture
 def analysed(db):
     coordinator = factories.make_user("coordinator", username="coord-analysed")
-    benchmark = make_set(
-        {
-            "tasks": [task("T1"), task("T2")],
-            "hypotheses": [
-                hypothesis("T1", "a1", selected=True, forecasts={"m1": True, "m2": True}),
-                hypothesis("T1", "a2", selected=False, forecasts={"m1": True, "m2": False}),
-                hypothesis("T2", "a3", generator="Gen Beta", selected=True, forecasts={"m1": True, "m2": True}),
-                hypothesis("T2", "a4", generator="Gen Beta", selected=False, forecasts={"m1": False, "m2": True}),
-            ],
-            "scores": scores("T1", "a1", [0, 4, 4, 1])
-            + scores("T1", "a2", [0, 3, 0, 3])
-            + scores("T2", "a3", [5, 1, 2, 0])
-            + scores("T2", "a4", [1, 0, 0, 0]),
-        },
-        name="Ageing benchmark",
-    )
+    benchmark = judged_set()
     proposals = [factories.make_proposal(author=f"Model {n % 2}") for n in range(4)]
     for child, parent in ((proposals[2], proposals[0]), (proposals[3], proposals[1])):
         child.parents.add(parent)
@@ -343,16 +335,12 @@ def assert_every_plot_drawn(page):
 def worker_on_redis(settings, monkeypatch, redis_url, needs_postgres):
     """A real Celery worker (threads) of the project on the test Redis, with the simulated model server over HTTP.
     PostgreSQL, as every real-worker test: the in-memory SQLite test database locks whole tables between threads."""
-    from reviewapp.celery import app
-
-    with celery_on_test_redis(settings, monkeypatch, redis_url, "first-hour"):
-        with simulated_default_roster(settings, monkeypatch, latency=0.05, seed=17):
-            task_postrun.connect(close_worker_connection)
-            try:
-                with start_worker(app, pool="threads", concurrency=4, perform_ping_check=False, shutdown_timeout=30):
-                    yield
-            finally:
-                task_postrun.disconnect(close_worker_connection)
+    with (
+        celery_on_test_redis(settings, monkeypatch, redis_url, "first-hour"),
+        simulated_default_roster(settings, monkeypatch, latency=0.05, seed=17),
+        threads_worker(concurrency=4),
+    ):
+        yield
 
 
 def test_a_visitors_first_hour(live_server, phone, worker_on_redis, settings):

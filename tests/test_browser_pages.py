@@ -29,7 +29,7 @@ from reviewapp.services.reviews import assignment_defer, review_save, review_sub
 from screening.models import Run
 from screening.services.runs import run_create
 from tests import factories
-from tests.benchmark_support import hypothesis, make_set, scores, task
+from tests.benchmark_support import judged_set
 from tests.browser_support import assert_page_fits, check_page
 from tests.screening_support import drive, drop_broker_connections, simulated_default_roster, use_broker
 
@@ -128,22 +128,7 @@ def world(settings, monkeypatch, transactional_db):
         draft = cohort_create(name="Second round", user=coordinator)
         cohort_import_file(cohort=draft, filename="round-2.json", content=cohort_file(tasks=1), user=coordinator)
 
-        benchmark = make_set(
-            {
-                "tasks": [task("T1"), task("T2")],
-                "hypotheses": [
-                    hypothesis("T1", "a1", selected=True, forecasts={"m1": True, "m2": True}),
-                    hypothesis("T1", "a2", selected=False, forecasts={"m1": True, "m2": False}),
-                    hypothesis("T2", "a3", generator="Gen Beta", selected=True, forecasts={"m1": True, "m2": True}),
-                    hypothesis("T2", "a4", generator="Gen Beta", selected=False, forecasts={"m1": False, "m2": True}),
-                ],
-                "scores": scores("T1", "a1", [0, 4, 4, 1])
-                + scores("T1", "a2", [0, 3, 0, 3])
-                + scores("T2", "a3", [5, 1, 2, 0])
-                + scores("T2", "a4", [1, 0, 0, 0]),
-            },
-            name="Ageing benchmark",
-        )
+        benchmark = judged_set()
 
         run = drive(
             run_create(
