@@ -102,6 +102,12 @@ def test_a_reviewers_first_hour(live_server, phone):
     # Every point of every scale is named for a screen reader by its digit, label and anchor.
     for value, label, anchor in protocol.OVERALL_SCALE:
         expect(page.get_by_role("radio", name=f"{value} {label} · {anchor}", exact=True)).to_have_count(1)
+    recommendation = page.get_by_role("group", name="Recommendation")
+    for n, (_key, label, anchor) in enumerate(protocol.RECOMMENDATIONS, start=1):
+        expect(recommendation.get_by_role("radio", name=f"{n} {label} · {anchor}", exact=True)).to_have_count(1)
+    verdict = page.get_by_role("group", name="Design-flaw verdict")
+    for digit, (_key, label, anchor) in zip("1230", protocol.FLAW_VERDICTS, strict=True):
+        expect(verdict.get_by_role("radio", name=f"{digit} {label} · {anchor}", exact=True)).to_have_count(1)
     page.keyboard.press("4")
     page.wait_for_function("() => document.activeElement.name === 'recommendation'")
     page.keyboard.press("2")  # revise
