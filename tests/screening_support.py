@@ -18,6 +18,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 import redis
+from celery.signals import task_postrun
 from django.db import connection
 
 from reviewapp.celery import app as celery_app
@@ -312,6 +313,26 @@ def close_worker_connection(**kwargs):
     connection.close()
 
 
+@contextmanager
+def threads_worker(concurrency: int, shutdown_timeout: float = 30):
+    """A Celery worker of the project in this process (threads pool), consuming until the block ends; each thread's
+    database connection is closed after its task."""
+    from celery.contrib.testing.worker import start_worker
+
+    task_postrun.connect(close_worker_connection)
+    try:
+        with start_worker(
+            celery_app,
+            pool="threads",
+            concurrency=concurrency,
+            perform_ping_check=False,
+            shutdown_timeout=shutdown_timeout,
+        ):
+            yield
+    finally:
+        task_postrun.disconnect(close_worker_connection)
+
+
 def wait_for(predicate, timeout: float, what: str):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -324,21 +345,6 @@ def wait_for(predicate, timeout: float, what: str):
 
 @contextmanager
 def worker_on_test_redis(settings, monkeypatch, redis_url: str, name: str, *, concurrency: int, shutdown_timeout=30):
-    """A real Celery worker (threads pool) of the project's app on the test Redis, closing each thread's database
-    connection after its task."""
-    from celery.contrib.testing.worker import start_worker
-    from celery.signals import task_postrun
-
-    with celery_on_test_redis(settings, monkeypatch, redis_url, name):
-        task_postrun.connect(close_worker_connection)
-        try:
-            with start_worker(
-                celery_app,
-                pool="threads",
-                concurrency=concurrency,
-                perform_ping_check=False,
-                shutdown_timeout=shutdown_timeout,
-            ):
-                yield
-        finally:
-            task_postrun.disconnect(close_worker_connection)
+    """A real Celery worker (threads pool) of the project's app on the test Redis under a key prefix of its own."""
+    with celery_on_test_redis(settings, monkeypatch, redis_url, name), threads_worker(concurrency, shutdown_timeout):
+        yield

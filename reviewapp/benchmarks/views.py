@@ -7,6 +7,7 @@ outcomes and reference statements are hidden from them.
 
 from urllib.parse import urlencode
 
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
@@ -215,7 +216,12 @@ def benchmark_judging(request, benchmark_id: int):
 @require_http_methods(["GET", "POST"])
 def benchmark_import(request, benchmark_id: int):
     benchmark = _get_benchmark_for_coordinator(request, benchmark_id)
-    context = {"benchmark": benchmark, "result": None, "problems": None}
+    context = {
+        "benchmark": benchmark,
+        "result": None,
+        "problems": None,
+        "upload_limit": settings.OH_MAX_IMPORT_BYTES,
+    }
     if request.method == "POST":
         context["result"], context["problems"], _ = posted_import(request, benchmark_import_file, benchmark=benchmark)
     context["imports"] = selectors.benchmark_imports(benchmark)
@@ -276,14 +282,15 @@ def _percent(estimate) -> str:
     """ "73.7% [50.0; 90.9]": a share with its 95% interval (docs/protocol.md#reporting)."""
     if estimate is None or estimate.value is None:
         return "–"
-    interval = f" [{estimate.low * 100:.1f}; {estimate.high * 100:.1f}]" if estimate.low is not None else ""
+    # The interval's bounds are held together (a no-break space), so a narrow column breaks only before the bracket.
+    interval = f" [{estimate.low * 100:.1f};\u00a0{estimate.high * 100:.1f}]" if estimate.low is not None else ""
     return f"{estimate.value * 100:.1f}%{interval}"
 
 
 def _ratio(estimate) -> str:
     if estimate is None or estimate.value is None:
         return "–"
-    interval = f" [{estimate.low:.2f}; {estimate.high:.2f}]" if estimate.low is not None else ""
+    interval = f" [{estimate.low:.2f};\u00a0{estimate.high:.2f}]" if estimate.low is not None else ""
     return f"{estimate.value:.2f}{interval}"
 
 

@@ -207,7 +207,10 @@ def _ratings_tables(by_task: dict[str, list]) -> SafeString:
             f'<td class="num">{item["rank"]:.3f}</td><td class="num">{item["comparisons"]}</td></tr>'
             for item in sorted(items, key=lambda item: -item["conservative"])
         )
-        parts.append(f'<h3>{escape(task)}</h3>\n<table class="compact">{RATINGS_HEAD}<tbody>{rows}</tbody></table>')
+        parts.append(
+            f'<h3>{escape(task)}</h3>\n<div class="table-scroll"><table class="compact">{RATINGS_HEAD}<tbody>{rows}'
+            "</tbody></table></div>"
+        )
     return SafeString("\n".join(parts))
 
 

@@ -1,4 +1,5 @@
 from django.shortcuts import redirect, render
+from django.templatetags.static import static
 from django.urls import path
 
 from reviewapp.core import roles
@@ -15,4 +16,9 @@ def home(request):
     return redirect("password_change")
 
 
-urlpatterns = [path("", home, name="home")]
+def favicon(request):
+    """Pages link their icon; this answers browsers asking for the icon of a page without a link (the admin's)."""
+    return redirect(static("favicon-32.png"), permanent=True)
+
+
+urlpatterns = [path("", home, name="home"), path("favicon.ico", favicon, name="favicon")]
