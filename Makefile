@@ -2,7 +2,8 @@
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-BENCHMARKS := $(sort $(wildcard benchmarks/*_speed.py))
+# Every script under benchmarks/ but the code they share and the load test's locust file.
+BENCHMARKS := $(sort $(filter-out benchmarks/support.py benchmarks/load_locustfile.py,$(wildcard benchmarks/*.py)))
 
 .PHONY: run test lint install install-dev demo worker bench clean
 
@@ -22,14 +23,16 @@ $(VENV)/.installed-dev: requirements.txt requirements-dev.txt | $(BIN)/python
 install: $(VENV)/.installed
 install-dev: $(VENV)/.installed-dev
 
-# The database, the default roster and the demo data, without starting anything.
+# The database, the default roster and the demo data, without starting anything (one process: migrations only when
+# one is unapplied).
 demo: install
-	$(BIN)/python manage.py migrate --noinput
-	$(BIN)/python manage.py setup_roster
-	$(BIN)/python manage.py load_demo
+	$(BIN)/python manage.py prepare_local
 
-run: demo
-	$(BIN)/python manage.py collectstatic --noinput --verbosity 0
+# The same and the static files (collected only when they changed), then the servers; the address and the demo
+# logins are the last lines printed, once every server is up. HOST, PORT and SIMULATOR_PORT come from the settings
+# (the environment or .env).
+run: install
+	$(BIN)/python manage.py prepare_local --static --no-logins
 	./bin/run-local
 
 # One more Celery worker on this machine, for the database and broker the settings name (see the README); it runs
@@ -48,8 +51,9 @@ lint: install-dev
 	$(BIN)/python manage.py makemigrations --check --dry-run
 	$(BIN)/mypy
 
-# Every benchmark under benchmarks/ (most need DATABASE_URL=postgres://…; see benchmarks/README.md).
-bench: install
+# Every benchmark under benchmarks/ (most need DATABASE_URL=postgres://…; the load test needs locust, a development
+# requirement; see benchmarks/README.md).
+bench: install-dev
 	@status=0; for script in $(BENCHMARKS); do \
 		echo "== $$script"; $(BIN)/python $$script || status=1; \
 	done; exit $$status

@@ -215,7 +215,7 @@ def main() -> int:
     parser.add_argument("--versions", type=int, default=3000)
     parser.add_argument("--references", type=int, default=100_000)
     parser.add_argument("--threads", type=int, default=4, help="the worker's threads that do the batches")
-    parser.add_argument("--scratch", default="oh_bench_inspiration", help="the scratch database's name")
+    parser.add_argument("--scratch", default="oh_bench_inspiration", help="prefix of the scratch database's name")
     parser.add_argument("--keep", action="store_true", help="keep the scratch database")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()

@@ -4,7 +4,7 @@
 
 Needs PostgreSQL. It writes a PubMed efetch-style file of 100,000 articles (labelled abstracts, several authors,
 full, month, year-only and MedlineDate dates) into a temporary folder, creates a scratch database
-(oh_bench_literature) on the server named by DATABASE_URL, migrates it, and imports the file with
+(oh_bench_literature_…) on the server named by DATABASE_URL, migrates it, and imports the file with
 `manage.py import_references` in a child process, as an operator would. It measures:
 
 - the import's wall time, process start to exit (target ≤ 90 s);
@@ -97,7 +97,7 @@ def write_file(path: Path, records: int) -> None:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--keep", action="store_true", help=f"leave the {SCRATCH_DATABASE} database for inspection")
+    parser.add_argument("--keep", action="store_true", help="leave the scratch database for inspection")
     parser.add_argument("--records", type=int, default=RECORDS, help="articles in the generated file")
     arguments = parser.parse_args()
     url = postgres_server()

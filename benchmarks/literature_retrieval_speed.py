@@ -4,7 +4,7 @@ references, on PostgreSQL and on the embedded default (SQLite), against the targ
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres .venv/bin/python benchmarks/literature_retrieval_speed.py
     .venv/bin/python benchmarks/literature_retrieval_speed.py --backend sqlite --references 20000
 
-For each backend it builds a scratch database (PostgreSQL: `oh_bench_retrieval` on the server named by
+For each backend it builds a scratch database (PostgreSQL: `oh_bench_retrieval_…` on the server named by
 DATABASE_URL, dropped at the end unless --keep; SQLite: a file in a temporary folder), migrates it, loads synthetic
 references with varied abstracts (a Zipf-distributed vocabulary of 80,000 terms after a few dozen common ones, 120
 to 320 words each), indexes them, runs ANALYZE on PostgreSQL (as autovacuum does after a bulk load), and times

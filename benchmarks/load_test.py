@@ -1,10 +1,10 @@
 """Load test with locust: 300 reviewers autosaving drafts and 100 public clients polling runs, at once.
 
 Needs PostgreSQL and the development requirements (locust). On the server named by DATABASE_URL it creates a scratch
-database (OH_BENCH_DATABASE, default oh_bench_load), loads 300 reviewers with an assignment each, a running and a
-completed Open Hypothesis run, starts gunicorn (GUNICORN_WORKERS sync workers, 4 by default) on a free port and runs
-locust headless for LOAD_SECONDS (60) with all 400 users. It prints the error rate and the latency percentiles of the
-autosaves and of the polls next to their targets, and exits 1 when one is missed.
+database (OH_BENCH_DATABASE, default oh_bench_load, and a random suffix), loads 300 reviewers with an assignment each,
+a running and a completed Open Hypothesis run, starts gunicorn (GUNICORN_WORKERS sync workers, 4 by default) on a free
+port and runs locust headless for LOAD_SECONDS (60) with all 400 users. It prints the error rate and the latency
+percentiles of the autosaves and of the polls next to their targets, and exits 1 when one is missed.
 
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres .venv/bin/python benchmarks/load_test.py [--keep]
 """

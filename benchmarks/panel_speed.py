@@ -3,13 +3,14 @@
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres .venv/bin/python benchmarks/panel_speed.py
 
 Needs PostgreSQL and Redis. On the server named by DATABASE_URL it creates a scratch database (oh_bench_panel, or
---database); the broker is OH_BENCH_REDIS_URL (default redis://127.0.0.1:6379/13). It starts the simulated model
-server (answering at once) and a Celery worker (threads pool), each as its own process, builds a 1,000-proposal cohort
-over 50 research tasks (a fifth of them revisions) and measures:
+--database, and a random suffix); the broker is OH_BENCH_REDIS_URL (default redis://127.0.0.1:6379/13). It starts the
+simulated model server (answering at once) and a Celery worker (threads pool), each as its own process, builds a
+1,000-proposal cohort over 50 research tasks (a fifth of them revisions) and measures:
 
 - the panel over the 1,000 proposals (3,000 role reviews and the revision judgments), from the start through the
   service to the job's end (target ≤ 60 s);
-- recomputing the ratings from 50,000 stored comparisons (target ≤ 5 s);
+- recomputing the ratings from 50,000 stored comparisons, stored as the critique model's with the order it was
+  shown each pair (target ≤ 5 s);
 - the cohort's panel table and its ratings page for the 1,000 proposals: median server time of 20 requests through
   the whole Django stack (target ≤ 300 ms) and the same number of queries as for a 100-proposal cohort.
 
@@ -92,7 +93,8 @@ def run_panel(cohort, timeout: float = 600) -> tuple[float, object]:
 
 
 def store_comparisons(cohort, count: int) -> None:
-    """`count` comparisons within the cohort's research tasks, bulk-loaded into its log in order."""
+    """`count` comparisons within the cohort's research tasks, bulk-loaded into its log in order, as the critique
+    model's (with the order it was shown each pair), so the ratings page counts their position bias too."""
     from reviewapp.panel.models import Comparison, RatingLog
 
     rng = random.Random(3)
@@ -104,7 +106,20 @@ def store_comparisons(cohort, count: int) -> None:
     rows = []
     for seq in range(1, count + 1):
         a, b = rng.sample(rng.choice(strata), 2)
-        rows.append(Comparison(cohort=cohort, seq=seq, a_id=a, b_id=b, outcome=rng.choice(outcomes), source="import"))
+        rows.append(
+            Comparison(
+                cohort=cohort,
+                seq=seq,
+                a_id=a,
+                b_id=b,
+                outcome=rng.choice(outcomes),
+                source=Comparison.Source.MODEL,
+                shown_first_id=rng.choice((a, b)),
+                order_seed=seq,
+                model_name="bench critic",
+                simulated=True,
+            )
+        )
     Comparison.objects.bulk_create(rows, batch_size=5000)
     RatingLog.objects.update_or_create(cohort=cohort, defaults={"last_seq": count})
 
@@ -195,7 +210,7 @@ def measure(processes: Processes, record, simulator_port: int) -> None:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--database", default=SCRATCH_DATABASE, help="name of the scratch database")
+    parser.add_argument("--database", default=SCRATCH_DATABASE, help="prefix of the scratch database's name")
     parser.add_argument("--keep", action="store_true", help="leave the scratch database for inspection")
     arguments = parser.parse_args()
     url = postgres_server()

@@ -2,7 +2,7 @@
 
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres .venv/bin/python benchmarks/review_speed.py
 
-On the PostgreSQL server named by DATABASE_URL it creates a scratch database (oh_bench_review), builds a
+On the PostgreSQL server named by DATABASE_URL it creates a scratch database (oh_bench_review_…), builds a
 10,000-proposal cohort with 300 reviewers, and measures: assigning 3 reviewers per proposal; the queue page
 and the review page (queries and median server time) for a reviewer with 100 assignments; the CSV and XLSX
 exports of 30,000 submitted reviews, the XLSX one in a child process whose peak memory is read back. The
@@ -290,7 +290,7 @@ def run(scratch_url: str) -> list[tuple[str, float, str, bool, str]]:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--keep", action="store_true", help=f"leave the {SCRATCH_DATABASE} database for inspection")
+    parser.add_argument("--keep", action="store_true", help="leave the scratch database for inspection")
     parser.add_argument("--xlsx-child", nargs=2, metavar=("COHORT_ID", "USERNAME"), help=argparse.SUPPRESS)
     arguments = parser.parse_args()
 

@@ -3,13 +3,16 @@
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres .venv/bin/python benchmarks/screening_speed.py
 
 Needs PostgreSQL and Redis. On the server named by DATABASE_URL it creates a scratch database
-(oh_bench_screening); the broker is OH_BENCH_REDIS_URL (default redis://127.0.0.1:6379/13). It starts the simulated
+(oh_bench_screening_…); the broker is OH_BENCH_REDIS_URL (default redis://127.0.0.1:6379/13). It starts the simulated
 model server, a Celery worker (threads pool) and, for the last figure, gunicorn, each as its own process, and
 measures:
 
 - a full run (4 generators × 10 hypotheses, stage 1, stage 2, literature step) started through the API, from the
   POST to the run's completion, with the simulated models answering at once (target ≤ 3 s) and with every simulated
   call taking 2 s (target ≤ 10 s: generate → stage 1 → stage 2 is the critical path);
+- a benchmark set of the seed-001 design, 50 tasks × 4 generators × 5 hypotheses (the simulated generators answer
+  with five), from `benchmark_run` to the end of its 50 runs: 1,000 hypotheses, 800 forecast requests of five (every
+  forecaster on every hypothesis) and the literature step, at zero latency (target ≤ 60 s);
 - GET of a completed run through gunicorn, median latency with 20 clients requesting at once (target ≤ 20 ms).
 
 Everything it started is stopped and the scratch database dropped at the end. Exit status 1 when a target is missed.
@@ -32,6 +35,8 @@ from support import (
 )
 
 SCRATCH_DATABASE = "oh_bench_screening"
+SET_TASKS, SET_GENERATORS, SET_HYPOTHESES = 50, 4, 5
+SET_TARGET_SECONDS = 60
 RUNS_PER_FIGURE = 3
 WORKER_CONCURRENCY = 8
 GUNICORN_WORKERS = 4
@@ -63,6 +68,44 @@ def run_once(address: str) -> float:
             return seconds
         time.sleep(0.01)
     raise RuntimeError(f"run {public_id} did not finish within 120 s")
+
+
+def seed_001_set_once() -> tuple[float, str]:
+    """Seconds from benchmark_run to the end of every run of a seed-001 set of SET_TASKS tasks, and a check of what it
+    stored."""
+    import json
+
+    from reviewapp.benchmarks.services.imports import benchmark_import_file
+    from reviewapp.benchmarks.services.sets import benchmark_create, benchmark_run
+    from screening.llm.models import ModelCall
+    from screening.models import Forecast, Hypothesis, Run
+
+    benchmark = benchmark_create(name=f"Speed set {time.time_ns()}", design="seed-001", seed=20261026)
+    tasks = [
+        {"key": f"S{n}", "question": f"Does factor S{n} change lifespan in aged mice?", "reference_statement": "x"}
+        for n in range(SET_TASKS)
+    ]
+    benchmark_import_file(
+        benchmark=benchmark, filename="tasks.json", content=json.dumps({"tasks": tasks}).encode(), user=None
+    )
+    started = time.perf_counter()
+    runs = benchmark_run(benchmark=benchmark)
+    ids = [run.pk for run in runs]
+    deadline = started + 20 * SET_TARGET_SECONDS
+    while Run.objects.filter(pk__in=ids, status__in=Run.ACTIVE_STATUSES).exists():
+        if time.perf_counter() > deadline:
+            raise RuntimeError(f"the set's runs did not finish within {20 * SET_TARGET_SECONDS} s")
+        time.sleep(0.05)
+    seconds = time.perf_counter() - started
+    failed = list(Run.objects.filter(pk__in=ids).exclude(status=Run.Status.COMPLETED).values_list("status", "error"))
+    assert not failed, failed
+    hypotheses = Hypothesis.objects.filter(run__in=ids).count()
+    expected = SET_TASKS * SET_GENERATORS * SET_HYPOTHESES
+    assert hypotheses == expected, hypotheses
+    forecasts = Forecast.objects.filter(hypothesis__run__in=ids, round=1).count()
+    assert forecasts == expected * 4, forecasts  # every forecaster on every hypothesis
+    requests = ModelCall.objects.filter(run__in=ids, purpose__in=["stage1", "stage2"], protocol_attempt=1).count()
+    return seconds, f"{hypotheses} hypotheses, {forecasts} forecasts from {requests} requests"
 
 
 async def _client(port: int, path: str, timings: list[float]) -> None:
@@ -119,6 +162,19 @@ def measure(processes: Processes, record, simulator_port: int) -> None:
             max(seconds) <= target,
             f"(median of {RUNS_PER_FIGURE}; all: {', '.join(f'{s:.2f}' for s in seconds)})",
         )
+
+    processes.start_simulator(simulator_port, 0.0, hypotheses_per_reply=SET_HYPOTHESES)
+    print(f"A seed-001 set of {SET_TASKS} tasks with the simulated calls answering at once…", flush=True)
+    seconds, stored = seed_001_set_once()
+    processes.stop("simulator")
+    record(
+        f"seed-001 set, {SET_TASKS} tasks × {SET_GENERATORS} generators × {SET_HYPOTHESES} hypotheses",
+        seconds,
+        "s",
+        f"≤ {SET_TARGET_SECONDS} s",
+        seconds <= SET_TARGET_SECONDS,
+        f"({stored}; worker {WORKER_CONCURRENCY} threads)",
+    )
     processes.stop("worker")
 
     port = free_port()

@@ -7,6 +7,7 @@ The scripts run as `.venv/bin/python benchmarks/<name>.py`: Python puts this fol
 
 import json
 import os
+import secrets
 import socket
 import statistics
 import subprocess
@@ -53,13 +54,15 @@ def postgres_server() -> str | None:
 
 
 @contextmanager
-def scratch_database(url: str, name: str, *, keep: bool = False) -> Iterator[str]:
-    """A new, empty database `name` on the server of `url` (one left by an earlier run is dropped first); its URL.
+def scratch_database(url: str, prefix: str, *, keep: bool = False) -> Iterator[str]:
+    """A new, empty database on the server of `url`, named `prefix` with a random suffix so that two runs on one
+    server never share one; its URL.
 
-    At the end Django's connections (if Django was set up) are closed and, unless `keep`, the database is dropped.
-    No other database is touched."""
-    maintenance(url, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    At the end Django's connections (if Django was set up) are closed and, unless `keep`, that database is dropped. No
+    other database is touched."""
+    name = f"{prefix}_{secrets.token_hex(4)}"
     maintenance(url, f'CREATE DATABASE "{name}"')
+    print(f"Scratch database {name}", flush=True)
     try:
         yield database_url(url, name)
     finally:
@@ -67,7 +70,9 @@ def scratch_database(url: str, name: str, *, keep: bool = False) -> Iterator[str
             from django.db import connections
 
             connections.close_all()
-        if not keep:
+        if keep:
+            print(f"Kept the scratch database {name}", flush=True)
+        else:
             maintenance(url, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
@@ -77,7 +82,7 @@ def scratch_arguments(description: str, scratch: str) -> tuple[str, bool] | None
     import argparse
 
     parser = argparse.ArgumentParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--keep", action="store_true", help=f"leave the {scratch} database for inspection")
+    parser.add_argument("--keep", action="store_true", help=f"leave the scratch database ({scratch}_…) for inspection")
     keep = parser.parse_args().keep
     url = postgres_server()
     return None if url is None else (url, keep)
@@ -185,9 +190,10 @@ class Processes:
         os.environ.update(env)
         return cls(env)
 
-    def start_simulator(self, port: int, latency: float) -> None:
-        """The simulated model server (`manage.py run_simulator`), every call taking `latency` seconds."""
-        config = json.dumps({"latency_seconds": latency, "seed": 1})
+    def start_simulator(self, port: int, latency: float, **settings) -> None:
+        """The simulated model server (`manage.py run_simulator`), every call taking `latency` seconds; `settings`
+        are further SimulatorConfig fields."""
+        config = json.dumps({"latency_seconds": latency, "seed": 1, **settings})
         self.start(
             "simulator", [str(BIN / "python"), "manage.py", "run_simulator", "--port", str(port), "--config", config]
         )

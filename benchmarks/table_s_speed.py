@@ -3,8 +3,9 @@
     .venv/bin/python benchmarks/table_s_speed.py                      # a temporary SQLite database
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres .venv/bin/python benchmarks/table_s_speed.py
 
-With DATABASE_URL pointing at PostgreSQL it creates a scratch database (--scratch, default oh_bench_table_s) on that
-server and drops it at the end; without it, a temporary SQLite file. No other database is touched.
+With DATABASE_URL pointing at PostgreSQL it creates a scratch database (--scratch, default oh_bench_table_s, and a
+random suffix) on that server and drops it at the end; without it, a temporary SQLite file. No other database is
+touched.
 
 The set: 50 tasks × 60 hypotheses from four generators of four companies, four forecasting models, four judges (one
 per company, so each hypothesis has three deciding judges) scoring every hypothesis, a random control per task.
@@ -42,21 +43,13 @@ PAGE_TARGET = 2.0
 RUNS = 3
 
 
-def build_set():
+def analyst_and_tasks(count: int, **task_fields):
+    """An analyst, an empty set and its `count` research tasks (each BenchmarkTask given `task_fields`)."""
     from django.contrib.auth.models import Group, User
-    from django.utils import timezone
 
-    from reviewapp.benchmarks.models import (
-        BenchmarkHypothesis,
-        BenchmarkSet,
-        BenchmarkTask,
-        Judge,
-        JudgeScore,
-        RandomControlDraw,
-    )
+    from reviewapp.benchmarks.models import BenchmarkSet, BenchmarkTask
     from reviewapp.models import ResearchTask
 
-    rng = random.Random(20261026)
     analyst = User.objects.create_user("bench-analyst")
     analyst.groups.add(Group.objects.get(name="analyst"))
     benchmark = BenchmarkSet.objects.create(name="Speed benchmark", seed=20261026)
@@ -67,11 +60,22 @@ def build_set():
             reference_statement=f"Inhibiting pathway {number} in the aged niche restores balanced output. " * 3,
             content_sha256=hashlib.sha256(f"bench-T{number}".encode()).hexdigest(),
         )
-        for number in range(TASKS)
+        for number in range(count)
     )
     set_tasks = BenchmarkTask.objects.bulk_create(
-        BenchmarkTask(benchmark=benchmark, task=task, position=number) for number, task in enumerate(tasks, start=1)
+        BenchmarkTask(benchmark=benchmark, task=task, position=number, **task_fields)
+        for number, task in enumerate(tasks, start=1)
     )
+    return benchmark, analyst, set_tasks
+
+
+def build_set():
+    from django.utils import timezone
+
+    from reviewapp.benchmarks.models import BenchmarkHypothesis, Judge, JudgeScore, RandomControlDraw
+
+    rng = random.Random(20261026)
+    benchmark, analyst, set_tasks = analyst_and_tasks(TASKS)
     hypotheses = BenchmarkHypothesis.objects.bulk_create(
         (
             BenchmarkHypothesis(

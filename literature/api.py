@@ -10,6 +10,7 @@ import itertools
 
 from django.http import StreamingHttpResponse
 from django.shortcuts import get_object_or_404
+from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -21,6 +22,7 @@ from literature.services import FORMATS, ImportInvalid, references_import
 from literature.waves import MAX_ANCHORS, citation_wave_start
 from reviewapp.core.errors import InputInvalid, ServiceError, validated
 from reviewapp.core.roles import CanReadAll, IsCoordinator
+from reviewapp.core.schema import file_response
 from reviewapp.models import Proposal
 from screening import llm
 from screening.llm.models import RosterMember
@@ -65,6 +67,9 @@ class ReferenceImportApi(APIView):
         warning_count = serializers.IntegerField()
         seconds = serializers.FloatField()
 
+    InputSerializer = ReferenceImportInput
+    error_codes = {400: ("invalid_import",)}
+
     def post(self, request):
         values = import_request(request.data)
         summary = references_import(**values, user=request.user, name=values["file"].name)
@@ -96,6 +101,10 @@ class NoveltyCheckCreateApi(APIView):
         proposal = serializers.CharField()
         published_before = serializers.DateField(required=False, allow_null=True)
 
+    OutputSerializer = NoveltyCheckOutputSerializer
+    success_status = 202
+    error_codes = {400: ("unknown_proposal",), 503: ("not_configured", "queue_unavailable")}
+
     def post(self, request):
         data = validated(self.InputSerializer, request.data)
         proposal = Proposal.objects.select_related("task").filter(external_id=data["proposal"]).first()
@@ -114,6 +123,7 @@ class NoveltyCheckDetailApi(APIView):
     """GET /api/v1/literature/checks/<id>: the state and, once done, the verdict with its evidence."""
 
     permission_classes = [CanReadAll]
+    OutputSerializer = NoveltyCheckOutputSerializer
 
     def get(self, request, check_id: int):
         check = get_object_or_404(NoveltyCheck.objects.select_related("proposal"), pk=check_id, proposal__isnull=False)
@@ -150,6 +160,10 @@ class CitationWaveCreateApi(APIView):
     """POST /api/v1/literature/citation-waves {"anchors": ["MED:…", …]}: start a wave (202)."""
 
     permission_classes = [IsCoordinator]
+    InputSerializer = CitationWaveInput
+    OutputSerializer = CitationWaveOutputSerializer
+    success_status = 202
+    error_codes = {400: ("invalid_anchors",), 503: ("queue_unavailable",)}
 
     def post(self, request):
         data = validated(CitationWaveInput, request.data)
@@ -161,6 +175,8 @@ class CitationWaveListApi(APIView):
     """GET /api/v1/literature/citation-waves: the most recent waves."""
 
     permission_classes = [CanReadAll]
+    OutputSerializer = CitationWaveOutputSerializer
+    output_many = True
 
     def get(self, request):
         return Response(CitationWaveOutputSerializer(citation_waves_recent(), many=True).data)
@@ -170,6 +186,7 @@ class CitationWaveDetailApi(APIView):
     """GET /api/v1/literature/citation-waves/<id>: the state and the counts."""
 
     permission_classes = [CanReadAll]
+    OutputSerializer = CitationWaveOutputSerializer
 
     def get(self, request, wave_id: int):
         return Response(CitationWaveOutputSerializer(get_object_or_404(CitationWave, pk=wave_id)).data)
@@ -185,6 +202,7 @@ class CitationWaveEdgesApi(APIView):
 
     permission_classes = [CanReadAll]
 
+    @extend_schema(responses=file_response("text/csv", "Every edge of the wave: citing, cited, direction."))
     def get(self, request, wave_id: int):
         wave = get_object_or_404(CitationWave, pk=wave_id)
         writer = csv.writer(_Echo())

@@ -1,4 +1,5 @@
-"""What the literature room lets the rooms above it add, without importing them (docs/architecture.md#hooks).
+"""What the literature room lets the rooms above it add, without importing them
+(docs/architecture.md#hooks-how-a-lower-room-hands-work-to-a-higher-one).
 
 `reference_uses_register(reader)`: reader(reference_ids) → {reference id: [ReferenceUse]}, the records of a higher
 room that used those references (the inspiration audit registers its items). The corpus pages list them beside the

@@ -178,6 +178,7 @@ class CitationWave(ClaimedWork):
     resolved = models.PositiveIntegerField(default=0, help_text="works fetched with a usable record into the corpus")
     unresolved = models.PositiveIntegerField(default=0, help_text="works Europe PMC returned no usable record for")
     requests = models.PositiveIntegerField(default=0, help_text="pages asked for (cached answers included)")
+    heartbeat_at = models.DateTimeField(null=True, blank=True, help_text="when its worker last wrote progress")
     created_by = models.ForeignKey("auth.User", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     created_at = models.DateTimeField(auto_now_add=True)
 

@@ -6,17 +6,17 @@ A check of a run's selected hypothesis is a work item of the run's literature st
 proposal is asked for on demand and done by a worker.
 """
 
-import logging
 from datetime import date, timedelta
 
 from django.conf import settings
-from django.db import DatabaseError, transaction
+from django.db import transaction
 from django.utils import timezone
 
 from literature import prompts, retrieval
 from literature.models import NoveltyCheck
 from literature.retrieval import JUDGEMENT_CHARS, RETRIEVAL_CHARS
 from literature.verdicts import (
+    JudgedWith,
     JudgementUnreadable,
     NoveltyResult,
     Part,
@@ -26,15 +26,13 @@ from literature.verdicts import (
     parse_judgement,
     split_sections,
 )
-from reviewapp.core.claims import work_claim, work_finish, work_release, work_sweep
+from reviewapp.core.claims import work_attempt, work_claim, work_finish, work_sweep_send
 from reviewapp.core.queue import broker_check, enqueue_on_commit
 from screening import llm
 from screening.prompts import hypothesis_text
 from screening.selectors import run_role_endpoint
 from screening.services import work
 from screening.services.work import hypothesis_literature_record
-
-logger = logging.getLogger(__name__)
 
 Verdict = NoveltyCheck.Verdict
 NO_CANDIDATE_REASON = "no candidate passed the lexical gate"
@@ -85,7 +83,7 @@ def novelty_check(*, hypothesis_text: str, endpoint, run=None, published_before:
     completion = llm.complete(
         endpoint=endpoint, system=system, user=user, purpose="novelty", run=run, json_schema=prompts.NOVELTY_SCHEMA
     )
-    base = {"candidates": pool, "model_call_id": completion.call.pk}
+    base = JudgedWith(candidates=pool, model_call_id=completion.call.pk)
     if not completion.usable:
         reason = f"the judge gave no usable reply: {completion.error or 'no reason given'}"
         return NoveltyResult(verdict=Verdict.UNRESOLVED, reason=reason, **base)
@@ -166,35 +164,26 @@ def novelty_check_perform(*, check_id: int) -> None:
     if token is None:
         return
     check = NoveltyCheck.objects.select_related("endpoint").get(pk=check_id)
-    try:
+    with work_attempt(NoveltyCheck, check_id, token, label=f"Novelty check {check_id}"):
         result = novelty_check(
             hypothesis_text=check.hypothesis_text, endpoint=check.endpoint, published_before=check.published_before
         )
-    except DatabaseError:
-        # Transient: give the check back so that the task's retry can claim it again.
-        work_release(NoveltyCheck, check_id, token)
-        raise
-    except Exception as exc:
-        logger.exception("Novelty check %s failed", check_id)
-        result = NoveltyResult(verdict=Verdict.UNRESOLVED, reason=f"internal error ({type(exc).__name__})")
-    with transaction.atomic():
-        work_finish(NoveltyCheck, check_id, token, **_recorded_fields(result))
+        with transaction.atomic():
+            work_finish(NoveltyCheck, check_id, token, **_recorded_fields(result))
 
 
 def novelty_checks_sweep() -> int:
     """The literature room's part of the sweeper: checks claimed OPEN_HYPOTHESIS_STALE_SECONDS ago and still running
-    (their worker died) are sent again, up to OH_WORK_MAX_ATTEMPTS claims, then fail with the reason. Redoing a check
-    is safe: its result is recorded only under its claim."""
+    (their worker died) are sent again, up to OH_WORK_MAX_ATTEMPTS claims, then fail with the reason; a pending check
+    whose send was lost is sent again. Redoing a check is safe: its result is recorded only under its claim."""
     attempts = settings.OH_WORK_MAX_ATTEMPTS
-    again = work_sweep(
+    return work_sweep_send(
         NoveltyCheck,
+        CHECK_TASK,
         claimed_before=timezone.now() - timedelta(seconds=settings.OPEN_HYPOTHESIS_STALE_SECONDS),
         max_attempts=attempts,
         reason=f"The worker doing this check stopped {attempts} times before it finished; request the check again.",
     )
-    for check_id in again:
-        enqueue_on_commit(CHECK_TASK, check_id)
-    return len(again)
 
 
 # A run's literature step ---------------------------------------------------------------------------------------

@@ -22,6 +22,7 @@ come from one part), so the judge sees references on each part; for `components_
 
 import re
 from dataclasses import dataclass, field
+from typing import TypedDict
 
 from literature import prompts
 from literature.models import NoveltyCheck
@@ -95,6 +96,13 @@ class NoveltyResult:
     reference_id: int | None = None
     judged_verdict: str = ""  # the judge's own verdict, kept when it was downgraded
     model_call_id: int | None = None
+
+
+class JudgedWith(TypedDict):
+    """What every judged result carries: the candidates the judge read and the recorded call."""
+
+    candidates: list[Retrieved]
+    model_call_id: int | None
 
 
 # Parts -----------------------------------------------------------------------------------------------------------
@@ -212,7 +220,7 @@ def _verified(quoted: Quoted | None, pool: dict[str, Retrieved], what: str) -> t
     return retrieved, ""
 
 
-def judged(judgement: Judgement, pool: list[Retrieved], parts: list[Part], base: dict) -> NoveltyResult:
+def judged(judgement: Judgement, pool: list[Retrieved], parts: list[Part], base: JudgedWith) -> NoveltyResult:
     by_label = {retrieved.label: retrieved for retrieved in pool}
     verdict, reason = judgement.verdict, judgement.reason
     if verdict == Verdict.NOT_REPORTED:

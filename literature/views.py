@@ -30,7 +30,13 @@ CORPUS_PAGE = 50
 @require_http_methods(["GET", "POST"])
 def literature_home(request):
     roles.require_coordinator(request.user)
-    context = {"result": None, "problems": None, "formats": FORMATS, "csv_fields": FIELD_HELP}
+    context = {
+        "result": None,
+        "problems": None,
+        "formats": FORMATS,
+        "csv_fields": FIELD_HELP,
+        "upload_limit": settings.OH_MAX_REFERENCE_IMPORT_BYTES,
+    }
     chosen = request.POST.get("format", "pubmed_xml")
     if request.method == "POST":
         with page_errors() as outcome:

@@ -9,21 +9,25 @@ replay-only mode (LITERATURE_REPLAY_ONLY), in which a wave runs from the cache a
 
 A wave is done by a worker (claimed through reviewapp.core.claims). Edges are written per list and references per
 page, so a wave that stops (Europe PMC unavailable, a replay miss) keeps what it obtained and says why it stopped.
+Each write is also the wave's heartbeat: the sweeper gives a wave whose worker fell silent to another worker.
 """
 
 import logging
 from collections.abc import Callable
+from datetime import timedelta
 
-from django.db import DatabaseError, transaction
+from django.conf import settings
+from django.db import transaction
 from django.db.models import F
+from django.utils import timezone
 
 from literature.models import CitationEdge, CitationWave
 from literature.services import ReferenceWriter
 from literature.sources import europepmc
 from literature.sources.transport import SourceError
-from reviewapp.core.claims import work_claim, work_finish, work_release
+from reviewapp.core.claims import work_attempt, work_claim, work_finish, work_sweep_send
 from reviewapp.core.errors import ServiceError
-from reviewapp.core.queue import enqueue_on_commit
+from reviewapp.core.queue import broker_check, enqueue_on_commit
 
 logger = logging.getLogger(__name__)
 
@@ -61,6 +65,8 @@ def anchors_checked(anchors: list[str]) -> list[str]:
 def citation_wave_start(*, anchors: list[str], user=None, enqueue: bool = True) -> CitationWave:
     """Record a wave and hand it to a worker (enqueue=False: the caller does it, with citation_wave_perform)."""
     checked = anchors_checked(anchors)
+    if enqueue:
+        broker_check()
     with transaction.atomic():
         wave = CitationWave.objects.create(
             anchors=checked,
@@ -72,33 +78,52 @@ def citation_wave_start(*, anchors: list[str], user=None, enqueue: bool = True) 
     return wave
 
 
+class _TakenOver(Exception):
+    """The sweeper gave the wave to another worker: this one stops and records nothing more."""
+
+
 def citation_wave_perform(*, wave_id: int, progress: Callable[[CitationWave], None] | None = None) -> None:
     """Do a pending wave (a wave that is not pending is left alone). progress(wave) after each list and page."""
     token = work_claim(CitationWave, wave_id)
     if token is None:
         return
     wave = CitationWave.objects.get(pk=wave_id)
-    # A wave given back after a stop starts again: its edges are unique, so nothing is counted twice.
-    _update(wave, phase=CitationWave.Phase.TRAVERSING, progress=0, total=2 * len(wave.anchors), traversals=0)
-    try:
-        _traverse(wave, progress)
-        _resolve(wave, progress)
-    except SourceError as exc:
-        logger.warning("Citation wave %s stopped: %s", wave_id, exc)
-        work_finish(CitationWave, wave_id, token, failed=True, error=f"Europe PMC could not answer: {exc}")
-    except DatabaseError:
-        work_release(CitationWave, wave_id, token)  # transient: the task's retry claims it again
-        raise
-    except Exception as exc:
-        logger.exception("Citation wave %s failed", wave_id)
-        work_finish(CitationWave, wave_id, token, failed=True, error=f"internal error ({type(exc).__name__})")
-    else:
-        work_finish(CitationWave, wave_id, token, phase=CitationWave.Phase.FINISHED)
+    with work_attempt(CitationWave, wave_id, token, label=f"Citation wave {wave_id}"):
+        try:
+            # A wave given back after a stop starts again: its edges are unique, so nothing is counted twice.
+            _update(wave, phase=CitationWave.Phase.TRAVERSING, progress=0, total=2 * len(wave.anchors), traversals=0)
+            _traverse(wave, progress)
+            _resolve(wave, progress)
+        except SourceError as exc:
+            logger.warning("Citation wave %s stopped: %s", wave_id, exc)
+            work_finish(CitationWave, wave_id, token, failed=True, error=f"Europe PMC could not answer: {exc}")
+        except _TakenOver:
+            logger.info("Citation wave %s was given to another worker; this one stops", wave_id)
+        else:
+            work_finish(CitationWave, wave_id, token, phase=CitationWave.Phase.FINISHED)
+
+
+def citation_waves_sweep() -> int:
+    """The citation waves' part of the sweeper: a running wave silent for OPEN_HYPOTHESIS_STALE_SECONDS (its worker
+    died) is sent again, up to OH_WORK_MAX_ATTEMPTS claims, then fails with the reason; a pending wave whose send was
+    lost is sent again. Redoing a wave is safe: it starts again, and its edges and references are upserts."""
+    attempts = settings.OH_WORK_MAX_ATTEMPTS
+    return work_sweep_send(
+        CitationWave,
+        WAVE_TASK,
+        claimed_before=timezone.now() - timedelta(seconds=settings.OPEN_HYPOTHESIS_STALE_SECONDS),
+        max_attempts=attempts,
+        reason=f"The worker doing this wave stopped {attempts} times before it finished; start the wave again.",
+        alive_field="heartbeat_at",
+    )
 
 
 def _update(wave: CitationWave, **values) -> None:
-    """Write counts (F() expressions welcome) and read the wave back, for the caller's progress callback."""
-    CitationWave.objects.filter(pk=wave.pk).update(**values)
+    """Write counts (F() expressions welcome) under the wave's claim, which is also its heartbeat, and read the wave
+    back for the caller's progress callback. _TakenOver when the claim is no longer this worker's."""
+    held = CitationWave.objects.filter(pk=wave.pk, state=CitationWave.State.RUNNING, claim_token=wave.claim_token)
+    if not held.update(heartbeat_at=timezone.now(), **values):
+        raise _TakenOver
     wave.refresh_from_db()
 
 

@@ -1,9 +1,43 @@
 import os
 
-from celery import Celery
+from celery import Celery, bootsteps
+from celery.concurrency.thread import TaskPool as ThreadTaskPool
+from celery.signals import worker_ready
+
+# How often a threads-pool worker's event loop wakes up to acknowledge finished tasks and take new ones.
+WAKE_SECONDS = 0.1
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "reviewapp.settings")
 
 app = Celery("openhypothesis")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
+
+
+@worker_ready.connect
+def _mark_worker_ready(**kwargs):
+    # bin/run-local prints the start-up banner once the worker is ready: it names a file for the worker to create.
+    ready_file = os.environ.get("OH_WORKER_READY_FILE")
+    if ready_file:
+        with open(ready_file, "w", encoding="utf-8") as handle:
+            handle.write(str(os.getpid()))
+
+
+class WakeThreadsPoolConsumer(bootsteps.StartStopStep):
+    """With the threads pool a task ends on another thread than the consumer's event loop, which acknowledges it
+    (acks are late) and takes the next message only when it next wakes up: up to the loop's timer interval later
+    (seconds) when nothing else wakes it, so a worker whose threads were all busy took its next tasks in bursts
+    seconds apart (a known limitation of Celery's threads pool). A timer every WAKE_SECONDS keeps the loop awake."""
+
+    requires = ("celery.worker.consumer:Connection",)
+
+    def start(self, consumer):
+        if isinstance(consumer.pool, ThreadTaskPool) and consumer.timer is not None:
+            consumer.timer.call_repeatedly(WAKE_SECONDS, _nothing)
+
+
+def _nothing():
+    pass
+
+
+app.steps["consumer"].add(WakeThreadsPoolConsumer)

@@ -204,11 +204,67 @@ def reviewer_agreement_plot(review_analysis: CohortReviewAnalysis) -> "Figure":
     return figure
 
 
+def criterion_profiles_table(review_analysis: CohortReviewAnalysis) -> list[list]:
+    rows = [["author", "criterion", "mean", "low", "high", "ratings", "cant_judge", "missing", "resamples", "seed"]]
+    for profile in review_analysis.profiles:
+        for item in profile.criteria:
+            rows.append(
+                [
+                    spreadsheet_text(profile.author),
+                    item.criterion,
+                    rounded(item.mean.value),
+                    rounded(item.mean.low),
+                    rounded(item.mean.high),
+                    item.ratings,
+                    item.cant_judge,
+                    item.missing,
+                    review_analysis.profile_resamples,
+                    review_analysis.profile_seed,
+                ]
+            )
+    return rows
+
+
+def criterion_profiles_plot(review_analysis: CohortReviewAnalysis) -> "Figure":
+    """Each author's mean per criterion (the six 1–4 criteria) with its 95% task interval."""
+    profiles = list(review_analysis.profiles)
+    figure = new_figure(7.5, 4.2)
+    axes = figure.add_subplot()
+    if not profiles:
+        return no_data(figure, axes, "No submitted reviews yet.")
+    criteria = [item.criterion for item in profiles[0].criteria if item.criterion != "overall"]
+    width = 0.8 / len(profiles)
+    for index, profile in enumerate(profiles):
+        offsets = [c - 0.4 + width * (index + 0.5) for c in range(len(criteria))]
+        means = [profile.of(criterion).mean for criterion in criteria]
+        shown = [(x, m) for x, m in zip(offsets, means, strict=True) if m.value is not None]
+        axes.errorbar(
+            [x for x, _ in shown],
+            [m.value for _, m in shown],
+            yerr=[
+                [m.value - (m.low if m.low is not None else m.value) for _, m in shown],
+                [(m.high if m.high is not None else m.value) - m.value for _, m in shown],
+            ],
+            fmt="o",
+            capsize=3,
+            color=COLOURS[index % len(COLOURS)],
+            label=profile.author,
+        )
+    axes.set_xticks(range(len(criteria)), [criterion.replace("_", " ") for criterion in criteria], rotation=20)
+    axes.set_ylim(1, 4)
+    axes.set_ylabel("mean point (1–4), 95% task interval")
+    axes.legend(fontsize=8, loc="lower center", ncols=min(3, len(profiles)), bbox_to_anchor=(0.5, 1.0))
+    return figure
+
+
 COHORT_FIGURES = {
     "revisions": FigureSpec("Revision outcomes", revisions_table, revisions_plot),
     "revision-criteria": FigureSpec("Revision outcomes per criterion", revision_criteria_table, revision_criteria_plot),
     "reviewer-agreement": FigureSpec(
         "Reviewer agreement per criterion", reviewer_agreement_table, reviewer_agreement_plot
+    ),
+    "criterion-profiles": FigureSpec(
+        "Criterion profiles per author", criterion_profiles_table, criterion_profiles_plot
     ),
 }
 

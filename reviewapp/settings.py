@@ -74,6 +74,8 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "csp",
     "rest_framework",
+    "drf_spectacular",
+    "drf_spectacular_sidecar",
     "axes",
     "django_htmx",
     "template_partials",
@@ -83,6 +85,7 @@ INSTALLED_APPS = [
     "reviewapp.benchmarks",
     "reviewapp.panel",
     "reviewapp.inspiration",
+    "reviewapp.demo",
 ]
 
 MIDDLEWARE = [
@@ -207,8 +210,31 @@ REST_FRAMEWORK = {
         "rest_framework.parsers.FormParser",
         "rest_framework.parsers.MultiPartParser",
     ],
-    "EXCEPTION_HANDLER": "reviewapp.core.errors.exception_handler",
+    "EXCEPTION_HANDLER": "reviewapp.core.api_errors.exception_handler",
+    "DEFAULT_SCHEMA_CLASS": "reviewapp.core.schema.AutoSchema",
     "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",
+}
+
+# The API's OpenAPI schema (/api/v1/schema) and its reference page (/api/v1/docs), whose Swagger UI is served from
+# our own static files (drf-spectacular-sidecar) with its start script as a file of its own (no inline script).
+SPECTACULAR_SETTINGS = {
+    "TITLE": "Open Hypothesis API",
+    "DESCRIPTION": (
+        "The public Open Hypothesis API and the coordinators' and analysts' API. Sign in with "
+        "`POST /api/v1/auth/token`, then send `Authorization: Token <token>`. Every error is "
+        '`{"error": "<code>", "detail": "<sentence>"}`; each operation lists its codes.'
+    ),
+    "VERSION": "v1",
+    "DEFAULT_GENERATOR_CLASS": "reviewapp.core.schema.SchemaGenerator",
+    "SCHEMA_PATH_PREFIX": "/api/v1",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "SERVE_PERMISSIONS": ["rest_framework.permissions.AllowAny"],
+    "COMPONENT_SPLIT_REQUEST": True,
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+    # No request to the public validator service: the page reaches only this site.
+    "SWAGGER_UI_SETTINGS": {"validatorUrl": None, "deepLinking": True},
 }
 
 # Celery. The embedded default broker is a folder on disk, so `make run` needs no server;

@@ -1,9 +1,12 @@
 """Where the screening pipeline hands work on to the rooms that consume its runs, without importing them
 (docs/architecture.md#how-a-run-flows).
 
-- `run_pooled`: a signal sent inside the transaction that pools and numbers a run's hypotheses, before any forecast
-  is asked (kwargs: `run`). Receivers record what must be fixed before forecasting; a benchmark set records its
-  hypotheses and draws its random control.
+- `run_pooling`: a signal sent inside the transaction that pools a run's hypotheses, before they are shuffled and
+  numbered (kwargs: `run`, `count`: how many there are). Receivers draw what must not depend on the pool's order; a
+  benchmark set draws and stores its random control's answers here.
+- `run_pooled`: sent in the same transaction once the hypotheses are shuffled and numbered (the pool is frozen,
+  `run.pooled_at`), before any forecast is asked (kwargs: `run`). Receivers record what must be fixed before
+  forecasting; a benchmark set records its hypotheses and gives each its drawn answer in pool order.
 - The literature step: the literature room registers the function that checks one selected hypothesis
   (`literature_step_register`); the pipeline claims, records and moves on each such work item as it does its own.
   Without a registered check the step's items fail with a reason the run shows.
@@ -13,6 +16,7 @@ from collections.abc import Callable
 
 from django.dispatch import Signal
 
+run_pooling = Signal()
 run_pooled = Signal()
 
 _literature_step: list[Callable] = []

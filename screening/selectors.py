@@ -5,10 +5,14 @@ import uuid
 from django.db.models import Count, Prefetch, Q
 from django.utils import timezone
 
-from screening.llm.models import ModelCall, ModelEndpoint
+from screening.llm.models import ModelCall, ModelEndpoint, Roster, RosterMember
 from screening.models import STEPS, Forecast, Hypothesis, Run, Translation
 
-_DELIVERED = Q(hypotheses__selected=True) & ~Q(hypotheses__literature_verdict__in=Hypothesis.NOT_DELIVERED_VERDICTS)
+_DELIVERED = (
+    Q(hypotheses__selected=True)
+    & ~Q(hypotheses__literature_verdict="")
+    & ~Q(hypotheses__literature_verdict__in=Hypothesis.NOT_DELIVERED_VERDICTS)
+)
 
 
 def run_role_endpoint(run: Run, role: str, slot: int = 0) -> ModelEndpoint | None:
@@ -27,8 +31,11 @@ def run_get(run_id) -> Run | None:
 
 
 def run_hypotheses(run: Run) -> list[Hypothesis]:
-    """Every hypothesis of the run with its forecasts (stage, then the roster's order), in blind-number order."""
-    forecasts = Forecast.objects.order_by("stage", "pk").only("hypothesis_id", "stage", "model_key", "vote")
+    """Every hypothesis of the run with its first-round forecasts (stage, then the roster's order), in blind-number
+    order. (Forecasts asked again are compared with these, never shown in their place.)"""
+    forecasts = (
+        Forecast.objects.filter(round=1).order_by("stage", "pk").only("hypothesis_id", "stage", "model_key", "vote")
+    )
     return list(
         run.hypotheses.order_by("position", "source", "source_index").prefetch_related(
             Prefetch("forecasts", queryset=forecasts)
@@ -96,3 +103,26 @@ def run_list():
 def run_calls(run: Run):
     """The run's recorded model calls in the order they were made."""
     return ModelCall.objects.filter(run=run).select_related("endpoint").order_by("created_at", "pk")
+
+
+def default_roster_forecasters() -> dict | None:
+    """The default roster's forecasting models by stage, {"stage1": [names], "stage2": [names], "simulated": whether
+    any of them is simulated} (the protocol has one stage-1 model), or None when there is no default roster."""
+    roster = Roster.objects.filter(is_default=True).first()
+    if roster is None:
+        return None
+    members = (
+        RosterMember.objects.filter(roster=roster, endpoint__enabled=True, role__in=["stage1", "stage2"])
+        .order_by("role", "order", "pk")
+        .values_list("role", "endpoint__display_name", "endpoint__is_simulated")
+    )
+    names: dict[str, list[str]] = {"stage1": [], "stage2": []}
+    simulated: dict[str, list[bool]] = {"stage1": [], "stage2": []}
+    for role, name, is_simulated in members:
+        names[role].append(name)
+        simulated[role].append(is_simulated)
+    return {
+        "stage1": names["stage1"][:1],
+        "stage2": names["stage2"],
+        "simulated": any(simulated["stage1"][:1]) or any(simulated["stage2"]),
+    }

@@ -65,3 +65,23 @@ def make_set(data: dict | None = None, name: str | None = None, **fields) -> Ben
     if data:
         import_json(benchmark, data)
     return benchmark
+
+
+def judged_set(name: str = "Ageing benchmark"):
+    """Two generators over two tasks, each with a selected and an unselected hypothesis, all judged by four judges."""
+    return make_set(
+        {
+            "tasks": [task("T1"), task("T2")],
+            "hypotheses": [
+                hypothesis("T1", "a1", selected=True, forecasts={"m1": True, "m2": True}),
+                hypothesis("T1", "a2", selected=False, forecasts={"m1": True, "m2": False}),
+                hypothesis("T2", "a3", generator="Gen Beta", selected=True, forecasts={"m1": True, "m2": True}),
+                hypothesis("T2", "a4", generator="Gen Beta", selected=False, forecasts={"m1": False, "m2": True}),
+            ],
+            "scores": scores("T1", "a1", [0, 4, 4, 1])
+            + scores("T1", "a2", [0, 3, 0, 3])
+            + scores("T2", "a3", [5, 1, 2, 0])
+            + scores("T2", "a4", [1, 0, 0, 0]),
+        },
+        name=name,
+    )

@@ -11,7 +11,7 @@ import pytest
 from django.db import connection
 
 from tests import factories
-from tests.screening_support import Script, ScriptedModelServer, make_roster
+from tests.screening_support import Script, ScriptedModelServer, drop_broker_connections, make_roster, use_broker
 
 REQUIRE_SERVICES = os.environ.get("OH_REQUIRE_SERVICES", "") == "1"
 CHROMIUM = os.environ.get("OH_CHROMIUM", "/usr/bin/chromium")
@@ -93,6 +93,21 @@ def fast_retries(settings):
     settings.PROVIDER_BACKOFF_BASE_SECONDS = 0.01
     settings.PROVIDER_BACKOFF_MAX_SECONDS = 0.02
     settings.PROVIDER_MAX_ATTEMPTS = 2
+
+
+@pytest.fixture
+def memory_broker(settings, monkeypatch):
+    """Tasks sent on commit go into memory: for tests that do the workers' part themselves."""
+    use_broker(settings, monkeypatch, "memory://")
+    yield
+    drop_broker_connections()
+
+
+@pytest.fixture
+def exports_home(settings, tmp_path):
+    """VAR_DIR in a temporary folder; jobs write their result files into the folder returned."""
+    settings.VAR_DIR = tmp_path
+    return tmp_path / "exports"
 
 
 @pytest.fixture

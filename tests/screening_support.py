@@ -8,6 +8,7 @@ test's own thread by calling the same services the Celery tasks call.
 import hashlib
 import json
 import re
+import socket
 import threading
 import time
 import uuid
@@ -17,6 +18,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 import redis
+from celery.signals import task_postrun
 from django.db import connection
 
 from reviewapp.celery import app as celery_app
@@ -258,6 +260,19 @@ def drop_broker_connections() -> None:
     app.__dict__.pop("amqp", None)
 
 
+@contextmanager
+def broker_down(settings, monkeypatch):
+    """The project's Celery app pointed at a Redis address nothing listens on, for the block."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    use_broker(settings, monkeypatch, f"redis://127.0.0.1:{port}/0")
+    try:
+        yield
+    finally:
+        drop_broker_connections()
+
+
 # Real-worker tests: the project's Celery app on the test Redis, a simulated default roster, and waiting.
 PROVIDER_KEYS = ("OPENAI_API_KEY", "XAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY")
 
@@ -298,6 +313,26 @@ def close_worker_connection(**kwargs):
     connection.close()
 
 
+@contextmanager
+def threads_worker(concurrency: int, shutdown_timeout: float = 30):
+    """A Celery worker of the project in this process (threads pool), consuming until the block ends; each thread's
+    database connection is closed after its task."""
+    from celery.contrib.testing.worker import start_worker
+
+    task_postrun.connect(close_worker_connection)
+    try:
+        with start_worker(
+            celery_app,
+            pool="threads",
+            concurrency=concurrency,
+            perform_ping_check=False,
+            shutdown_timeout=shutdown_timeout,
+        ):
+            yield
+    finally:
+        task_postrun.disconnect(close_worker_connection)
+
+
 def wait_for(predicate, timeout: float, what: str):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -306,3 +341,10 @@ def wait_for(predicate, timeout: float, what: str):
             return value
         time.sleep(0.1)
     pytest.fail(f"{what} did not happen within {timeout} s")
+
+
+@contextmanager
+def worker_on_test_redis(settings, monkeypatch, redis_url: str, name: str, *, concurrency: int, shutdown_timeout=30):
+    """A real Celery worker (threads pool) of the project's app on the test Redis under a key prefix of its own."""
+    with celery_on_test_redis(settings, monkeypatch, redis_url, name), threads_worker(concurrency, shutdown_timeout):
+        yield

@@ -39,13 +39,12 @@ from tests.postgres_cluster import ThrowawayCluster, server_programs
 from tests.screening_support import (
     Script,
     ScriptedModelServer,
+    broker_down,
     celery_on_test_redis,
     close_worker_connection,
-    drop_broker_connections,
     generation_reply,
     make_roster,
     simulated_default_roster,
-    use_broker,
     wait_for,
 )
 
@@ -294,39 +293,23 @@ def test_a_run_goes_on_when_postgresql_restarts(own_postgres, workers, slow_simu
 def test_a_run_posted_while_the_broker_is_down_is_refused_with_503_and_nothing_is_written(
     settings, monkeypatch, roster, transactional_db
 ):
-    with _closed_port() as port:
-        use_broker(settings, monkeypatch, f"redis://127.0.0.1:{port}/0")
-        try:
-            response = Client().post(
-                "/api/v1/open-hypothesis/runs",
-                {"question": QUESTION},
-                content_type="application/json",
-                REMOTE_ADDR="198.51.100.9",
-            )
-            coordinator = factories.make_user("coordinator")
-            client = Client()
-            client.force_login(coordinator)
-            cohort = factories.make_cohort()
-            job_page = client.post(f"/cohorts/{cohort.pk}/reviews.xlsx/prepare", follow=True)
-        finally:
-            drop_broker_connections()
+    with broker_down(settings, monkeypatch):
+        response = Client().post(
+            "/api/v1/open-hypothesis/runs",
+            {"question": QUESTION},
+            content_type="application/json",
+            REMOTE_ADDR="198.51.100.9",
+        )
+        coordinator = factories.make_user("coordinator")
+        client = Client()
+        client.force_login(coordinator)
+        cohort = factories.make_cohort()
+        job_page = client.post(f"/cohorts/{cohort.pk}/reviews.xlsx/prepare", follow=True)
     assert response.status_code == 503, response.content
     assert response.json()["error"] == "queue_unavailable" and int(response["Retry-After"]) > 0
     assert not Run.objects.exists() and not RunWorkItem.objects.exists()
     assert "work queue cannot be reached" in job_page.content.decode()
     assert not BackgroundJob.objects.exists()
-
-
-class _closed_port:  # noqa: N801 (a context manager: a port nothing listens on)
-    def __enter__(self):
-        import socket
-
-        with socket.socket() as probe:
-            probe.bind(("127.0.0.1", 0))
-            return probe.getsockname()[1]
-
-    def __exit__(self, *exc):
-        return False
 
 
 # A provider failing for a while ------------------------------------------------------------------------------------

@@ -232,7 +232,7 @@ def test_the_select_all_buttons_work_under_the_policy(live_server, cohort_page_s
     page.context.add_cookies([{"name": "sessionid", "value": session, "url": live_server.url}])
     violations = []
     page.on("console", lambda message: violations.append(message.text) if "Content Security" in message.text else None)
-    page.goto(f"{live_server.url}/cohorts/{cohort.pk}/")
+    page.goto(f"{live_server.url}/cohorts/{cohort.pk}/people/")
     boxes = page.locator("input[name=reviewers]")
     page.get_by_role("button", name="all", exact=True).click()
     assert all(boxes.nth(n).is_checked() for n in range(boxes.count())) and boxes.count() == 3

@@ -1,6 +1,7 @@
-"""The one sweeper of every kind of background work: jobs, novelty checks and run work items whose worker died are
-resumed when it is safe and failed with a reason otherwise; export files go after their keeping time; coordinators
-start a failed job or a failed benchmark task again."""
+"""The one sweeper of every kind of background work: jobs, novelty checks, citation waves, inspiration work and run
+work items whose worker died are resumed when it is safe and failed with a reason otherwise; pending work whose send
+was lost is sent again; export files go after their keeping time; coordinators start a failed job or a failed
+benchmark task again."""
 
 import os
 import time
@@ -10,8 +11,9 @@ import pytest
 from django.conf import settings as django_settings
 from django.utils import timezone
 
-from literature.models import NoveltyCheck
+from literature.models import CitationWave, NoveltyCheck
 from reviewapp.core.claims import SWEEPS, sweep_all
+from reviewapp.inspiration.models import InspirationAudit, InspirationBatch
 from reviewapp.models import BackgroundJob
 from reviewapp.services.jobs import JOB_KINDS, JobKind, job_kind_register, jobs_sweep
 from screening.models import Run, RunWorkItem
@@ -22,12 +24,6 @@ from tests.benchmark_support import make_set, task
 from tests.screening_support import drive, make_roster
 
 pytestmark = pytest.mark.usefixtures("fast_retries")
-
-
-@pytest.fixture
-def exports_home(settings, tmp_path):
-    settings.VAR_DIR = tmp_path
-    return tmp_path / "exports"
 
 
 def long_ago(seconds: float):
@@ -47,7 +43,9 @@ def died_while_running(job: BackgroundJob, attempts: int = 1) -> None:
 
 
 def test_every_room_registers_its_sweep_and_one_periodic_task_runs_them(db):
-    assert {"background jobs", "screening runs", "novelty checks"} <= set(SWEEPS)
+    assert {"background jobs", "screening runs", "novelty checks", "citation waves", "inspiration audits"} <= set(
+        SWEEPS
+    )
     assert [entry["task"] for entry in django_settings.CELERY_BEAT_SCHEDULE.values()] == ["reviewapp.sweep"]
     assert set(sweep_all()) == set(SWEEPS)
 
@@ -150,6 +148,74 @@ def test_a_novelty_check_whose_worker_died_is_sent_again_then_failed(db, setting
     SWEEPS["novelty checks"]()
     check.refresh_from_db()
     assert check.state == "failed" and "stopped" in check.error
+
+
+def test_a_citation_wave_whose_worker_died_is_sent_again_then_failed(db, settings, django_capture_on_commit_callbacks):
+    wave = CitationWave.objects.create(anchors=["MED:1"], total=2)
+    stale = long_ago(settings.OPEN_HYPOTHESIS_STALE_SECONDS)
+    CitationWave.objects.filter(pk=wave.pk).update(state="running", started_at=stale, heartbeat_at=stale, attempts=1)
+    with django_capture_on_commit_callbacks() as sent:
+        assert SWEEPS["citation waves"]() == 1
+    assert len(sent) == 1
+    wave.refresh_from_db()
+    assert wave.state == "pending" and wave.claim_token is None
+    CitationWave.objects.filter(pk=wave.pk).update(
+        state="running", started_at=stale, heartbeat_at=stale, attempts=settings.OH_WORK_MAX_ATTEMPTS
+    )
+    SWEEPS["citation waves"]()
+    wave.refresh_from_db()
+    assert wave.state == "failed" and "start the wave again" in wave.error
+
+
+def test_a_citation_wave_that_writes_progress_is_not_taken_for_dead(db, settings):
+    wave = CitationWave.objects.create(anchors=["MED:1"], total=2)
+    stale = long_ago(settings.OPEN_HYPOTHESIS_STALE_SECONDS)
+    CitationWave.objects.filter(pk=wave.pk).update(
+        state="running", started_at=stale, heartbeat_at=timezone.now(), attempts=1
+    )
+    assert SWEEPS["citation waves"]() == 0
+    wave.refresh_from_db()
+    assert wave.state == "running"
+
+
+def _audit() -> InspirationAudit:
+    return InspirationAudit.objects.create(population=InspirationAudit.Population.COHORT)
+
+
+PENDING_WORK = {
+    "background jobs": (lambda: BackgroundJob.objects.create(kind="reviews_xlsx", params={}), "OH_JOB_STALE_SECONDS"),
+    "novelty checks": (
+        lambda: NoveltyCheck.objects.create(hypothesis_text="A statement.", proposal=factories.make_proposal()),
+        "OPEN_HYPOTHESIS_STALE_SECONDS",
+    ),
+    "citation waves": (lambda: CitationWave.objects.create(anchors=["MED:1"]), "OPEN_HYPOTHESIS_STALE_SECONDS"),
+    "inspiration audits": (_audit, "INSPIRATION_STALE_SECONDS"),
+    "inspiration batches": (
+        lambda: InspirationBatch.objects.create(audit=_audit(), kind=InspirationBatch.Kind.RETRIEVAL),
+        "INSPIRATION_STALE_SECONDS",
+    ),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(PENDING_WORK))
+def test_pending_work_whose_send_was_lost_is_sent_again_once_per_stale_time(
+    db, settings, django_capture_on_commit_callbacks, kind
+):
+    make, stale_setting = PENDING_WORK[kind]
+    row = make()
+    sweep = SWEEPS["inspiration audits" if kind.startswith("inspiration") else kind]
+    with django_capture_on_commit_callbacks() as sent:
+        sweep()
+    assert sent == []  # just sent: not due yet
+    type(row).objects.filter(pk=row.pk).update(sent_at=long_ago(getattr(settings, stale_setting)))
+    with django_capture_on_commit_callbacks() as sent:
+        assert sweep() == 1
+    assert len(sent) == 1
+    row.refresh_from_db()
+    assert row.state == type(row).PENDING and row.sent_at > long_ago(60)
+    with django_capture_on_commit_callbacks() as sent:
+        sweep()
+    assert sent == []  # sent again only after another stale time
 
 
 def test_a_run_work_item_whose_worker_died_is_sent_again_and_the_run_completes(roster, settings):

@@ -12,7 +12,7 @@ documented in ``reviewapp.analysis._resampling``), and resamples where a statist
     8.962264150943396
 """
 
-from reviewapp.analysis._resampling import DEFAULT_RESAMPLES, DEFAULT_SEED, Estimate
+from reviewapp.analysis._resampling import DEFAULT_RESAMPLES, DEFAULT_SEED, SEEDS, Estimate
 from reviewapp.analysis.agreement import (
     RerunAgreement,
     ReviewerAgreement,
@@ -24,12 +24,15 @@ from reviewapp.analysis.agreement import (
     spearman,
     weighted_kappa,
 )
+from reviewapp.analysis.elements import KeyElements, content_words, key_element_analysis, named_elements
+from reviewapp.analysis.hints import HintCorrelation, hint_correlation
 from reviewapp.analysis.inference import (
     Coefficient,
     LogisticFit,
     PermutationTest,
     holm,
     logistic_clustered,
+    permutation_test_of_totals,
     permutation_test_within_tasks,
 )
 from reviewapp.analysis.judges import (
@@ -42,8 +45,42 @@ from reviewapp.analysis.judges import (
     judge_outcome_for,
     other_company_votes,
 )
-from reviewapp.analysis.ranking import BalancedAccuracy, PrecisionAtK, auc, balanced_accuracy, expected_precision_at_k
-from reviewapp.analysis.reviews import RevisionGroup, RevisionOutcomes, revision_outcomes
+from reviewapp.analysis.originality import (
+    DIMENSIONS,
+    MatchedPair,
+    OriginalityComparison,
+    matched_pairs,
+    originality_comparison,
+    pair_hash,
+)
+from reviewapp.analysis.ranking import (
+    AucEstimate,
+    BalancedAccuracy,
+    PrecisionAtK,
+    auc,
+    auc_estimate,
+    balanced_accuracy,
+    expected_precision_at_k,
+    top_k_weights,
+)
+from reviewapp.analysis.reviews import (
+    AuthorProfile,
+    CriterionMean,
+    RevisionGroup,
+    RevisionOutcomes,
+    criterion_profiles,
+    revision_outcomes,
+)
+from reviewapp.analysis.rules import (
+    BestSingleModel,
+    ForecastRules,
+    RuleEnumeration,
+    best_single_model,
+    forecast_rules,
+    rule_enumeration,
+    two_stage_scheme_count,
+    voting_rule_count,
+)
 from reviewapp.analysis.selection import (
     JudgeLeftOut,
     LeaveOneJudgeOut,
@@ -57,18 +94,29 @@ from reviewapp.analysis.selection import (
     selection_without_company,
     trim_to_group_length,
 )
+from reviewapp.analysis.task_selection import TaskSelectionCheck, candidate_key, candidate_order, task_selection_check
 
 __all__ = [
+    "AucEstimate",
+    "BalancedAccuracy",
+    "BestSingleModel",
+    "Coefficient",
     "DEFAULT_RESAMPLES",
     "DEFAULT_SEED",
-    "BalancedAccuracy",
-    "Coefficient",
+    "DIMENSIONS",
+    "AuthorProfile",
+    "CriterionMean",
     "Estimate",
+    "ForecastRules",
+    "HintCorrelation",
     "JudgeAgreement",
     "JudgeLeftOut",
     "JudgeOutcome",
+    "KeyElements",
     "LeaveOneJudgeOut",
     "LogisticFit",
+    "MatchedPair",
+    "OriginalityComparison",
     "OtherCompanyVotes",
     "PairAgreement",
     "PermutationTest",
@@ -78,30 +126,52 @@ __all__ = [
     "ReviewerAgreement",
     "RevisionGroup",
     "RevisionOutcomes",
+    "RuleEnumeration",
+    "SEEDS",
     "SelectionSummary",
     "SelectionWithoutCompany",
+    "TaskSelectionCheck",
     "TrimmedList",
     "auc",
+    "auc_estimate",
     "balanced_accuracy",
+    "best_single_model",
+    "candidate_key",
+    "candidate_order",
     "cohen_kappa",
+    "content_words",
+    "criterion_profiles",
     "expected_precision_at_k",
     "fleiss_kappa",
+    "forecast_rules",
+    "hint_correlation",
     "holm",
     "judge_agreement",
     "judge_outcome",
     "judge_outcome_for",
+    "key_element_analysis",
     "krippendorff_alpha",
     "leave_one_judge_out",
     "logistic_clustered",
+    "matched_pairs",
+    "named_elements",
+    "originality_comparison",
     "other_company_votes",
+    "pair_hash",
+    "permutation_test_of_totals",
     "permutation_test_within_tasks",
     "random_control",
     "rerun_agreement",
     "reviewer_agreement",
     "revision_outcomes",
+    "rule_enumeration",
     "selection_summary",
     "selection_without_company",
     "spearman",
+    "task_selection_check",
+    "top_k_weights",
     "trim_to_group_length",
+    "two_stage_scheme_count",
+    "voting_rule_count",
     "weighted_kappa",
 ]

@@ -13,7 +13,9 @@ from reviewapp.analysis._resampling import (
     Estimate,
     estimate,
     ratio,
+    resample_counts,
     resampled_totals,
+    task_codes,
     task_sums,
 )
 
@@ -37,6 +39,65 @@ def auc(scores: Sequence[float], labels: Sequence[bool]) -> float | None:
     if labels.all() or not labels.any():
         return None
     return float(roc_auc_score(labels, scores))
+
+
+@dataclass(frozen=True)
+class AucEstimate:
+    """AUC with its task-resampled interval (docs/analysis.md#auc-over-task-resamples)."""
+
+    hypotheses: int
+    matches: int
+    auc: Estimate
+    resamples: int
+    seed: int
+
+
+def _resampled_auc(counts: np.ndarray, positives: np.ndarray, negatives: np.ndarray) -> np.ndarray:
+    """The AUC of every resample, from per-task histograms over the distinct scores in ascending order.
+
+    A resample weighting task t by c_t has positives p = cᵀP and negatives n = cᵀN per score; its AUC is
+    Σ_v p[v] · (n below v + n[v] / 2) / (Σp · Σn). The numerator is bilinear in c: cᵀ W c with the task × task
+    matrix W = P (cumsum(N) − N / 2)ᵀ, so no (resamples × scores) table is ever formed. NaN where one outcome has
+    no weight.
+    """
+    below_or_tied = np.cumsum(negatives, axis=1) - 0.5 * negatives
+    wins = ((counts @ (positives @ below_or_tied.T)) * counts).sum(axis=1)
+    return ratio(wins, (counts @ positives.sum(axis=1)) * (counts @ negatives.sum(axis=1)))
+
+
+def auc_estimate(
+    tasks: Sequence[Hashable],
+    scores: Sequence[float],
+    labels: Sequence[bool],
+    *,
+    resamples: int = DEFAULT_RESAMPLES,
+    seed: int = DEFAULT_SEED,
+) -> AucEstimate:
+    """AUC of a numerical score against the match, with a percentile interval over resamples of whole tasks.
+
+    The point value is ``auc(scores, labels)`` (sklearn). A resample repeats each task's hypotheses as often as the
+    task is drawn (the documented index matrix of ``reviewapp.analysis._resampling``), which gives each hypothesis a
+    weight; the AUC of the weighted hypotheses (ties one half) is computed from per-task histograms of the scores,
+    so no resample is materialised. A resample with only one outcome is undefined and counted.
+    """
+    values, labels_array = _scored(scores, labels)
+    point = auc(values, labels_array)
+    resampled = None
+    if resamples and len(values):
+        codes, order = task_codes(tasks)
+        if len(codes) != len(values):
+            raise ValueError("give one task per hypothesis")
+        distinct, value_codes = np.unique(values, return_inverse=True)
+        per_task = np.zeros((2, len(order), distinct.size))
+        np.add.at(per_task, (labels_array.astype(np.intp), codes, value_codes), 1)
+        resampled = _resampled_auc(resample_counts(len(order), resamples, seed), per_task[1], per_task[0])
+    return AucEstimate(
+        hypotheses=int(values.size),
+        matches=int(labels_array.sum()),
+        auc=estimate(np.nan if point is None else point, resampled),
+        resamples=resamples,
+        seed=seed,
+    )
 
 
 @dataclass(frozen=True)
@@ -73,6 +134,17 @@ def expected_precision_at_k(scores: Sequence[float], labels: Sequence[bool], k: 
         tied_at_cut=int(tied.sum()),
         tied_matches=int(labels[tied].sum()),
     )
+
+
+def top_k_weights(scores: Sequence[float], k: int) -> np.ndarray:
+    """Each hypothesis's chance of entering the top k, in the order given: 1 above the score at rank k, places /
+    tied for those tied at it, 0 below (the list ``expected_precision_at_k`` takes in expectation)."""
+    values = np.asarray(scores, dtype=np.float64)
+    if not 0 < k <= values.size:
+        raise ValueError(f"k must be between 1 and the number of ranked hypotheses ({values.size})")
+    cut = np.sort(values)[::-1][k - 1]
+    above, tied = values > cut, values == cut
+    return np.where(above, 1.0, np.where(tied, (k - above.sum()) / tied.sum(), 0.0))
 
 
 @dataclass(frozen=True)

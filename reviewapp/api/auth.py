@@ -3,6 +3,7 @@ GET /api/v1/auth/tokens (own; a coordinator may add ?user=<id>); DELETE /api/v1/
 
 from django.contrib.auth import authenticate
 from django.urls import path
+from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
 from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
@@ -14,14 +15,26 @@ from reviewapp.models import ApiToken
 from reviewapp.services.accounts import token_create, token_revoke
 
 
+class TokenNameInput(serializers.Serializer):
+    """What names a new token, here and on the API tokens page (reviewapp.views.accounts)."""
+
+    name = serializers.CharField(required=False, allow_blank=True, default="", max_length=100)
+
+
 class TokenCreateApi(APIView):
     authentication_classes = []
     permission_classes = [AllowAny]
 
-    class InputSerializer(serializers.Serializer):
+    class InputSerializer(TokenNameInput):
         username = serializers.CharField()
         password = serializers.CharField(trim_whitespace=False)
-        name = serializers.CharField(required=False, allow_blank=True, default="", max_length=100)
+
+    class OutputSerializer(serializers.Serializer):
+        token = serializers.CharField(help_text="the key: shown once, stored only as a hash")
+        id = serializers.IntegerField()
+        expires_at = serializers.DateTimeField()
+
+    error_codes = {400: ("invalid_credentials",), 429: ("locked_out",)}
 
     def post(self, request):
         data = validated(self.InputSerializer, request.data)
@@ -33,7 +46,7 @@ class TokenCreateApi(APIView):
                 "Unknown username or wrong password.", code="invalid_credentials", status=status.HTTP_400_BAD_REQUEST
             )
         token, key = token_create(user=user, name=data["name"])
-        return Response({"token": key, "id": token.pk, "expires_at": token.expires_at})
+        return Response(self.OutputSerializer({"token": key, "id": token.pk, "expires_at": token.expires_at}).data)
 
 
 class TokenOutputSerializer(serializers.ModelSerializer):
@@ -45,6 +58,15 @@ class TokenOutputSerializer(serializers.ModelSerializer):
 
 
 class TokenListApi(APIView):
+    """Your own tokens; a coordinator may ask for one account's (?user=<id>) or everyone's (?user=all)."""
+
+    class FilterSerializer(serializers.Serializer):
+        user = serializers.CharField(required=False, help_text="coordinators: an account id or “all”")
+
+    OutputSerializer = TokenOutputSerializer
+    output_many = True
+    error_codes = {400: ("invalid_request",)}
+
     def get(self, request):
         owner = request.query_params.get("user") if roles.can_coordinate(request.user) else None
         if owner and not owner.isdigit() and owner != "all":
@@ -56,6 +78,7 @@ class TokenListApi(APIView):
 
 
 class TokenRevokeApi(APIView):
+    @extend_schema(responses={204: None})
     def delete(self, request, token_id: int):
         token_revoke(token_id=token_id, user=request.user, may_revoke_others=roles.can_coordinate(request.user))
         return Response(status=status.HTTP_204_NO_CONTENT)

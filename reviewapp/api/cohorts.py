@@ -5,6 +5,7 @@ Coordinators and analysts read; only coordinators write. Reviewers get 403 on ev
 
 from django.shortcuts import get_object_or_404
 from django.urls import path
+from drf_spectacular.utils import extend_schema, inline_serializer
 from rest_framework import serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -46,6 +47,8 @@ class CohortListApi(APIView):
     class OutputSerializer(CohortOutputSerializer):
         pass
 
+    output_many = True
+
     def get(self, request):
         return Response(self.OutputSerializer(cohort_selectors.cohorts_with_counts(), many=True).data)
 
@@ -61,6 +64,9 @@ class CohortCreateApi(APIView):
 
     class OutputSerializer(CohortOutputSerializer):
         pass
+
+    success_status = 201
+    error_codes = {400: ("invalid_request",)}
 
     def post(self, request):
         data = validated(self.InputSerializer, request.data)
@@ -88,6 +94,8 @@ class CohortStatusApi(APIView):
     class OutputSerializer(CohortOutputSerializer):
         pass
 
+    error_codes = {400: ("invalid_request",)}
+
     def post(self, request, cohort_id: int):
         cohort = _cohort(cohort_id)
         data = validated(self.InputSerializer, request.data)
@@ -114,7 +122,10 @@ class CohortAssignApi(APIView):
 
     class OutputSerializer(serializers.Serializer):
         created = serializers.IntegerField()
-        loads = serializers.DictField(child=serializers.IntegerField())
+        loads = serializers.DictField(child=serializers.IntegerField(), help_text="assignments per reviewer")
+
+    success_status = 201
+    error_codes = {400: ("assignment_impossible", "unknown_reviewer", "invalid_request")}
 
     def post(self, request, cohort_id: int):
         cohort = _cohort(cohort_id)
@@ -155,6 +166,12 @@ class AssignmentListApi(APIView):
         def get_state(self, assignment) -> str:
             return cohort_selectors.assignment_state(assignment)
 
+    @extend_schema(
+        responses=inline_serializer(
+            "AssignmentPage",
+            {"count": serializers.IntegerField(), "results": OutputSerializer(many=True)},
+        )
+    )
     def get(self, request, cohort_id: int):
         cohort = _cohort(cohort_id)
         filters = validated(self.FilterSerializer, request.query_params)
@@ -168,24 +185,50 @@ class AssignmentListApi(APIView):
         )
 
 
+class ProgressSerializer(serializers.Serializer):
+    assigned = serializers.IntegerField()
+    submitted = serializers.IntegerField()
+    in_progress = serializers.IntegerField()
+    not_started = serializers.IntegerField()
+    deferred = serializers.IntegerField()
+    median_seconds = serializers.FloatField(allow_null=True)
+
+
 class CohortProgressApi(APIView):
+    """Per reviewer and in total: assigned, submitted, in progress, not started, deferred, median seconds."""
+
     permission_classes = [CanReadAll]
+
+    class OutputSerializer(serializers.Serializer):
+        class ReviewerProgress(ProgressSerializer):
+            username = serializers.CharField()
+
+        class Totals(ProgressSerializer):
+            proposals = serializers.IntegerField()
+
+        cohort = CohortOutputSerializer()
+        reviewers = ReviewerProgress(many=True)
+        totals = Totals()
 
     def get(self, request, cohort_id: int):
         cohort = _cohort(cohort_id)
         progress = cohort_selectors.cohort_progress(cohort)
         return Response(
-            {
-                "cohort": CohortOutputSerializer(cohort).data,
-                "reviewers": [{"username": row.username, **row.as_dict()} for row in progress.reviewers],
-                "totals": {"proposals": cohort.proposal_count, **progress.totals.as_dict()},
-            }
+            self.OutputSerializer(
+                {
+                    "cohort": cohort,
+                    "reviewers": [{"username": row.username, **row.as_dict()} for row in progress.reviewers],
+                    "totals": {"proposals": cohort.proposal_count, **progress.totals.as_dict()},
+                }
+            ).data
         )
 
 
 class AssignmentDeleteApi(APIView):
     permission_classes = [IsCoordinator]
+    error_codes = {400: ("assignment_started",)}
 
+    @extend_schema(responses={204: None})
     def delete(self, request, assignment_id: int):
         assignment = get_object_or_404(Assignment, pk=assignment_id)
         cohort_services.assignment_remove(assignment=assignment, user=request.user)
@@ -204,6 +247,8 @@ class AssignmentReassignApi(APIView):
         reviewer = serializers.CharField(source="reviewer.username")
         proposal = serializers.CharField(source="proposal.external_id")
         position = serializers.IntegerField()
+
+    error_codes = {400: ("assignment_started", "unknown_reviewer", "invalid_request")}
 
     def post(self, request, assignment_id: int):
         assignment = get_object_or_404(Assignment, pk=assignment_id)
@@ -233,6 +278,9 @@ class ConflictCreateApi(APIView):
         proposal = serializers.CharField(source="proposal.external_id", default=None)
         author = serializers.CharField()
         note = serializers.CharField()
+
+    success_status = 201
+    error_codes = {400: ("unknown_reviewer", "unknown_proposal", "invalid_request")}
 
     def post(self, request):
         values = validated(self.InputSerializer, request.data)

@@ -9,12 +9,15 @@ from django.http import FileResponse, StreamingHttpResponse
 from django.urls import path
 from django.utils.http import content_disposition_header
 from django.utils.text import slugify
+from drf_spectacular.utils import extend_schema
+from rest_framework import serializers
 from rest_framework.negotiation import BaseContentNegotiation
 from rest_framework.views import APIView
 
 from reviewapp.core import roles
 from reviewapp.core.errors import NotFound, ServiceError
 from reviewapp.core.roles import CanReadAll
+from reviewapp.core.schema import file_response
 from reviewapp.models import Cohort
 from reviewapp.selectors.exports import csv_chunks, review_export_long_rows, review_export_rows, write_xlsx
 
@@ -46,6 +49,16 @@ class CohortReviewsCsvApi(APIView):
     permission_classes = [CanReadAll]
     content_negotiation_class = FileContentNegotiation
 
+    class FilterSerializer(serializers.Serializer):
+        layout = serializers.ChoiceField(choices=list(LAYOUTS), required=False, help_text="wide (default) or long")
+
+    error_codes = {400: ("invalid_layout",)}
+
+    @extend_schema(
+        responses=file_response(
+            "text/csv", "One row per review (long: per review and criterion); coordinators get the unblinding columns."
+        )
+    )
     def get(self, request, cohort_id):
         cohort = _get_cohort(cohort_id)
         layout = request.query_params.get("layout", "wide")
@@ -62,6 +75,12 @@ class CohortReviewsXlsxApi(APIView):
     permission_classes = [CanReadAll]
     content_negotiation_class = FileContentNegotiation
 
+    @extend_schema(
+        responses=file_response(
+            "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
+            "The reviews as an XLSX workbook, one row per review.",
+        )
+    )
     def get(self, request, cohort_id):
         cohort = _get_cohort(cohort_id)
         rows = review_export_rows(cohort=cohort, unblinded=roles.can_coordinate(request.user))

@@ -37,6 +37,9 @@ class CohortImportApi(APIView):
         new_proposals = serializers.IntegerField()
         already_imported = serializers.BooleanField()
 
+    InputSerializer = ImportFileInput
+    error_codes = {400: ("invalid_import",)}
+
     def post(self, request, cohort_id):
         cohort = Cohort.objects.filter(pk=cohort_id).first()
         if cohort is None:

@@ -23,7 +23,10 @@ class UserCreateApi(APIView):
         username = serializers.CharField()
         email = serializers.CharField()
         role = serializers.CharField()
-        password = serializers.CharField()
+        password = serializers.CharField(help_text="one-time: its owner chooses their own at the first login")
+
+    success_status = 201
+    error_codes = {400: ("invalid_user",)}
 
     def post(self, request):
         data = validated(self.InputSerializer, request.data)
@@ -49,12 +52,18 @@ class UserUnlockApi(APIView):
                 raise serializers.ValidationError("Give either a username or an address.")
             return attrs
 
+    class OutputSerializer(serializers.Serializer):
+        username = serializers.CharField(required=False, help_text="the username unlocked")
+        address = serializers.CharField(required=False, help_text="the address (IPv6: its network) unlocked")
+        cleared = serializers.IntegerField(help_text="failed-login records cleared")
+
     def post(self, request):
         data = validated(self.InputSerializer, request.data)
         if "address" in data:
             network, cleared = address_unlock(address=data["address"], user=request.user)
-            return Response({"address": network, "cleared": cleared})
-        return Response({"username": data["username"], "cleared": user_unlock(**data, user=request.user)})
+            return Response(self.OutputSerializer({"address": network, "cleared": cleared}).data)
+        cleared = user_unlock(**data, user=request.user)
+        return Response(self.OutputSerializer({"username": data["username"], "cleared": cleared}).data)
 
 
 class UserActiveApi(APIView):
@@ -65,10 +74,14 @@ class UserActiveApi(APIView):
     class InputSerializer(serializers.Serializer):
         active = serializers.BooleanField()
 
+    class OutputSerializer(serializers.Serializer):
+        username = serializers.CharField()
+        active = serializers.BooleanField()
+
     def post(self, request, account_id: int):
         data = validated(self.InputSerializer, request.data)
         account = user_set_active(account_id=account_id, active=data["active"], user=request.user)
-        return Response({"username": account.username, "active": account.is_active})
+        return Response(self.OutputSerializer({"username": account.username, "active": account.is_active}).data)
 
 
 urlpatterns = [

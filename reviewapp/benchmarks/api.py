@@ -10,10 +10,13 @@ from django.http import FileResponse, HttpResponse
 from django.urls import path
 from django.utils.http import content_disposition_header
 from django.utils.text import slugify
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from reviewapp.analysis import SEEDS
 from reviewapp.api.exports import FileContentNegotiation
 from reviewapp.api.imports import import_upload
 from reviewapp.benchmarks import selectors
@@ -27,7 +30,9 @@ from reviewapp.benchmarks.table_s import write_table_s
 from reviewapp.core.errors import NotFound, ServiceError, validated
 from reviewapp.core.roles import CanReadAll, IsCoordinator
 from reviewapp.core.routing import by_method
+from reviewapp.core.schema import file_response
 from screening.llm.models import ModelEndpoint, Roster
+from screening.models import Run
 
 XLSX = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
 
@@ -58,6 +63,8 @@ class BenchmarkOutputSerializer(serializers.Serializer):
     name = serializers.CharField()
     description = serializers.CharField()
     roster = serializers.CharField(source="roster.name", default=None)
+    design = serializers.CharField()
+    forecast_question = serializers.CharField()
     seed = serializers.IntegerField()
     task_count = serializers.IntegerField()
     hypothesis_count = serializers.IntegerField()
@@ -68,6 +75,8 @@ class BenchmarkOutputSerializer(serializers.Serializer):
 
 class BenchmarkListApi(APIView):
     permission_classes = [CanReadAll]
+    OutputSerializer = BenchmarkOutputSerializer
+    output_many = True
 
     def get(self, request):
         return Response(BenchmarkOutputSerializer(selectors.benchmark_list().select_related("roster"), many=True).data)
@@ -81,6 +90,12 @@ class BenchmarkCreateApi(APIView):
         description = serializers.CharField(required=False, allow_blank=True, default="")
         roster = serializers.CharField(required=False, allow_blank=True, default="", help_text="a roster's name")
         seed = serializers.IntegerField(required=False, allow_null=True, default=None, min_value=0)
+        design = serializers.ChoiceField(choices=BenchmarkSet.Design.values, default=BenchmarkSet.Design.POOLED)
+        forecast_question = serializers.ChoiceField(choices=Run.Question.values, default=Run.Question.SHORT)
+
+    OutputSerializer = BenchmarkOutputSerializer
+    success_status = 201
+    error_codes = {400: ("name_taken", "unknown_roster", "invalid_request")}
 
     def post(self, request):
         values = validated(self.InputSerializer, request.data)
@@ -90,6 +105,8 @@ class BenchmarkCreateApi(APIView):
             description=values["description"],
             roster=roster,
             seed=values["seed"],
+            design=values["design"],
+            forecast_question=values["forecast_question"],
             user=request.user,
         )
 
@@ -100,6 +117,30 @@ class BenchmarkDetailApi(APIView):
     """The set with its progress: per task, its run's status and counts and the random control's time."""
 
     permission_classes = [CanReadAll]
+
+    class OutputSerializer(BenchmarkOutputSerializer):
+        class Progress(serializers.Serializer):
+            runs = serializers.IntegerField()
+            finished_runs = serializers.IntegerField()
+            runs_by_status = serializers.DictField(child=serializers.IntegerField())
+            hypotheses = serializers.IntegerField()
+            selected = serializers.IntegerField()
+            scores = serializers.IntegerField()
+
+        class Task(serializers.Serializer):
+            task = serializers.CharField()
+            status = serializers.CharField()
+            run = serializers.CharField(allow_null=True, help_text="the run's public id")
+            hypotheses = serializers.IntegerField()
+            discarded = serializers.IntegerField()
+            kept = serializers.IntegerField()
+            selected = serializers.IntegerField()
+            scores = serializers.IntegerField()
+            random_control_drawn_at = serializers.DateTimeField(allow_null=True)
+            first_forecast_at = serializers.DateTimeField(allow_null=True)
+
+        progress = Progress()
+        tasks = Task(many=True)
 
     def get(self, request, benchmark_id: int):
         benchmark = _benchmark(benchmark_id)
@@ -126,7 +167,10 @@ class BenchmarkDetailApi(APIView):
                         "selected": row.selected,
                         "scores": row.scores,
                         "random_control_drawn_at": row.control_drawn_at,
+                        "pool_frozen_at": row.pool_frozen_at,
                         "first_forecast_at": row.first_forecast_at,
+                        "repeated_requests": row.repeat_requests,
+                        "repeated_requests_finished": row.repeat_finished,
                     }
                     for row in progress.tasks
                 ],
@@ -152,6 +196,10 @@ class BenchmarkImportApi(APIView):
         new_scores = serializers.IntegerField()
         new_judges = serializers.IntegerField()
         already_imported = serializers.BooleanField()
+        analysis_records = serializers.IntegerField()
+        new_analysis_records = serializers.IntegerField()
+
+    error_codes = {400: ("invalid_import",)}
 
     def post(self, request, benchmark_id: int):
         benchmark = _benchmark(benchmark_id)
@@ -168,12 +216,51 @@ class BenchmarkRunApi(APIView):
 
     permission_classes = [IsCoordinator]
 
+    class OutputSerializer(serializers.Serializer):
+        class Started(serializers.Serializer):
+            id = serializers.CharField(help_text="the run's public id")
+            shuffle_seed = serializers.IntegerField()
+
+        started = Started(many=True)
+
+    success_status = 202
+    error_codes = {400: ("no_roster", "roster_incomplete", "nothing_to_run"), 503: ("queue_unavailable",)}
+
+    @extend_schema(request=None)
     def post(self, request, benchmark_id: int):
         benchmark = _benchmark(benchmark_id)
         runs = services.benchmark_run(benchmark=benchmark)
 
         started = [{"id": str(run.public_id), "shuffle_seed": run.shuffle_seed} for run in runs]
         return Response({"started": started}, status=status.HTTP_202_ACCEPTED)
+
+
+class ForecastMatrixApi(APIView):
+    """Every hypothesis with each forecasting model's answer and the model call that gave it (?round=2: the same
+    requests asked again)."""
+
+    permission_classes = [CanReadAll]
+
+    class InputSerializer(serializers.Serializer):
+        round = serializers.ChoiceField(choices=[1, 2], default=1)
+
+    def get(self, request, benchmark_id: int):
+        benchmark = _benchmark(benchmark_id)
+        values = validated(self.InputSerializer, request.query_params)
+        return Response(selectors.benchmark_forecast_matrix(benchmark, round_=values["round"]))
+
+
+class ForecastsRepeatApi(APIView):
+    """Ask every forecast request of the set's finished runs again, as it was (round 2)."""
+
+    permission_classes = [IsCoordinator]
+
+    def post(self, request, benchmark_id: int):
+        benchmark = _benchmark(benchmark_id)
+        queued = services.benchmark_forecasts_repeat(benchmark=benchmark)
+
+        tasks = [{"task": task, "requests": count} for task, count in queued]
+        return Response({"round": 2, "tasks": tasks}, status=status.HTTP_202_ACCEPTED)
 
 
 class JudgeSerializer(serializers.Serializer):
@@ -186,6 +273,8 @@ class JudgeSerializer(serializers.Serializer):
 
 class JudgeListApi(APIView):
     permission_classes = [CanReadAll]
+    OutputSerializer = JudgeSerializer
+    output_many = True
 
     def get(self, request, benchmark_id: int):
         benchmark = _benchmark(benchmark_id)
@@ -201,6 +290,10 @@ class JudgeAddApi(APIView):
         name = serializers.CharField(required=False, allow_blank=True, default="", max_length=200)
         company = serializers.CharField(required=False, allow_blank=True, default="", max_length=200)
         endpoint = serializers.CharField(required=False, allow_blank=True, default="")
+
+    OutputSerializer = JudgeSerializer
+    success_status = 201
+    error_codes = {400: ("judge_exists", "unknown_endpoint", "invalid_request")}
 
     def post(self, request, benchmark_id: int):
         benchmark = _benchmark(benchmark_id)
@@ -222,6 +315,17 @@ class JudgingStartApi(APIView):
 
     class InputSerializer(serializers.Serializer):
         judges = serializers.ListField(child=serializers.CharField(), required=False, allow_empty=False)
+
+    class OutputSerializer(serializers.Serializer):
+        class Job(serializers.Serializer):
+            id = serializers.IntegerField()
+            judge_id = serializers.IntegerField()
+            state = serializers.CharField()
+
+        jobs = Job(many=True)
+
+    success_status = 202
+    error_codes = {400: ("no_judges", "nothing_to_judge", "unknown_judge"), 503: ("queue_unavailable",)}
 
     def post(self, request, benchmark_id: int):
         benchmark = _benchmark(benchmark_id)
@@ -245,6 +349,30 @@ class OutcomesApi(APIView):
     """The judge table: every hypothesis with each judge's score (listed order) and its outcome."""
 
     permission_classes = [CanReadAll]
+
+    class OutputSerializer(serializers.Serializer):
+        class JudgeName(serializers.Serializer):
+            name = serializers.CharField()
+            company = serializers.CharField()
+
+        class Row(serializers.Serializer):
+            task = serializers.CharField()
+            id = serializers.CharField()
+            generator = serializers.CharField()
+            generator_company = serializers.CharField()
+            selected = serializers.BooleanField(allow_null=True)
+            scores = serializers.DictField(
+                child=serializers.IntegerField(allow_null=True), help_text="judge name → score 0–5"
+            )
+            excluded_judges = serializers.ListField(child=serializers.CharField())
+            outcome = serializers.CharField(help_text="positive, negative or not_judged")
+            primary = serializers.BooleanField(allow_null=True)
+            strict = serializers.BooleanField(allow_null=True)
+            borderline = serializers.BooleanField(allow_null=True)
+            note = serializers.CharField()
+
+        judges = JudgeName(many=True)
+        hypotheses = Row(many=True)
 
     def get(self, request, benchmark_id: int):
         benchmark = _benchmark(benchmark_id)
@@ -274,20 +402,51 @@ class OutcomesApi(APIView):
         )
 
 
+SEED_PARAMETERS = {f"seed_{family}": family for family in SEEDS}
+
+
+def statistics_seeds(query) -> dict[str, int]:
+    """The seed of each family of analyses from a query (``seed_generation``, ``seed_selection``,
+    ``seed_sensitivity``, ``seed_auc``), the benchmark's own where none is given (docs/analysis.md#seeds). Raises
+    InputInvalid for a seed that is not a whole number from 0 to 2^32 − 1."""
+    values = validated(StatisticsApi.FilterSerializer, {key: query[key] for key in SEED_PARAMETERS if query.get(key)})
+    return {**SEEDS, **{SEED_PARAMETERS[key]: value for key, value in values.items() if value is not None}}
+
+
 class StatisticsApi(APIView):
-    """The set's statistics (docs/protocol.md#statistics) as JSON, the same the statistics page shows."""
+    """The set's statistics (docs/protocol.md#statistics and docs/analysis.md#the-appendices-analyses) as JSON, the
+    same the statistics page shows; ``?seed_<family>=`` changes a family's seed."""
 
     permission_classes = [CanReadAll]
 
+    class FilterSerializer(serializers.Serializer):
+        seed_generation = serializers.IntegerField(required=False, min_value=0, max_value=2**32 - 1)
+        seed_selection = serializers.IntegerField(required=False, min_value=0, max_value=2**32 - 1)
+        seed_sensitivity = serializers.IntegerField(required=False, min_value=0, max_value=2**32 - 1)
+        seed_auc = serializers.IntegerField(required=False, min_value=0, max_value=2**32 - 1)
+
+    @extend_schema(
+        responses=OpenApiResponse(
+            OpenApiTypes.OBJECT,
+            description="The fields of reviewapp.benchmarks.statistics.BenchmarkStatistics (docs/analysis.md): "
+            "`hypotheses`, `judged`, `judges`, `generators` (per generator and all together: selection summaries "
+            "with estimates and intervals, random list, drawn control, single-model lists), `votes_primary`, "
+            "`votes_strict`, `agreement`, `study` (one entry per appendix analysis, "
+            "docs/analysis.md#the-appendices-analyses, each with the seed it used); null where a statistic is "
+            "undefined.",
+        )
+    )
     def get(self, request, benchmark_id: int):
         benchmark = _benchmark(benchmark_id)
-        return Response(statistics_as_dict(selectors.benchmark_statistics(benchmark)))
+        seeds = statistics_seeds(request.query_params)
+        return Response(statistics_as_dict(selectors.benchmark_statistics(benchmark, seeds=seeds)))
 
 
 class TableSApi(APIView):
     permission_classes = [CanReadAll]
     content_negotiation_class = FileContentNegotiation
 
+    @extend_schema(responses=file_response(XLSX, "The Table S workbook of the set."))
     def get(self, request, benchmark_id: int):
         benchmark = _benchmark(benchmark_id)
         # An anonymous temporary file: removed when the response closes it, however the download ends.
@@ -307,6 +466,7 @@ class BundleApi(APIView):
     permission_classes = [CanReadAll]
     content_negotiation_class = FileContentNegotiation
 
+    @extend_schema(responses=file_response("application/zip", "The published-data bundle: tables and a README."))
     def get(self, request, benchmark_id: int):
         benchmark = _benchmark(benchmark_id)
         response = HttpResponse(bundle_zip(benchmark), content_type="application/zip")
@@ -319,6 +479,12 @@ urlpatterns = [
     path("benchmarks/<int:benchmark_id>", BenchmarkDetailApi.as_view(), name="api-benchmark-detail"),
     path("benchmarks/<int:benchmark_id>/import", BenchmarkImportApi.as_view(), name="api-benchmark-import"),
     path("benchmarks/<int:benchmark_id>/run", BenchmarkRunApi.as_view(), name="api-benchmark-run"),
+    path("benchmarks/<int:benchmark_id>/forecasts", ForecastMatrixApi.as_view(), name="api-benchmark-forecasts"),
+    path(
+        "benchmarks/<int:benchmark_id>/forecasts/repeat",
+        ForecastsRepeatApi.as_view(),
+        name="api-benchmark-forecasts-repeat",
+    ),
     path(
         "benchmarks/<int:benchmark_id>/judges",
         by_method(get=JudgeListApi, post=JudgeAddApi),

@@ -6,11 +6,13 @@ The bundle is a function of the stored data only: the same data give the same by
 published checksum identifies the data for good.
 
 - cohort.json: the frozen hypothesis sets, task by task in pool order, as the forecasting models received them,
-  with each task's random control (answers, the time they were drawn and the sha256 of the frozen set).
+  with each task's random control (the answers as drawn and as given out in pool order, the time they were drawn,
+  the time the pool was frozen and the sha256 of the frozen set).
 - report.json: the set, its judges, its tasks with reference statements and runs, every hypothesis with its
   forecasts, selection, judge scores and outcome, and the statistics (docs/protocol.md#statistics).
 - selected.csv: the selected hypotheses with their outcomes.
-- checksums.sha256: the sha256 of each of the three files, in the format of `sha256sum --check`.
+- analysis.json: every table of the appendices' analyses with the seeds it used (docs/analysis.md#analysisjson).
+- checksums.sha256: the sha256 of each of the data files, in the format of `sha256sum --check`.
 """
 
 import csv
@@ -22,12 +24,14 @@ import zipfile
 from reviewapp.benchmarks.models import BenchmarkSet, Judge, RandomControlDraw
 from reviewapp.benchmarks.selectors import benchmark_imports, benchmark_judges, benchmark_rows, benchmark_statistics
 from reviewapp.benchmarks.statistics import HypothesisRow, statistics_as_dict
+from reviewapp.benchmarks.study_tables import study_json
 from reviewapp.selectors.exports import spreadsheet_text
 
-DATA_FILES = ("report.json", "cohort.json", "selected.csv")
+DATA_FILES = ("report.json", "cohort.json", "selected.csv", "analysis.json")
 CHECKSUMS = "checksums.sha256"
 REPORT_FORMAT = "open-hypothesis-benchmark-report-v1"
 COHORT_FORMAT = "open-hypothesis-benchmark-cohort-v1"
+ANALYSIS_FORMAT = "open-hypothesis-benchmark-analysis-v1"
 SELECTED_COLUMNS = (
     "task",
     "hypothesis",
@@ -109,7 +113,9 @@ def cohort_data(benchmark: BenchmarkSet, rows: list[HypothesisRow]) -> dict:
                 if draw is None
                 else {
                     "drawn_at": draw.drawn_at,
+                    "frozen_at": draw.frozen_at,
                     "generator": draw.generator,
+                    "sequence": draw.sequence,
                     "hypotheses_sha256": draw.hypotheses_sha256,
                     "hypothesis_count": draw.hypothesis_count,
                     "answers": draw.answers,
@@ -128,7 +134,7 @@ def _judge(judge: Judge) -> dict:
     }
 
 
-def report_data(benchmark: BenchmarkSet, rows: list[HypothesisRow], judges: list[Judge]) -> dict:
+def report_data(benchmark: BenchmarkSet, rows: list[HypothesisRow], judges: list[Judge], statistics) -> dict:
     tasks = []
     for benchmark_task in benchmark.benchmark_tasks.select_related("task", "run").order_by("position", "pk"):
         task, run = benchmark_task.task, benchmark_task.run
@@ -187,8 +193,12 @@ def report_data(benchmark: BenchmarkSet, rows: list[HypothesisRow], judges: list
             {"filename": batch.filename, "format": batch.file_format, "sha256": batch.sha256}
             for batch in benchmark_imports(benchmark)
         ],
-        "statistics": statistics_as_dict(benchmark_statistics(benchmark, judges=judges, rows=rows)),
+        "statistics": statistics_as_dict(statistics),
     }
+
+
+def analysis_data(benchmark: BenchmarkSet, statistics) -> dict:
+    return {"format": ANALYSIS_FORMAT, "benchmark": benchmark.name, **study_json(statistics)}
 
 
 def selected_csv(rows: list[HypothesisRow]) -> bytes:
@@ -224,13 +234,16 @@ def selected_csv(rows: list[HypothesisRow]) -> bytes:
 def bundle_files(
     benchmark: BenchmarkSet, *, judges: list[Judge] | None = None, rows: list[HypothesisRow] | None = None
 ) -> dict[str, bytes]:
-    """The three data files, by name. Pass the judges and rows already read to save reading them again."""
+    """The data files, by name, with the benchmark's seeds. Pass the judges and rows already read to save reading
+    them again."""
     judges = benchmark_judges(benchmark) if judges is None else judges
     rows = benchmark_rows(benchmark, judges) if rows is None else rows
+    statistics = benchmark_statistics(benchmark, judges=judges, rows=rows)
     return {
-        "report.json": _json_bytes(report_data(benchmark, rows, judges)),
+        "report.json": _json_bytes(report_data(benchmark, rows, judges, statistics)),
         "cohort.json": _json_bytes(cohort_data(benchmark, rows)),
         "selected.csv": selected_csv(rows),
+        "analysis.json": _json_bytes(analysis_data(benchmark, statistics)),
     }
 
 

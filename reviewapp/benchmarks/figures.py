@@ -3,6 +3,7 @@
 from typing import TYPE_CHECKING
 
 from reviewapp.benchmarks.statistics import BenchmarkStatistics
+from reviewapp.benchmarks.study_tables import TABLES
 from reviewapp.figures import COLOURS, FigureSpec, new_figure, no_data, rounded
 from reviewapp.selectors.exports import spreadsheet_text
 
@@ -255,3 +256,12 @@ BENCHMARK_FIGURES = {
     "agreement": FigureSpec("Agreement between judges", agreement_table, agreement_plot),
     "single-model-lists": FigureSpec("Single-model lists of the group's length", single_model_lists_table, None),
 }
+
+
+def _study_figure(slug: str) -> FigureSpec:
+    spec = TABLES[slug]
+    return FigureSpec(spec.title, lambda statistics: spec.build(statistics).csv_rows(), spec.plot)
+
+
+# The appendices' analyses (reviewapp.benchmarks.study_tables), each table a CSV and some a plot.
+BENCHMARK_FIGURES |= {slug: _study_figure(slug) for slug in TABLES}

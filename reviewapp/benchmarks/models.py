@@ -9,15 +9,30 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
+from screening.models import Run
+
 
 class BenchmarkSet(models.Model):
     """Research tasks with reference statements and the roster that screens them, analysed together."""
 
+    class Design(models.TextChoices):
+        """How the set's runs put its hypotheses to the forecasters (docs/protocol.md#benchmark-designs)."""
+
+        POOLED = "pooled", "Pooled: the protocol's two-stage run, as public runs do it"
+        SEED_001 = "seed-001", "The benchmark's: each generator apart, every forecaster on every hypothesis"
+
+    # The screening run design each set design uses.
+    RUN_DESIGN: dict[str, str] = {Design.POOLED: Run.Design.POOLED, Design.SEED_001: Run.Design.MATRIX}
+
     name = models.CharField(max_length=200, unique=True)
     description = models.TextField(blank=True)
+    # Without a roster the set runs on the default roster (the runs record the roster they used).
     roster = models.ForeignKey(
         "screening.Roster", null=True, blank=True, on_delete=models.SET_NULL, related_name="benchmark_sets"
     )
+    design = models.CharField(max_length=10, choices=Design.choices, default=Design.POOLED)
+    # The question the seed-001 design asks (a pooled set asks the protocol's short question).
+    forecast_question = models.CharField(max_length=10, choices=Run.Question.choices, default=Run.Question.SHORT)
     # Every run of the set takes its shuffle seed from this one (see reviewapp.benchmarks.services.sets).
     seed = models.BigIntegerField()
     tasks = models.ManyToManyField("reviewapp.ResearchTask", through="BenchmarkTask", related_name="benchmark_sets")
@@ -41,6 +56,9 @@ class BenchmarkTask(models.Model):
     run = models.OneToOneField(
         "screening.Run", null=True, blank=True, on_delete=models.SET_NULL, related_name="benchmark_task"
     )
+    # Imported for the analyses (docs/analysis.md#hint-degree, #key-elements).
+    hint_score = models.FloatField(null=True, blank=True, help_text="how strongly the question hints at the answer")
+    key_elements = models.JSONField(default=list, blank=True, help_text="the reference statement's key elements")
 
     class Meta:
         db_table = "reviewapp_benchmarktask"
@@ -61,6 +79,7 @@ class BenchmarkImport(models.Model):
     task_count = models.PositiveIntegerField(default=0)
     hypothesis_count = models.PositiveIntegerField(default=0)
     score_count = models.PositiveIntegerField(default=0)
+    analysis_record_count = models.PositiveIntegerField(default=0, help_text="rows of the analyses' tables")
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
     created_at = models.DateTimeField(auto_now_add=True)
 
@@ -96,6 +115,11 @@ class BenchmarkHypothesis(models.Model):
     forecasts = models.JSONField(default=dict, blank=True, help_text="model → true, false or null")
     first_stage = models.BooleanField(null=True, blank=True, help_text="the stage-1 model's yes, when known")
     selected = models.BooleanField(null=True, blank=True)
+    # Imported for the analyses: numerical forecasts (model → 0–1), the forecasts of a re-run of the same requests
+    # (model → true, false or null) and, for a statement with a known result, whether it was confirmed.
+    probabilities = models.JSONField(default=dict, blank=True)
+    repeat_forecasts = models.JSONField(default=dict, blank=True)
+    confirmed = models.BooleanField(null=True, blank=True)
     content_sha256 = models.CharField(max_length=64, blank=True)
     import_batch = models.ForeignKey(BenchmarkImport, null=True, blank=True, on_delete=models.SET_NULL)
 
@@ -111,18 +135,22 @@ class BenchmarkHypothesis(models.Model):
 
 
 class RandomControlDraw(models.Model):
-    """Random yes/no answers for a task's frozen hypotheses, drawn before any model forecast them
-    (docs/protocol.md#drawn-answers).
+    """Random yes/no answers for a task's hypotheses, drawn before the pool is frozen and before any model forecast
+    them (docs/protocol.md#drawn-answers).
 
-    `answers` maps each hypothesis key to the cryptographic generator's answer; `hypotheses_sha256` fingerprints the
-    frozen hypothesis set the answers belong to (see reviewapp.benchmarks.services.sets.frozen_set_sha256).
+    `sequence` is what the cryptographic generator drew, one answer per hypothesis, before any hypothesis had its
+    place; when the pool is frozen (`frozen_at`) the n-th answer goes to the n-th hypothesis of the pool, and
+    `answers` maps each hypothesis key to its answer. `hypotheses_sha256` fingerprints the frozen hypothesis set the
+    answers belong to (see reviewapp.benchmarks.services.sets.frozen_set_sha256).
     """
 
     benchmark_task = models.OneToOneField(BenchmarkTask, on_delete=models.CASCADE, related_name="random_control")
     drawn_at = models.DateTimeField()
-    hypotheses_sha256 = models.CharField(max_length=64)
+    frozen_at = models.DateTimeField(null=True, blank=True, help_text="when the pool was shuffled and numbered")
+    hypotheses_sha256 = models.CharField(max_length=64, blank=True)
     hypothesis_count = models.PositiveIntegerField()
-    answers = models.JSONField()
+    sequence = models.JSONField(default=list)
+    answers = models.JSONField(default=dict)
     generator = models.CharField(max_length=50, help_text="the cryptographic generator that drew the answers")
 
     class Meta:
@@ -175,3 +203,83 @@ class JudgeScore(models.Model):
 
     def __str__(self):
         return f"{self.judge} → {self.hypothesis}: {self.score}"
+
+
+class Forecaster(models.Model):
+    """The company of a forecasting model of a set's imported hypotheses (a run's roster names its own)."""
+
+    benchmark = models.ForeignKey(BenchmarkSet, on_delete=models.CASCADE, related_name="forecasters")
+    name = models.CharField(max_length=200)
+    company = models.CharField(max_length=200)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["benchmark", "name"], name="one_forecaster_name_per_set")]
+        ordering = ["benchmark", "name"]
+
+    def __str__(self):
+        return f"{self.name} ({self.company})"
+
+
+class QualityScore(models.Model):
+    """One judge's 1–10 scores of a hypothesis's originality, feasibility and clarity
+    (docs/analysis.md#originality-of-selected-and-excluded). Hidden from reviewers."""
+
+    judge = models.ForeignKey(Judge, on_delete=models.CASCADE, related_name="quality_scores")
+    hypothesis = models.ForeignKey(BenchmarkHypothesis, on_delete=models.CASCADE, related_name="quality_scores")
+    originality = models.PositiveSmallIntegerField()
+    feasibility = models.PositiveSmallIntegerField()
+    clarity = models.PositiveSmallIntegerField()
+    import_batch = models.ForeignKey(BenchmarkImport, null=True, blank=True, on_delete=models.SET_NULL)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["judge", "hypothesis"], name="one_quality_score_per_judge_hypothesis"),
+            models.CheckConstraint(
+                condition=Q(originality__gte=1, originality__lte=10)
+                & Q(feasibility__gte=1, feasibility__lte=10)
+                & Q(clarity__gte=1, clarity__lte=10),
+                name="quality_scores_in_range",
+            ),
+        ]
+
+    def __str__(self):
+        return f"{self.judge} → {self.hypothesis}: {self.originality}/{self.feasibility}/{self.clarity}"
+
+
+class TaskSelectionLog(models.Model):
+    """How the set's tasks were found: the literature query, how many records it found, the salt that orders the
+    candidates (docs/analysis.md#task-selection-log)."""
+
+    benchmark = models.OneToOneField(BenchmarkSet, on_delete=models.CASCADE, related_name="selection_log")
+    query = models.TextField()
+    salt = models.CharField(max_length=200)
+    found = models.PositiveIntegerField()
+    searched_on = models.DateField(null=True, blank=True)
+    import_batch = models.ForeignKey(BenchmarkImport, null=True, blank=True, on_delete=models.SET_NULL)
+
+    def __str__(self):
+        return f"task selection of {self.benchmark}"
+
+
+class TaskSelectionRecord(models.Model):
+    """One record the query found: excluded by the pre-filter (with its reason) or a candidate (with its position in
+    the stored order, and whether it became a task)."""
+
+    class Status(models.TextChoices):
+        EXCLUDED = "excluded", "Excluded by the pre-filter"
+        CANDIDATE = "candidate", "Candidate"
+
+    log = models.ForeignKey(TaskSelectionLog, on_delete=models.CASCADE, related_name="records")
+    pmid = models.CharField(max_length=200)
+    status = models.CharField(max_length=10, choices=Status.choices)
+    reason = models.CharField(max_length=200, blank=True)
+    position = models.PositiveIntegerField(null=True, blank=True)
+    final = models.BooleanField(default=False)
+    task_key = models.CharField(max_length=200, blank=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["log", "pmid"], name="one_selection_record_per_pmid")]
+        ordering = ["log", "status", "position", "pmid"]
+
+    def __str__(self):
+        return f"{self.pmid} ({self.status})"

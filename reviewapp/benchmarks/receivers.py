@@ -3,9 +3,9 @@
 from django.dispatch import receiver
 
 from reviewapp.benchmarks.services.judging import JOB_KIND, judging_job_run
-from reviewapp.benchmarks.services.sets import benchmark_run_pooled
+from reviewapp.benchmarks.services.sets import benchmark_run_pooled, benchmark_run_pooling
 from reviewapp.services.jobs import JobKind, job_kind_register
-from screening.hooks import run_pooled
+from screening.hooks import run_pooled, run_pooling
 
 job_kind_register(JOB_KIND, JobKind(label="Judge scores of a benchmark set", run=judging_job_run, resumable=True))
 
@@ -13,3 +13,8 @@ job_kind_register(JOB_KIND, JobKind(label="Judge scores of a benchmark set", run
 @receiver(run_pooled, dispatch_uid="benchmark-run-pooled")
 def on_run_pooled(sender, run, **kwargs):
     benchmark_run_pooled(run=run)
+
+
+@receiver(run_pooling, dispatch_uid="benchmark-run-pooling")
+def on_run_pooling(sender, run, count, **kwargs):
+    benchmark_run_pooling(run=run, count=count)

@@ -6,6 +6,7 @@ so that the judge table, Table S, the published bundle and the statistics all re
 computed from the stored scores each time (reviewapp.analysis.judge_outcome_for), never stored.
 """
 
+import dataclasses
 import hashlib
 import json
 from collections import defaultdict
@@ -24,13 +25,18 @@ from reviewapp.benchmarks.models import (
     BenchmarkImport,
     BenchmarkSet,
     BenchmarkTask,
+    Forecaster,
     Judge,
     JudgeScore,
+    QualityScore,
     RandomControlDraw,
+    TaskSelectionLog,
 )
 from reviewapp.benchmarks.statistics import BenchmarkStatistics, HypothesisRow, compute_statistics
+from reviewapp.benchmarks.study import SelectionLogInputs, SelectionRecordInput, StudyInputs, TaskInputs
 from screening.llm.models import ModelCall
-from screening.models import Forecast, Hypothesis, Run
+from screening.models import Forecast, Hypothesis, Run, RunWorkItem
+from screening.services.progress import UNFINISHED
 
 # Run statuses in which a run's selection is decided (it is made when stage 2 ends).
 SELECTION_DECIDED = (Run.Status.CHECKING_NOVELTY, Run.Status.COMPLETED, Run.Status.FAILED_AT_NOVELTY)
@@ -83,7 +89,10 @@ class TaskProgress:
     selected: int
     scores: int
     control_drawn_at: datetime | None
+    pool_frozen_at: datetime | None  # when the run's pool was shuffled and numbered (the control's answers given out)
     first_forecast_at: datetime | None  # the first stage-1 request of the run
+    repeat_requests: int = 0  # forecast requests asked again (round 2), queued in all
+    repeat_finished: int = 0  # …of which finished
 
     @property
     def status(self) -> str:
@@ -99,10 +108,11 @@ class TaskProgress:
 
     @property
     def control_before_forecasts(self) -> bool | None:
-        """The random control was stored before the first forecast request (None until both exist)."""
-        if self.control_drawn_at is None or self.first_forecast_at is None:
+        """The random control was drawn before the pool was frozen, and both before the first forecast request
+        (None until all three exist)."""
+        if self.control_drawn_at is None or self.pool_frozen_at is None or self.first_forecast_at is None:
             return None
-        return self.control_drawn_at < self.first_forecast_at
+        return self.control_drawn_at < self.pool_frozen_at < self.first_forecast_at
 
 
 @dataclass(frozen=True)
@@ -114,6 +124,15 @@ class SetProgress:
     scores: int
     finished_runs: int
     runs: int
+
+    @property
+    def repeated_tasks(self) -> int:
+        """Tasks whose forecasts were asked again (round 2), finished or not."""
+        return sum(1 for task in self.tasks if task.repeat_requests)
+
+    @property
+    def repeating(self) -> bool:
+        return any(task.repeat_finished < task.repeat_requests for task in self.tasks)
 
     @property
     def percent_finished(self) -> int:
@@ -139,9 +158,12 @@ def benchmark_progress(benchmark: BenchmarkSet) -> SetProgress:
         .annotate(n=Count("pk"))
         .values_list("hypothesis__benchmark_task", "n")
     )
-    drawn = dict(
-        RandomControlDraw.objects.filter(benchmark_task__benchmark=benchmark).values_list("benchmark_task", "drawn_at")
-    )
+    drawn = {
+        benchmark_task: (drawn_at, frozen_at)
+        for benchmark_task, drawn_at, frozen_at in RandomControlDraw.objects.filter(
+            benchmark_task__benchmark=benchmark
+        ).values_list("benchmark_task", "drawn_at", "frozen_at")
+    }
     run_ids = [bt.run_id for bt in benchmark_tasks if bt.run_id]
     first_forecasts = dict(
         ModelCall.objects.filter(run_id__in=run_ids, purpose__startswith="stage1")
@@ -149,9 +171,16 @@ def benchmark_progress(benchmark: BenchmarkSet) -> SetProgress:
         .annotate(first=Min("created_at"))
         .values_list("run_id", "first")
     )
+    repeats = {
+        row["run_id"]: row
+        for row in RunWorkItem.objects.filter(run_id__in=run_ids, step=RunWorkItem.Step.REPEAT)
+        .values("run_id")
+        .annotate(total=Count("pk"), finished=Count("pk", filter=~Q(state__in=UNFINISHED)))
+    }
     rows = []
     for bt in benchmark_tasks:
         count = counts.get(bt.pk, {})
+        repeat = repeats.get(bt.run_id, {})
         rows.append(
             TaskProgress(
                 position=bt.position,
@@ -163,8 +192,11 @@ def benchmark_progress(benchmark: BenchmarkSet) -> SetProgress:
                 kept=count.get("kept", 0),
                 selected=count.get("selected", 0),
                 scores=scores.get(bt.pk, 0),
-                control_drawn_at=drawn.get(bt.pk),
+                control_drawn_at=drawn.get(bt.pk, (None, None))[0],
+                pool_frozen_at=drawn.get(bt.pk, (None, None))[1],
                 first_forecast_at=first_forecasts.get(bt.run_id) if bt.run_id is not None else None,
+                repeat_requests=repeat.get("total", 0),
+                repeat_finished=repeat.get("finished", 0),
             )
         )
     runs = [row.run for row in rows if row.run is not None]
@@ -211,7 +243,9 @@ def benchmark_rows(benchmark: BenchmarkSet, judges: list[Judge] | None = None) -
             benchmark_task__benchmark=benchmark
         ).values_list("benchmark_task_id", "answers")
     }
-    forecasts = Forecast.objects.order_by("stage", "pk").only("hypothesis_id", "model_key", "vote")
+    forecasts = Forecast.objects.order_by("stage", "pk").only(
+        "hypothesis_id", "model_key", "vote", "round", "p_experimental_support"
+    )
     records = (
         BenchmarkHypothesis.objects.filter(benchmark=benchmark)
         .select_related("benchmark_task__task", "benchmark_task__run", "hypothesis")
@@ -223,6 +257,12 @@ def benchmark_rows(benchmark: BenchmarkSet, judges: list[Judge] | None = None) -
         benchmark_task, task, screened = record.benchmark_task, record.benchmark_task.task, record.hypothesis
         if screened is not None:
             run = benchmark_task.run
+            rounds: dict[int, dict] = {1: {}, 2: {}}
+            probabilities = {}
+            for forecast in screened.forecasts.all():
+                rounds[forecast.round][forecast.model_key] = forecast.vote
+                if forecast.round == 1 and forecast.p_experimental_support is not None:
+                    probabilities[forecast.model_key] = forecast.p_experimental_support
             fields: dict[str, Any] = {
                 "source": "run",
                 "generator": screened.author_name,
@@ -232,7 +272,10 @@ def benchmark_rows(benchmark: BenchmarkSet, judges: list[Judge] | None = None) -
                 "prediction": screened.prediction,
                 "first_stage": FIRST_STAGE.get(screened.stage1),
                 "selected": screened.selected if run is not None and run.status in SELECTION_DECIDED else None,
-                "forecasts": {forecast.model_key: forecast.vote for forecast in screened.forecasts.all()},
+                "forecasts": rounds[1],
+                "probabilities": probabilities,
+                "confirmed": None,
+                "repeat_forecasts": rounds[2],
             }
         else:
             fields = {
@@ -245,6 +288,9 @@ def benchmark_rows(benchmark: BenchmarkSet, judges: list[Judge] | None = None) -
                 "first_stage": record.first_stage,
                 "selected": record.selected,
                 "forecasts": dict(record.forecasts),
+                "probabilities": dict(record.probabilities),
+                "confirmed": record.confirmed,
+                "repeat_forecasts": dict(record.repeat_forecasts),
             }
         given = scores_of.get(record.pk, {})
         scores = {judge.name: given.get(judge.name) for judge in judges}
@@ -280,7 +326,7 @@ def generators_of(rows: list[HypothesisRow]) -> list[tuple[str, str]]:
 # Statistics (computed by reviewapp.benchmarks.statistics, cached per data) ----------------------------------
 
 
-def rows_fingerprint(rows: list[HypothesisRow]) -> str:
+def rows_fingerprint(rows: list[HypothesisRow], inputs: StudyInputs | None = None) -> str:
     """sha256 of what the statistics depend on, so a cached result is used only for the same data."""
     digest = hashlib.sha256()
     for row in rows:
@@ -293,30 +339,169 @@ def rows_fingerprint(rows: list[HypothesisRow]) -> str:
             row.first_stage,
             row.random_answer,
             sorted(row.forecasts.items()),
+            sorted(row.repeat_forecasts.items()),
             list(row.scores.items()),
+            sorted(row.probabilities.items()),
+            row.confirmed,
         ]
         digest.update(json.dumps(record, ensure_ascii=False).encode())
+    if inputs is not None:
+        digest.update(
+            json.dumps(
+                [
+                    sorted(inputs.forecaster_companies.items()),
+                    sorted(inputs.judge_companies.items()),
+                    [dataclasses.astuple(task) for task in inputs.tasks],
+                    dataclasses.astuple(inputs.selection_log) if inputs.selection_log else None,
+                    sorted(
+                        (pk, sorted((j, sorted(v.items())) for j, v in s.items()))
+                        for pk, s in inputs.quality_scores.items()
+                    ),
+                    [(name, sorted(answers.items())) for name, answers in inputs.forecast_rounds.items()],
+                ],
+                ensure_ascii=False,
+                default=str,
+            ).encode()
+        )
     return digest.hexdigest()
+
+
+def benchmark_forecaster_companies(benchmark: BenchmarkSet) -> dict[str, str]:
+    """Each forecasting model's company: the imported forecasters, and the forecasters of the set's runs as their
+    rosters recorded them (the model id a forecast is reported under)."""
+    companies: dict[str, str] = {}
+    for roster in Run.objects.filter(benchmark_task__benchmark=benchmark).values_list("roster", flat=True):
+        for role in ("stage1", "stage2"):
+            for endpoint in (roster or {}).get("roles", {}).get(role, []):
+                if endpoint.get("model_id") and endpoint.get("company"):
+                    companies.setdefault(endpoint["model_id"], endpoint["company"])
+    companies.update(Forecaster.objects.filter(benchmark=benchmark).values_list("name", "company"))
+    return companies
+
+
+def benchmark_forecast_rounds(rows: list[HypothesisRow]) -> dict[str, dict[tuple[int, str], bool | None]]:
+    """The forecast rounds of the set's hypotheses, in the order they were made: {round: {(hypothesis pk, model):
+    answer}} (docs/analysis.md#re-run-agreement). The first round is what every row's forecasts hold; a second,
+    "repeat", exists where the set's runs asked the same requests again (their round 2) or a re-run was imported."""
+    first = {(row.pk, model): answer for row in rows for model, answer in row.forecasts.items()}
+    repeat = {(row.pk, model): answer for row in rows for model, answer in row.repeat_forecasts.items()}
+    return {"first": first, "repeat": repeat} if repeat else {"first": first}
+
+
+def benchmark_study_inputs(benchmark: BenchmarkSet, rows: list[HypothesisRow], judges: list[Judge]) -> StudyInputs:
+    """Everything the appendices' analyses read besides the rows, in a fixed number of queries."""
+    tasks = tuple(
+        TaskInputs(key=key, hint_score=hint, key_elements=tuple(elements or ()))
+        for key, hint, elements in BenchmarkTask.objects.filter(benchmark=benchmark)
+        .order_by("position", "pk")
+        .values_list("task__key", "hint_score", "key_elements")
+    )
+    log = TaskSelectionLog.objects.filter(benchmark=benchmark).first()
+    selection_log = None
+    if log is not None:
+        selection_log = SelectionLogInputs(
+            query=log.query,
+            salt=log.salt,
+            found=log.found,
+            searched_on=log.searched_on.isoformat() if log.searched_on else None,
+            records=tuple(
+                SelectionRecordInput(*values)
+                for values in log.records.order_by("status", "position", "pmid").values_list(
+                    "pmid", "status", "reason", "position", "final", "task_key"
+                )
+            ),
+        )
+    judge_name = {judge.pk: judge.name for judge in judges}
+    quality: defaultdict[int, dict] = defaultdict(dict)
+    for hypothesis_id, judge_id, *values in QualityScore.objects.filter(judge__benchmark=benchmark).values_list(
+        "hypothesis_id", "judge_id", *analysis.DIMENSIONS
+    ):
+        quality[hypothesis_id][judge_name[judge_id]] = dict(zip(analysis.DIMENSIONS, values, strict=True))
+    return StudyInputs(
+        forecaster_companies=benchmark_forecaster_companies(benchmark),
+        judge_companies={judge.name: judge.company for judge in judges},
+        tasks=tasks,
+        selection_log=selection_log,
+        quality_scores=dict(quality),
+        forecast_rounds=benchmark_forecast_rounds(rows),
+    )
 
 
 def benchmark_statistics(
     benchmark: BenchmarkSet,
     *,
     resamples: int = PAGE_RESAMPLES,
-    seed: int = analysis.DEFAULT_SEED,
+    seeds: dict[str, int] | None = None,
     judges: list[Judge] | None = None,
     rows: list[HypothesisRow] | None = None,
 ) -> BenchmarkStatistics:
-    """The statistics of the set (docs/protocol.md#statistics), computed once per distinct data and kept in the cache.
+    """The statistics of the set (docs/protocol.md#statistics and docs/analysis.md#the-appendices-analyses), computed
+    once per distinct data and seeds and kept in the cache. ``seeds`` overrides the seed of a family of analyses
+    (docs/analysis.md#seeds).
 
     Pass the judges and rows already read to save reading them again."""
     judges = benchmark_judges(benchmark) if judges is None else judges
     rows = benchmark_rows(benchmark, judges) if rows is None else rows
-    fingerprint = rows_fingerprint(rows)
-    key = f"benchmark-statistics:{benchmark.pk}:{fingerprint}:{resamples}:{seed}"
+    inputs = benchmark_study_inputs(benchmark, rows, judges)
+    seeds = {**analysis.SEEDS, **(seeds or {})}
+    fingerprint = rows_fingerprint(rows, inputs)
+    seed_key = ":".join(f"{name}={seeds[name]}" for name in sorted(seeds))
+    key = f"benchmark-statistics:{benchmark.pk}:{benchmark.design}:{fingerprint}:{resamples}:{seed_key}"
     cached = cache.get(key)
     if cached is not None:
         return cached
-    statistics = compute_statistics(benchmark.pk, rows, judges, resamples=resamples, seed=seed, fingerprint=fingerprint)
+    statistics = compute_statistics(
+        benchmark.pk,
+        rows,
+        judges,
+        resamples=resamples,
+        seed=seeds["selection"],
+        seeds=seeds,
+        fingerprint=fingerprint,
+        inputs=inputs,
+        design=benchmark.design,
+    )
     cache.set(key, statistics, STATISTICS_CACHE_SECONDS)
     return statistics
+
+
+# The forecast matrix ---------------------------------------------------------------------------------------------
+
+
+def benchmark_forecast_matrix(benchmark: BenchmarkSet, *, round_: int = 1) -> list[dict]:
+    """Every hypothesis of the set in task order, then pool order, with each model's answer and the model call that
+    gave it: [{"hypothesis", "generator", "task", "forecasts": {model: true | false | null}, "requests": {model:
+    call id}}]. Round 2: the same requests asked again (docs/protocol.md#repeating-the-forecasts). An imported
+    hypothesis has its imported forecasts (round 1) and no requests."""
+    forecasts = (
+        Forecast.objects.filter(round=round_)
+        .order_by("stage", "pk")
+        .only("hypothesis_id", "model_key", "vote", "model_call_id")
+    )
+    records = (
+        BenchmarkHypothesis.objects.filter(benchmark=benchmark)
+        .select_related("benchmark_task__task", "hypothesis")
+        .prefetch_related(Prefetch("hypothesis__forecasts", queryset=forecasts))
+        .order_by("benchmark_task__position", "benchmark_task__pk", "position", "pk")
+    )
+    matrix = []
+    for record in records:
+        screened = record.hypothesis
+        if screened is not None:
+            asked = list(screened.forecasts.all())
+            votes = {forecast.model_key: forecast.vote for forecast in asked}
+            requests = {forecast.model_key: forecast.model_call_id for forecast in asked}
+            generator = screened.author_name
+        else:
+            votes = dict(record.forecasts) if round_ == 1 else {}
+            requests, generator = {}, record.generator
+        matrix.append(
+            {
+                "hypothesis": record.key,
+                "generator": generator,
+                "task": record.benchmark_task.task.key,
+                "forecasts": votes,
+                "requests": requests,
+            }
+        )
+    return matrix

@@ -3,11 +3,15 @@ functions of the rows and the judges, no database reads (reviewapp.benchmarks.se
 
 import dataclasses
 from collections import defaultdict
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from threadpoolctl import threadpool_limits
 
 from reviewapp import analysis
 from reviewapp.analysis import JudgeOutcome
 from reviewapp.benchmarks.models import Judge
+from reviewapp.benchmarks.study import StudyInputs, StudyStatistics, compute_study
 from screening.prompts import hypothesis_text
 
 ALL_GENERATORS = "All generators"
@@ -32,11 +36,16 @@ class HypothesisRow:
     prediction: str
     first_stage: bool | None
     selected: bool | None  # None: no selection was made (the run stopped before it, or is still working)
-    forecasts: dict  # model → True, False or None
+    forecasts: dict  # model → True, False or None (a run's first round; a model not asked is absent)
     random_answer: bool | None
     scores: dict  # judge name → score or None, in the judges' listed order
     outcome: JudgeOutcome | None  # None when the outcome rule does not apply (see outcome_note)
     outcome_note: str
+    # model → p_experimental_support 0–1 (detailed instruction; first round)
+    probabilities: dict = field(default_factory=dict)
+    confirmed: bool | None = None  # a statement with a known result: confirmed (True) or refuted
+    # The same requests asked again (a run's round 2, or imported): model → True, False or None; {} when never.
+    repeat_forecasts: dict = field(default_factory=dict)
 
     @property
     def text(self) -> str:
@@ -88,11 +97,15 @@ class GeneratorStatistics:
     random_list: analysis.RandomControl | None  # a uniformly random list of the selection's length
     drawn_control: analysis.SelectionSummary | None  # the stored random yes/no answers as a selection
     single_model_lists: tuple[SingleModelList, ...]
+    # Forecasting models not asked about every judged hypothesis of the generator (in the pooled design, stage 2 is
+    # asked only about what stage 1 kept): they have no "yes" list of their own, and none is computed for them.
+    models_without_full_list: tuple[str, ...]
 
 
 @dataclass(frozen=True)
 class BenchmarkStatistics:
     benchmark_id: int
+    design: str  # the set's design: "pooled" or "seed-001" (docs/protocol.md#benchmark-designs)
     fingerprint: str
     resamples: int
     seed: int
@@ -104,19 +117,30 @@ class BenchmarkStatistics:
     votes_primary: analysis.OtherCompanyVotes | None
     votes_strict: analysis.OtherCompanyVotes | None
     agreement: analysis.JudgeAgreement | None
+    seeds: dict = field(default_factory=dict)  # the seed of each family of analyses (docs/analysis.md#seeds)
+    study: StudyStatistics | None = None  # the appendices' analyses (reviewapp.benchmarks.study)
 
 
 def _summary(rows: list[tuple], resamples: int, seed: int) -> analysis.SelectionSummary | None:
     return analysis.selection_summary(rows, resamples, seed) if rows else None
 
 
-def _single_model_lists(decided: list[HypothesisRow]) -> tuple[SingleModelList, ...]:
-    """Each model's judged "yes" list, against a random cut of it to the group's length."""
+def _models_without_full_list(decided: list[HypothesisRow]) -> tuple[str, ...]:
+    """Models that answered about some judged hypotheses but were not asked about all of them (a null answer counts
+    as asked: a technical gap, not a missing question)."""
+    judged = [row for row in decided if row.primary is not None]
+    models = {model for row in judged for model in row.forecasts}
+    return tuple(sorted(model for model in models if any(model not in row.forecasts for row in judged)))
+
+
+def _single_model_lists(decided: list[HypothesisRow], partial: tuple[str, ...]) -> tuple[SingleModelList, ...]:
+    """Each model's judged "yes" list, against a random cut of it to the group's length; only for models asked
+    about every judged hypothesis (docs/protocol.md#trimmed-positive-lists)."""
     judged = [row for row in decided if row.primary is not None]
     group = [row for row in judged if row.selected]
     if not group:
         return ()
-    models = sorted({model for row in judged for model in row.forecasts})
+    models = sorted({model for row in judged for model in row.forecasts} - set(partial))
     lists = []
     for model in models:
         positives = [row.primary for row in judged if row.forecasts.get(model) is True]
@@ -146,6 +170,7 @@ def _generator_statistics(
     if primary is not None and primary.hypotheses:
         random_list = analysis.random_control(primary.hypotheses, primary.matches, primary.selected)
     drawn = [(r.task_key, r.random_answer, r.primary) for r in rows if r.random_answer is not None]
+    partial = _models_without_full_list(decided)
     return GeneratorStatistics(
         generator=name,
         company=company,
@@ -155,7 +180,8 @@ def _generator_statistics(
         strict=strict,
         random_list=random_list,
         drawn_control=_summary(drawn, resamples, seed),
-        single_model_lists=_single_model_lists(decided),
+        single_model_lists=_single_model_lists(decided, partial),
+        models_without_full_list=partial,
     )
 
 
@@ -167,7 +193,31 @@ def compute_statistics(
     resamples: int,
     seed: int,
     fingerprint: str = "",
+    inputs: StudyInputs | None = None,
+    seeds: Mapping[str, int] | None = None,
+    design: str = "pooled",
 ) -> BenchmarkStatistics:
+    """Everything the statistics page shows. ``seed`` seeds the selection's intervals; ``seeds`` the other families
+    (docs/analysis.md#seeds), the selection's included (it wins over ``seed``)."""
+    # The page makes hundreds of small matrix products; one BLAS thread does them many times faster than several,
+    # which start and synchronise for each product.
+    with threadpool_limits(limits=1, user_api="blas"):
+        return _compute_statistics(
+            benchmark_id,
+            rows,
+            judges,
+            resamples=resamples,
+            fingerprint=fingerprint,
+            inputs=inputs,
+            seeds={**analysis.SEEDS, "selection": seed, **(seeds or {})},
+            design=design,
+        )
+
+
+def _compute_statistics(
+    benchmark_id, rows, judges, *, resamples, fingerprint, inputs, seeds, design
+) -> BenchmarkStatistics:
+    seed = seeds["selection"]
     by_generator = defaultdict(list)
     for row in rows:
         by_generator[(row.generator, row.generator_company)].append(row)
@@ -195,6 +245,7 @@ def compute_statistics(
         )
     return BenchmarkStatistics(
         benchmark_id=benchmark_id,
+        design=design,
         fingerprint=fingerprint,
         resamples=resamples,
         seed=seed,
@@ -206,6 +257,13 @@ def compute_statistics(
         votes_primary=votes[3],
         votes_strict=votes[4],
         agreement=agreement,
+        seeds=seeds,
+        study=compute_study(
+            rows,
+            inputs or StudyInputs(judge_companies=judge_company),
+            seeds=seeds,
+            resamples=resamples,
+        ),
     )
 
 

@@ -7,24 +7,27 @@ outcomes and reference statements are hidden from them.
 
 from urllib.parse import urlencode
 
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
-from django.http import Http404
+from django.http import Http404, HttpResponseBadRequest
 from django.shortcuts import redirect, render
 from django.urls import path
 from django.utils.text import slugify
 from django.views.decorators.http import require_http_methods, require_POST
 
+from reviewapp.analysis import SEEDS
 from reviewapp.benchmarks import selectors
-from reviewapp.benchmarks.api import BenchmarkCreateApi, JudgeAddApi
+from reviewapp.benchmarks.api import SEED_PARAMETERS, BenchmarkCreateApi, JudgeAddApi, statistics_seeds
 from reviewapp.benchmarks.figures import BENCHMARK_FIGURES
 from reviewapp.benchmarks.models import BenchmarkSet, Judge
 from reviewapp.benchmarks.services import sets as services
 from reviewapp.benchmarks.services.imports import FIELDS, FORECAST_COLUMN_PREFIX, REQUIRED, benchmark_import_file
 from reviewapp.benchmarks.services.judging import judging_jobs, judging_start
+from reviewapp.benchmarks.study_tables import SECTIONS
 from reviewapp.core import roles
-from reviewapp.core.errors import page_errors, validated
+from reviewapp.core.errors import InputInvalid, page_errors, validated
 from reviewapp.core.requests import body_limit
 from reviewapp.figures import FORMATS, figure_file
 from reviewapp.models import Cohort
@@ -32,8 +35,11 @@ from reviewapp.views.analysis import figure_response
 from reviewapp.views.coordinate import int_or_none
 from reviewapp.views.imports import posted_import
 from screening.llm.models import ModelEndpoint, Roster
+from screening.models import Run
 
 JUDGE_TABLE_PAGE = 100
+# The create form's choices, whose default stands when the form leaves them out.
+CHOICES = ("design", "forecast_question")
 OUTCOME_FILTERS = {
     "positive": lambda row: row.status == "positive",
     "negative": lambda row: row.status == "negative",
@@ -64,10 +70,15 @@ def _get_benchmark_for_coordinator(request, benchmark_id: int) -> BenchmarkSet:
 @require_http_methods(["GET", "POST"])
 def benchmark_list(request):
     roles.require_read_all(request.user)
-    form, errors, status = {"name": "", "description": "", "roster": "", "seed": ""}, [], 200
+    form = {"name": "", "description": "", "roster": "", "seed": "", "design": "pooled", "forecast_question": "short"}
+    errors, status = [], 200
     if request.method == "POST":
         roles.require_coordinator(request.user)
-        form = {key: request.POST.get(key, "").strip() for key in form}
+        # A choice left out keeps its default, as in the API.
+        form = {
+            key: request.POST.get(key, "").strip() or (default if key in CHOICES else "")
+            for key, default in form.items()
+        }
         roster_id = int_or_none(form["roster"])
         with page_errors(into=errors):
             values = validated(BenchmarkCreateApi.InputSerializer, {**form, "roster": "", "seed": form["seed"] or None})
@@ -76,6 +87,8 @@ def benchmark_list(request):
                 description=values["description"],
                 roster=Roster.objects.filter(pk=roster_id).first() if roster_id else None,
                 seed=values["seed"],
+                design=values["design"],
+                forecast_question=values["forecast_question"],
                 user=request.user,
             )
             messages.success(request, f"Set “{benchmark.name}” created. Import its tasks next.")
@@ -84,6 +97,9 @@ def benchmark_list(request):
     context = {
         "benchmarks": selectors.benchmark_list(),
         "rosters": Roster.objects.all(),
+        "default_roster": Roster.objects.filter(is_default=True).first(),
+        "designs": BenchmarkSet.Design.choices,
+        "questions": Run.Question.choices,
         "form": form,
         "errors": errors,
     }
@@ -95,7 +111,7 @@ def _detail_context(benchmark: BenchmarkSet) -> dict:
     return {
         "benchmark": benchmark,
         "progress": progress,
-        "running": progress.finished_runs < progress.runs,
+        "running": progress.finished_runs < progress.runs or progress.repeating,
     }
 
 
@@ -110,6 +126,7 @@ def benchmark_detail(request, benchmark_id: int):
         "imports": selectors.benchmark_imports(benchmark),
         "jobs": judging_jobs(benchmark=benchmark)[:10],
         "rosters": Roster.objects.all(),
+        "default_roster": Roster.objects.filter(is_default=True).first(),
         "endpoints": ModelEndpoint.objects.filter(enabled=True),
     }
     return render(request, "reviewapp/benchmark_detail.html", context)
@@ -133,6 +150,21 @@ def benchmark_run(request, benchmark_id: int):
     with page_errors(request):
         runs = services.benchmark_run(benchmark=benchmark)
         messages.success(request, f"{len(runs)} run{'s' if len(runs) != 1 else ''} started, one per task.")
+    return redirect("benchmark-detail", benchmark_id=benchmark.pk)
+
+
+@login_required
+@require_POST
+def benchmark_forecasts_repeat(request, benchmark_id: int):
+    benchmark = _get_benchmark_for_coordinator(request, benchmark_id)
+    with page_errors(request):
+        queued = services.benchmark_forecasts_repeat(benchmark=benchmark)
+        requests = sum(count for _, count in queued)
+        messages.success(
+            request,
+            f"{requests} forecast request{'s' if requests != 1 else ''} of {len(queued)} "
+            f"task{'s' if len(queued) != 1 else ''} asked again, as they were.",
+        )
     return redirect("benchmark-detail", benchmark_id=benchmark.pk)
 
 
@@ -184,7 +216,12 @@ def benchmark_judging(request, benchmark_id: int):
 @require_http_methods(["GET", "POST"])
 def benchmark_import(request, benchmark_id: int):
     benchmark = _get_benchmark_for_coordinator(request, benchmark_id)
-    context = {"benchmark": benchmark, "result": None, "problems": None}
+    context = {
+        "benchmark": benchmark,
+        "result": None,
+        "problems": None,
+        "upload_limit": settings.OH_MAX_IMPORT_BYTES,
+    }
     if request.method == "POST":
         context["result"], context["problems"], _ = posted_import(request, benchmark_import_file, benchmark=benchmark)
     context["imports"] = selectors.benchmark_imports(benchmark)
@@ -245,14 +282,15 @@ def _percent(estimate) -> str:
     """ "73.7% [50.0; 90.9]": a share with its 95% interval (docs/protocol.md#reporting)."""
     if estimate is None or estimate.value is None:
         return "–"
-    interval = f" [{estimate.low * 100:.1f}; {estimate.high * 100:.1f}]" if estimate.low is not None else ""
+    # The interval's bounds are held together (a no-break space), so a narrow column breaks only before the bracket.
+    interval = f" [{estimate.low * 100:.1f};\u00a0{estimate.high * 100:.1f}]" if estimate.low is not None else ""
     return f"{estimate.value * 100:.1f}%{interval}"
 
 
 def _ratio(estimate) -> str:
     if estimate is None or estimate.value is None:
         return "–"
-    interval = f" [{estimate.low:.2f}; {estimate.high:.2f}]" if estimate.low is not None else ""
+    interval = f" [{estimate.low:.2f};\u00a0{estimate.high:.2f}]" if estimate.low is not None else ""
     return f"{estimate.value:.2f}{interval}"
 
 
@@ -294,11 +332,35 @@ def _enrichment_rows(statistics) -> list[dict]:
     return rows
 
 
+def _seed_query(seeds: dict[str, int]) -> str:
+    """The query that asks for these seeds: only those that differ from the benchmark's own."""
+    return urlencode({key: seeds[family] for key, family in SEED_PARAMETERS.items() if seeds[family] != SEEDS[family]})
+
+
+def _sections(statistics) -> list[dict]:
+    return [
+        {
+            "section": section,
+            "seed": statistics.seeds.get(section.seed_family) if section.seed_family else None,
+            "tables": [
+                {"spec": spec, "table": spec.build(statistics), "has_plot": spec.plot is not None}
+                for spec in section.tables
+            ],
+        }
+        for section in SECTIONS
+    ]
+
+
 @login_required
 def benchmark_statistics(request, benchmark_id: int):
     benchmark = _get_benchmark_for_user(request, benchmark_id)
-    statistics = selectors.benchmark_statistics(benchmark)
+    errors: list[str] = []
+    seeds = dict(SEEDS)
+    with page_errors(into=errors):
+        seeds = statistics_seeds(request.GET)
+    statistics = selectors.benchmark_statistics(benchmark, seeds=seeds)
     agreement = statistics.agreement
+    seed_query = _seed_query(seeds)
     context = {
         "benchmark": benchmark,
         "statistics": statistics,
@@ -315,8 +377,12 @@ def benchmark_statistics(request, benchmark_id: int):
         "votes": [votes for votes in (statistics.votes_primary, statistics.votes_strict) if votes is not None],
         "figures": BENCHMARK_FIGURES,
         "cohorts": Cohort.objects.order_by("-created_at", "-pk")[:50],
+        "sections": _sections(statistics),
+        "seed_fields": [(key, family, seeds[family], SEEDS[family]) for key, family in SEED_PARAMETERS.items()],
+        "seed_query": f"?{seed_query}" if seed_query else "",
+        "seed_errors": errors,
     }
-    return render(request, "reviewapp/benchmark_statistics.html", context)
+    return render(request, "reviewapp/benchmark_statistics.html", context, status=400 if errors else 200)
 
 
 @login_required
@@ -325,7 +391,11 @@ def benchmark_figure(request, benchmark_id: int, figure: str, file_format: str):
     spec = BENCHMARK_FIGURES.get(figure)
     if spec is None or file_format not in FORMATS or (file_format != "csv" and spec.plot is None):
         raise Http404("This set has no such figure or file.")
-    content = figure_file(spec, selectors.benchmark_statistics(benchmark), file_format)
+    try:
+        seeds = statistics_seeds(request.GET)
+    except InputInvalid as error:
+        return HttpResponseBadRequest(" ".join(error.sentences()), content_type="text/plain; charset=utf-8")
+    content = figure_file(spec, selectors.benchmark_statistics(benchmark, seeds=seeds), file_format)
     return figure_response(content, file_format, f"{slugify(benchmark.name) or 'set'}-{figure}.{file_format}")
 
 
@@ -336,6 +406,11 @@ urlpatterns = [
     path("benchmarks/<int:benchmark_id>/run/", benchmark_run, name="benchmark-run"),
     path("benchmarks/<int:benchmark_id>/import/", benchmark_import, name="benchmark-import"),
     path("benchmarks/<int:benchmark_id>/rerun-task/", benchmark_task_rerun, name="benchmark-task-rerun"),
+    path(
+        "benchmarks/<int:benchmark_id>/forecasts/repeat/",
+        benchmark_forecasts_repeat,
+        name="benchmark-forecasts-repeat",
+    ),
     path("benchmarks/<int:benchmark_id>/judges/add/", benchmark_judge_add, name="benchmark-judge-add"),
     path("benchmarks/<int:benchmark_id>/judging/", benchmark_judging, name="benchmark-judging"),
     path("benchmarks/<int:benchmark_id>/judges/", benchmark_judge_table, name="benchmark-judge-table"),

@@ -4,24 +4,31 @@ A model that mixes in ClaimedWork has a state (pending → running → done or f
 moves a pending row to running with a fresh token in one conditional UPDATE, so of two deliveries of the same task
 exactly one gets the token; `work_finish` records the end only while the token is still held, so a worker whose
 claim was taken over by the sweeper (`work_sweep`) records nothing; `work_release` gives the row back after a
-transient error, for the task's retry to claim it again.
+transient error, for the task's retry to claim it again. `work_attempt` is the body of claimed work: a database error
+gives the claim back and is raised for the task's retry, any other error fails the row. `work_release_all` and
+`work_fail_all` take over many rows whoever holds them (the sweeper, a stalled run's restart).
 
 Models whose states have other names (e.g. a background job's "queued" and "succeeded") declare them as the class
 attributes PENDING, RUNNING, DONE and FAILED.
 
 The sweeper: every room registers the sweep of its own claimed work with `sweep_register` when its app is ready, and
 one periodic task (`reviewapp.sweep`, Celery beat) runs them all with `sweep_all`: work whose worker died goes back to
-pending and is sent again when it is safe to redo, and fails with a reason the user sees when it is not.
+pending and is sent again when it is safe to redo, and fails with a reason the user sees when it is not. Pending
+work not sent for the stale time is sent again too: a send can fail after its transaction committed, and claiming is
+idempotent, so a second delivery is harmless.
 """
 
 import logging
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import datetime
 
-from django.db import models
+from django.db import DatabaseError, models
 from django.db.models import F, Q
 from django.utils import timezone
+
+from reviewapp.core.queue import enqueue_on_commit
 
 logger = logging.getLogger(__name__)
 
@@ -42,6 +49,7 @@ class ClaimedWork(models.Model):
     started_at = models.DateTimeField(null=True, blank=True, help_text="when a worker claimed it")
     finished_at = models.DateTimeField(null=True, blank=True)
     error = models.TextField(blank=True)
+    sent_at = models.DateTimeField(default=timezone.now, help_text="when it was last handed to the work queue")
 
     class Meta:
         abstract = True
@@ -58,7 +66,9 @@ def work_claim(model: type[ClaimedWork], pk, **conditions) -> uuid.UUID | None:
 
 def work_release(model: type[ClaimedWork], pk, token: uuid.UUID) -> None:
     """Give a claimed row back (pending, no token) after a transient error, for a retry to claim."""
-    model._default_manager.filter(pk=pk, claim_token=token).update(state=model.PENDING, claim_token=None)
+    model._default_manager.filter(pk=pk, state=model.RUNNING, claim_token=token).update(
+        state=model.PENDING, claim_token=None, sent_at=timezone.now()
+    )
 
 
 def work_finish(model: type[ClaimedWork], pk, token: uuid.UUID, *, failed: bool = False, error: str = "", **fields):
@@ -73,6 +83,35 @@ def work_finish(model: type[ClaimedWork], pk, token: uuid.UUID, *, failed: bool 
     )
 
 
+@contextmanager
+def work_attempt(model: type[ClaimedWork], pk, token: uuid.UUID, *, label: str) -> Iterator[None]:
+    """The body of claimed work. A DatabaseError is transient: the row is given back and the error raised again, for
+    the task's retry to claim it. Any other error is logged (as "<label> failed") and fails the row with its kind;
+    it is not raised. What the body records, it records itself (work_finish)."""
+    try:
+        yield
+    except DatabaseError:
+        work_release(model, pk, token)
+        raise
+    except Exception as exc:
+        logger.exception("%s failed", label)
+        work_finish(model, pk, token, failed=True, error=f"internal error ({type(exc).__name__})")
+
+
+def work_release_all(rows: models.QuerySet) -> int:
+    """Give every running row of the queryset back (pending, no token), whoever holds it; how many."""
+    model = rows.model
+    return rows.filter(state=model.RUNNING).update(state=model.PENDING, claim_token=None)
+
+
+def work_fail_all(rows: models.QuerySet, reason: str) -> int:
+    """Fail every unfinished row of the queryset with the reason, whoever holds it; how many."""
+    model = rows.model
+    return rows.filter(state__in=(model.PENDING, model.RUNNING)).update(
+        state=model.FAILED, claim_token=None, finished_at=timezone.now(), error=reason[:2000]
+    )
+
+
 def work_sweep(
     model: type[ClaimedWork],
     *,
@@ -81,21 +120,30 @@ def work_sweep(
     reason: str,
     alive_field: str = "started_at",
     **conditions,
-):
+) -> list:
     """Running rows claimed before the time (their worker died or hangs): back to pending without a token, or failed
     with the reason once they used max_attempts. alive_field names the time a row was last known alive (its claim,
-    or a heartbeat the work writes). Returns the pks given back to pending, for re-enqueueing."""
+    or a heartbeat the work writes). Pending rows last sent before the time are due again as well (their send was
+    lost). Returns the pks to send to a worker again; they count as sent now."""
+    rows = model._default_manager.filter(**conditions)
+    unsent = list(rows.filter(state=model.PENDING, sent_at__lt=claimed_before).values_list("pk", flat=True))
     # A row that never wrote its alive_field counts from its claim.
     silent = Q(**{f"{alive_field}__isnull": True, "started_at__lt": claimed_before})
-    stale = model._default_manager.filter(state=model.RUNNING, **conditions).filter(
-        Q(**{f"{alive_field}__lt": claimed_before}) | silent
-    )
-    stale.filter(attempts__gte=max_attempts).update(
-        state=model.FAILED, claim_token=None, finished_at=timezone.now(), error=reason
-    )
+    stale = rows.filter(state=model.RUNNING).filter(Q(**{f"{alive_field}__lt": claimed_before}) | silent)
+    work_fail_all(stale.filter(attempts__gte=max_attempts), reason)
     again = list(stale.filter(~Q(attempts__gte=max_attempts)).values_list("pk", flat=True))
-    model._default_manager.filter(pk__in=again, state=model.RUNNING).update(state=model.PENDING, claim_token=None)
-    return again
+    work_release_all(model._default_manager.filter(pk__in=again))
+    model._default_manager.filter(pk__in=again + unsent, state=model.PENDING).update(sent_at=timezone.now())
+    return again + unsent
+
+
+def work_sweep_send(model: type[ClaimedWork], task_name: str, **sweep) -> int:
+    """work_sweep(model, **sweep), then every row it returns sent to the task once the transaction commits; how
+    many."""
+    again = work_sweep(model, **sweep)
+    for pk in again:
+        enqueue_on_commit(task_name, pk)
+    return len(again)
 
 
 # The sweeps of every room, by name: each returns how many rows it touched.

@@ -2,15 +2,13 @@
 
 A service refuses a write by raising a ServiceError: a sentence for the person who asked, a documented code and an
 HTTP status. The API answers every error, ours or the framework's, as {"error": "<code>", "detail": "<sentence>"}
-plus any details (e.g. the rows of an import at fault), through `exception_handler`. Page views validate with the
-API's own input declaration (`validated`) and show refusals with `page_errors`, so a page and the API never disagree.
+plus any details (e.g. the rows of an import at fault), through `reviewapp.core.api_errors.exception_handler`. Page
+views validate with the API's own input declaration (`validated`) and show refusals with `page_errors`, so a page and
+the API never disagree.
 """
 
 from django.contrib import messages
-from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
-from django.http import Http404
-from rest_framework import exceptions, status
-from rest_framework.response import Response
+from rest_framework import status
 
 
 class ServiceError(Exception):
@@ -89,47 +87,3 @@ class page_errors:  # noqa: N801 (used as a statement: `with page_errors(request
             for line in lines:
                 messages.error(self.request, line)
         return True
-
-
-_CODES = {
-    exceptions.NotAuthenticated: "not_authenticated",
-    exceptions.AuthenticationFailed: "authentication_failed",
-    exceptions.PermissionDenied: "forbidden",
-    exceptions.NotFound: "not_found",
-    exceptions.MethodNotAllowed: "method_not_allowed",
-    exceptions.ParseError: "invalid_body",
-    exceptions.UnsupportedMediaType: "invalid_body",
-    exceptions.ValidationError: "invalid_body",
-    exceptions.Throttled: "throttled",
-}
-
-
-def _service_response(error: ServiceError) -> Response:
-    headers = {"Retry-After": str(error.retry_after)} if error.retry_after is not None else {}
-    body = {"error": error.code, "detail": error.message, **error.details}
-    return Response(body, status=error.status, headers=headers)
-
-
-def exception_handler(exc, context):
-    """DRF's EXCEPTION_HANDLER: every error as the documented JSON body."""
-    # Imported here: rest_framework.views reads the parser settings, whose parser (reviewapp.core.requests) needs
-    # this module's ServiceError.
-    from rest_framework.views import exception_handler as drf_exception_handler
-
-    if isinstance(exc, ServiceError):
-        return _service_response(exc)
-    # DRF answers Django's own Http404/PermissionDenied too; give them the same body as its exceptions.
-    if isinstance(exc, Http404):
-        exc = exceptions.NotFound()
-    elif isinstance(exc, DjangoPermissionDenied):
-        exc = exceptions.PermissionDenied()
-    response = drf_exception_handler(exc, context)
-    if response is None:
-        return None
-    if isinstance(exc, exceptions.ValidationError):
-        body = {"error": "invalid_body", "detail": "The request body is not valid.", "fields": exc.detail}
-    else:
-        code = next((c for cls, c in _CODES.items() if isinstance(exc, cls)), "error")
-        detail = exc.detail if isinstance(exc.detail, str) else str(exc.detail)
-        body = {"error": code, "detail": detail}
-    return Response(body, status=response.status_code, headers={k: v for k, v in response.items()})

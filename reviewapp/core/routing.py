@@ -12,4 +12,6 @@ def by_method(**views):
     def view(request, *args, **kwargs):
         return handlers.get(request.method, fallback)(request, *args, **kwargs)
 
+    # The API's schema documents each method with its own view (reviewapp.core.schema).
+    view.views_by_method = {method.upper(): cls for method, cls in views.items()}  # type: ignore[attr-defined]
     return view

@@ -5,6 +5,8 @@ GET/POST /api/v1/inspiration/audits; GET /api/v1/inspiration/audits/{id}
 """
 
 from django.shortcuts import get_object_or_404
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import serializers
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -38,6 +40,8 @@ class CutoffListApi(APIView):
     """GET /api/v1/inspiration/cutoffs: every group's cutoff."""
 
     permission_classes = [CanReadAll]
+    OutputSerializer = CutoffOutputSerializer
+    output_many = True
 
     def get(self, request):
         return Response(CutoffOutputSerializer(InspirationCutoff.objects.all(), many=True).data)
@@ -47,12 +51,16 @@ class CutoffSetApi(APIView):
     """PUT /api/v1/inspiration/cutoffs/{group} {"cutoff": "2026-05" | "2026-05-14", "note"?}."""
 
     permission_classes = [IsCoordinator]
+    InputSerializer = CutoffInput
+    OutputSerializer = CutoffOutputSerializer
+    error_codes = {"PUT": {400: ("invalid_cutoff",)}, "DELETE": {}}
 
     def put(self, request, group: str):
         data = validated(CutoffInput, request.data)
         record = services.cutoff_set(group=group, cutoff=data["cutoff"], note=data.get("note", ""), user=request.user)
         return Response(CutoffOutputSerializer(record).data)
 
+    @extend_schema(responses={204: None})
     def delete(self, request, group: str):
         services.cutoff_delete(group=group)
         return Response(status=204)
@@ -109,6 +117,8 @@ class AuditListApi(APIView):
     """GET /api/v1/inspiration/audits: the most recent audits."""
 
     permission_classes = [CanReadAll]
+    OutputSerializer = AuditListOutputSerializer
+    output_many = True
 
     def get(self, request):
         return Response(AuditListOutputSerializer(selectors.audits_recent(), many=True).data)
@@ -119,6 +129,24 @@ class AuditCreateApi(APIView):
     "window_end", "title_diagnostic", "replay" (an earlier audit whose judgements are reused) → 202."""
 
     permission_classes = [IsCoordinator]
+    InputSerializer = AuditInput
+
+    class OutputSerializer(serializers.Serializer):
+        id = serializers.IntegerField()
+        state = serializers.CharField()
+
+    success_status = 202
+    error_codes = {
+        400: (
+            "invalid_audit",
+            "missing_cutoffs",
+            "unknown_cohort",
+            "unknown_benchmark",
+            "unknown_run",
+            "unknown_audit",
+        ),
+        503: ("not_configured", "queue_unavailable"),
+    }
 
     def post(self, request):
         data = validated(AuditInput, request.data)
@@ -204,7 +232,19 @@ class AuditDetailApi(APIView):
     items)."""
 
     permission_classes = [CanReadAll]
+    FilterSerializer = AuditItemsQuery
 
+    @extend_schema(
+        responses=OpenApiResponse(
+            OpenApiTypes.OBJECT,
+            description="The audit: `id`, `state`, `phase`, `error`, its population (`population`, `cohort`, "
+            "`benchmark`, `runs`), `window_end`, `title_diagnostic`, `replay_of`, `simulated`, `progress`, `total`, "
+            "`cutoffs`, `corpus`, `judge`, `prompt`; the counts `totals`, `rate`, `retrieval_coverage`, "
+            "`positive_given_retrieved`, `by_group`, `by_domain`, `title_diagnostic_result`; and `items` [{hypothesis, "
+            "group, domain, retrieved, reference, shared_terms, judgment, evidence, connection, reason, "
+            "title_retrieved}].",
+        )
+    )
     def get(self, request, audit_id: int):
         audit = get_object_or_404(InspirationAudit, pk=audit_id)
         query = validated(AuditItemsQuery, request.query_params)

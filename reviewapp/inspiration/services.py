@@ -28,9 +28,9 @@ from literature import retrieval
 from literature.models import Reference
 from literature.retrieval import GATE_MIN_SHARED_TERMS, JUDGEMENT_CHARS, RETRIEVAL_CHARS, judgement_card
 from literature.verdicts import clean_quote, quote_occurs
-from reviewapp.core.claims import work_claim, work_finish, work_release, work_sweep
+from reviewapp.core.claims import work_attempt, work_claim, work_finish, work_sweep_send
 from reviewapp.core.errors import ServiceError
-from reviewapp.core.queue import enqueue_on_commit
+from reviewapp.core.queue import broker_check, enqueue_on_commit
 from reviewapp.inspiration import prompts, selectors
 from reviewapp.inspiration.cutoffs import Cutoff
 from reviewapp.inspiration.models import (
@@ -160,6 +160,8 @@ def audit_create(
     endpoint = llm.roster_endpoint(RosterMember.Role.INSPIRATION_JUDGE)
     if endpoint is None:
         raise ServiceError("The default roster names no inspiration judge.", code="not_configured", status=503)
+    if enqueue:
+        broker_check()
     snapshot = {
         group: {
             "cutoff": cutoffs[group].cutoff.text,
@@ -257,17 +259,20 @@ def audit_advance(*, audit_id: int, enqueue: bool = True) -> None:
 
 
 def _start(audit: InspirationAudit, enqueue: bool) -> None:
-    """Pending → running: the corpus snapshot, then the retrieval batches."""
-    if not Audit.objects.filter(pk=audit.pk, state=Audit.State.PENDING).update(
-        state=Audit.State.RUNNING, started_at=timezone.now(), attempts=F("attempts") + 1
-    ):
+    """Pending → running (claimed: of two workers, one starts it): the corpus snapshot, then the retrieval batches."""
+    token = work_claim(Audit, audit.pk)
+    if token is None:
         return
     cutoffs = {group: Cutoff.parse(values["cutoff"]) for group, values in audit.cutoffs.items()}
     corpus = selectors.corpus_snapshot(cutoffs, audit.window_end)
     retrieval.index_references()
     positions = sorted(audit.items.values_list("position", flat=True))
     with transaction.atomic():
-        Audit.objects.filter(pk=audit.pk).update(corpus=corpus, progress=0, total=len(positions))
+        started = Audit.objects.filter(pk=audit.pk, state=Audit.State.RUNNING, claim_token=token).update(
+            corpus=corpus, progress=0, total=len(positions)
+        )
+        if not started:
+            return  # the sweeper gave the audit to another worker meanwhile: that worker makes the batches
         batches = InspirationBatch.objects.bulk_create(
             [
                 InspirationBatch(
@@ -363,17 +368,11 @@ def batch_perform(*, batch_id: int, enqueue: bool = True) -> None:
     if token is None:
         return
     batch = InspirationBatch.objects.select_related("audit").get(pk=batch_id)
-    try:
+    with work_attempt(InspirationBatch, batch_id, token, label=f"Inspiration batch {batch_id}"):
         if batch.kind == InspirationBatch.Kind.RETRIEVAL:
             _retrieval_batch(batch, token)
         else:
             _judging_batch(batch, token)
-    except DatabaseError:
-        work_release(InspirationBatch, batch_id, token)  # transient: the task's retry claims it again
-        raise
-    except Exception as exc:
-        logger.exception("Inspiration batch %s failed", batch_id)
-        work_finish(InspirationBatch, batch_id, token, failed=True, error=f"internal error ({type(exc).__name__})")
     audit_advance(audit_id=batch.audit_id, enqueue=enqueue)
 
 
@@ -489,27 +488,33 @@ def judge(judgment: InspirationJudgment, endpoint: ModelEndpoint | None) -> dict
 def batches_sweep() -> int:
     """Batches claimed longer ago than INSPIRATION_STALE_SECONDS (their worker died or hangs) go back to the queue;
     after INSPIRATION_MAX_ATTEMPTS claims they fail, their pending judgements with them, and their audit moves on. An
-    audit whose starter died before making its batches starts again. Returns how many batches were sent again."""
+    audit whose starter died before making its batches starts again (and fails after INSPIRATION_MAX_ATTEMPTS
+    starts). Pending audits and batches whose send was lost are sent again. Returns how many were sent again."""
     stale = timezone.now() - timedelta(seconds=settings.INSPIRATION_STALE_SECONDS)
     reason = "stopped: its worker made no progress (the sweeper gave up on it)"
-    again = work_sweep(
-        InspirationBatch, claimed_before=stale, max_attempts=settings.INSPIRATION_MAX_ATTEMPTS, reason=reason
+    sent = work_sweep_send(
+        InspirationBatch,
+        BATCH_TASK,
+        claimed_before=stale,
+        max_attempts=settings.INSPIRATION_MAX_ATTEMPTS,
+        reason=reason,
     )
-    for batch_id in again:
-        enqueue_on_commit(BATCH_TASK, batch_id)
-    unstarted = Audit.objects.filter(
-        state=Audit.State.RUNNING, phase=Audit.Phase.RETRIEVAL, started_at__lt=stale, batches__isnull=True
+    sent += work_sweep_send(
+        Audit,
+        ADVANCE_TASK,
+        claimed_before=stale,
+        max_attempts=settings.INSPIRATION_MAX_ATTEMPTS,
+        reason="The worker starting this audit stopped before it made its batches; start the audit again.",
+        phase=Audit.Phase.RETRIEVAL,
+        batches__isnull=True,
     )
-    for audit_id in list(unstarted.values_list("pk", flat=True)):
-        if Audit.objects.filter(pk=audit_id, state=Audit.State.RUNNING).update(state=Audit.State.PENDING):
-            enqueue_on_commit(ADVANCE_TASK, audit_id)
     given_up = InspirationBatch.objects.filter(state=InspirationBatch.State.FAILED, error=reason)
     for batch in given_up.filter(audit__state=Audit.State.RUNNING):
         InspirationJudgment.objects.filter(pk__in=batch.judgments, state=InspirationJudgment.State.PENDING).update(
             state=InspirationJudgment.State.DONE, judgment=Judgment.FAILED, reason=reason, finished_at=timezone.now()
         )
         audit_advance(audit_id=batch.audit_id)
-    return len(again)
+    return sent
 
 
 def audit_complete_here(*, audit_id: int) -> InspirationAudit:

@@ -7,6 +7,8 @@ here (and nothing of the panel appears anywhere a reviewer can go).
 """
 
 from django.urls import path, reverse
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -42,6 +44,25 @@ def job_answer(job: BackgroundJob) -> Response:
         {"job": job.pk, "state": job.state, "url": reverse("job-detail", args=[job.pk])},
         status=status.HTTP_202_ACCEPTED,
     )
+
+
+class JobStartedSerializer(serializers.Serializer):
+    job = serializers.IntegerField()
+    state = serializers.CharField()
+    url = serializers.CharField(help_text="the job's page")
+
+
+# Starting a job: the panel's own refusals, and the broker's.
+JOB_ERRORS = {
+    400: ("invalid_panel_request", "nothing_to_review"),
+    409: ("panel_running", "critique_running"),
+    503: ("not_configured", "queue_unavailable"),
+}
+
+
+def _described(description: str):
+    """A computed answer documented by its description (its fields follow the page of the same name)."""
+    return extend_schema(responses=OpenApiResponse(OpenApiTypes.OBJECT, description=description))
 
 
 def _eligible(value: str):
@@ -99,6 +120,10 @@ class CohortPanelStartApi(APIView):
     class InputSerializer(serializers.Serializer):
         redo = serializers.BooleanField(default=False)
 
+    OutputSerializer = JobStartedSerializer
+    success_status = 202
+    error_codes = JOB_ERRORS
+
     def post(self, request, cohort_id: int):
         values = validated(self.InputSerializer, request.data)
         return job_answer(
@@ -109,6 +134,11 @@ class CohortPanelStartApi(APIView):
 class CohortPanelApi(APIView):
     permission_classes = [CanReadAll]
 
+    @_described(
+        "`state`, `job`, `prompt_version`, `simulated`, `dimensions` [{key, weight}], `proposals` [{id, task, reviews "
+        "[{role, state, eligible, scores, rationale, simulated, model, prompt_version, error}], medians, q, complete, "
+        "coverage, revision}], `revisions` (counts and rates of the revision judgments)."
+    )
     def get(self, request, cohort_id: int):
         cohort = _cohort(cohort_id)
         result = selectors.cohort_panel(cohort, with_rationale=True)
@@ -153,6 +183,10 @@ class ComparisonsRunApi(APIView):
         seed = serializers.IntegerField(min_value=-(2**63), max_value=2**63 - 1)
         repeat = serializers.BooleanField(default=False)
 
+    OutputSerializer = JobStartedSerializer
+    success_status = 202
+    error_codes = {**JOB_ERRORS, 400: ("invalid_panel_request", "invalid_budget")}
+
     def post(self, request, cohort_id: int):
         values = validated(self.InputSerializer, request.data)
         return job_answer(critique.critique_start(cohort=_cohort(cohort_id), **values, user=request.user))
@@ -169,6 +203,14 @@ class ComparisonsImportApi(APIView):
 
         comparisons = Row(many=True, allow_empty=False, max_length=MAX_IMPORTED_COMPARISONS)
 
+    class OutputSerializer(serializers.Serializer):
+        created = serializers.IntegerField()
+        first_seq = serializers.IntegerField()
+        last_seq = serializers.IntegerField()
+
+    success_status = 201
+    error_codes = {400: ("invalid_comparisons",)}
+
     def post(self, request, cohort_id: int):
         cohort = _cohort(cohort_id)
         values = validated(self.InputSerializer, request.data)
@@ -181,6 +223,19 @@ class ComparisonsImportApi(APIView):
 
 class ComparisonsListApi(APIView):
     permission_classes = [CanReadAll]
+
+    class OutputSerializer(serializers.Serializer):
+        class Comparison(serializers.Serializer):
+            seq = serializers.IntegerField()
+            a = serializers.CharField()
+            b = serializers.CharField()
+            outcome = serializers.ChoiceField(choices=trueskill_rules.OUTCOMES)
+            source = serializers.CharField()
+            shown_first = serializers.CharField(allow_null=True)
+            order_seed = serializers.IntegerField(allow_null=True)
+            simulated = serializers.BooleanField()
+
+        comparisons = Comparison(many=True, help_text="in update order")
 
     def get(self, request, cohort_id: int):
         log = selectors.comparison_log(_cohort(cohort_id))
@@ -231,8 +286,23 @@ def ratings_as_dict(cohort: Cohort) -> dict:
     }
 
 
+class RatingsSerializer(serializers.Serializer):
+    class Rating(serializers.Serializer):
+        proposal = serializers.CharField()
+        task = serializers.CharField()
+        mu = serializers.FloatField()
+        sigma = serializers.FloatField()
+        conservative = serializers.FloatField(help_text="s = μ − 2σ")
+        rank = serializers.IntegerField()
+        comparisons = serializers.IntegerField()
+
+    parameters = serializers.DictField(help_text="the TrueSkill parameters")
+    ratings = Rating(many=True)
+
+
 class RatingsApi(APIView):
     permission_classes = [CanReadAll]
+    OutputSerializer = RatingsSerializer
 
     def get(self, request, cohort_id: int):
         return Response(ratings_as_dict(_cohort(cohort_id)))
@@ -241,6 +311,12 @@ class RatingsApi(APIView):
 class RatingsRecomputeApi(APIView):
     permission_classes = [IsCoordinator]
 
+    class OutputSerializer(RatingsSerializer):
+        replayed = serializers.IntegerField(help_text="comparisons replayed from the log")
+
+    error_codes = {409: ("critique_running",)}
+
+    @extend_schema(request=None)
     def post(self, request, cohort_id: int):
         cohort = _cohort(cohort_id)
         replayed = critique.ratings_recompute(cohort=cohort)
@@ -269,12 +345,29 @@ def calibration_as_dict(result) -> dict:
 class CalibrationApi(APIView):
     permission_classes = [CanReadAll]
 
+    @_described(
+        "`proposals`, `tasks`, `resamples`, `seed`, `q_vs_overall`, `dimensions` (each with its closest criterion), "
+        "`s_vs_overall_within_tasks`, `reject_share` {top_quarter, bottom_quarter}; each figure "
+        "`{estimate, low, high, n}`."
+    )
     def get(self, request, cohort_id: int):
         return Response(calibration_as_dict(selectors.cohort_calibration(_cohort(cohort_id))))
 
 
 class PromptsApi(APIView):
     permission_classes = [CanReadAll]
+
+    class OutputSerializer(serializers.Serializer):
+        class Prompt(serializers.Serializer):
+            kind = serializers.CharField()
+            version = serializers.CharField()
+            system = serializers.CharField()
+            template = serializers.CharField()
+            sha256 = serializers.CharField()
+            current = serializers.BooleanField()
+
+        version = serializers.CharField()
+        prompts = Prompt(many=True)
 
     def get(self, request):
         current = {text.sha256 for text in PROMPTS.values()}
@@ -312,6 +405,10 @@ class HypothesesPanelStartApi(APIView):
                 raise serializers.ValidationError("Name either a screening run or a benchmark set.")
             return attrs
 
+    OutputSerializer = JobStartedSerializer
+    success_status = 202
+    error_codes = {**JOB_ERRORS, 400: ("invalid_panel_request", "nothing_to_review", "unknown_hypotheses")}
+
     def post(self, request):
         values = validated(self.InputSerializer, request.data)
         run = benchmark = None
@@ -332,6 +429,10 @@ class HypothesesPanelStartApi(APIView):
 class SubjectApi(APIView):
     permission_classes = [CanReadAll]
 
+    @_described(
+        "One profile: `id`, `title`, `dimensions`, `reviews` (as in the cohort's panel), `medians`, `q`, `complete`, "
+        "`coverage`, `revision`."
+    )
     def get(self, request, subject_id: int):
         found = selectors.subject_profile(subject_id)
         if found is None:

@@ -46,7 +46,10 @@ def profile_plot(found) -> "Figure":
         return no_data(figure, axes, "The panel has not reviewed this hypothesis yet.")
     positions = np.arange(len(rules.DIMENSIONS))
     medians = [found.profile.medians[dimension.key] for dimension in rules.DIMENSIONS]
-    axes.barh(positions, [value or 0 for value in medians], color=COLOURS[0], alpha=0.35, label="median")
+    known = [(index, value) for index, value in enumerate(medians) if value is not None]
+    axes.barh(
+        [index for index, _ in known], [value for _, value in known], color=COLOURS[0], alpha=0.35, label="median"
+    )
     for index, (dimension, value) in enumerate(zip(rules.DIMENSIONS, medians, strict=True)):
         if value is None:
             why = rules.INAPPLICABLE if dimension.key in found.profile.coverage.inapplicable else "no median (unknown)"

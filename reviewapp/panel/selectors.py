@@ -10,6 +10,8 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 
 from django.core.cache import cache
+from django.db.models import Count, F, Q
+from scipy.stats import binomtest
 
 from reviewapp.benchmarks.models import BenchmarkHypothesis
 from reviewapp.models import BackgroundJob, Cohort, Proposal, Review
@@ -160,7 +162,7 @@ class PanelRow:
     subject_id: int | None
     reviews: list[ReviewRow]
     profile: rules.Profile
-    rating: RatingRow | None = None
+    rating: RatingRow | None = None  # None until it was compared: the prior says nothing about it
     revision: RevisionRow | None = None
 
     @property
@@ -211,6 +213,7 @@ def cohort_panel(cohort: Cohort, *, with_rationale: bool = False) -> CohortPanel
     for member in members:
         subject = subjects[member["pk"]]
         subject_reviews = reviews.get(subject, []) if subject else []
+        rating = ratings.by_proposal.get(member["pk"])
         row = PanelRow(
             proposal_pk=member["pk"],
             proposal_id=member["external_id"],
@@ -219,7 +222,7 @@ def cohort_panel(cohort: Cohort, *, with_rationale: bool = False) -> CohortPanel
             subject_id=subject,
             reviews=subject_reviews,
             profile=profile_from(subject_reviews),
-            rating=ratings.by_proposal.get(member["pk"]),
+            rating=rating if rating is not None and rating.comparisons > 0 else None,
         )
         q_of[member["pk"]] = row.profile.q
         rows.append(row)
@@ -427,15 +430,12 @@ class PositionBias:
 
 
 def position_bias(cohort: Cohort) -> PositionBias:
-    from scipy.stats import binomtest  # imported when needed: scipy is slow to import
-
-    rows = Comparison.objects.filter(
+    """Counted by the database in one query, however long the log."""
+    shown_first_won = Q(outcome="a", shown_first=F("a")) | Q(outcome="b", shown_first=F("b"))
+    counts = Comparison.objects.filter(
         cohort=cohort, source=Comparison.Source.MODEL, outcome__in=("a", "b"), shown_first__isnull=False
-    ).values_list("outcome", "a_id", "shown_first_id")
-    first_won = decisive = 0
-    for outcome, a, shown_first in rows.iterator():
-        decisive += 1
-        first_won += (outcome == "a") == (shown_first == a)
+    ).aggregate(decisive=Count("pk"), first_won=Count("pk", filter=shown_first_won))
+    decisive, first_won = counts["decisive"], counts["first_won"]
     if not decisive:
         return PositionBias(0, 0, None, None, None)
     interval = binomtest(first_won, decisive).proportion_ci()
@@ -489,6 +489,7 @@ EXPORT_COLUMNS = [
     "ai_failed_roles",
     "ai_eligible_votes",
     *(f"ai_median_{key}" for key in rules.DIMENSION_KEYS),
+    "ai_inapplicable",
     "ai_q",
     "ai_mu",
     "ai_sigma",
@@ -506,16 +507,17 @@ def _rounded(value: float | None, digits: int = 4) -> float | None:
 
 
 def panel_export_columns(cohort: Cohort) -> tuple[list[str], dict[int, list]]:
-    """Per proposal: the panel's coverage, medians and Q (empty where absent, never 0), the rating and the revision
-    judgment. A proposal the panel has not reviewed, never compared or not judged has empty cells there.
-    Coordinators' and analysts' exports both carry them."""
+    """Per proposal: the panel's coverage, medians and Q (empty where absent, never 0), the dimensions whose scores
+    are inapplicable (kept apart from an unknown median, which is only empty), the rating and the revision judgment.
+    A proposal the panel has not reviewed, never compared or not judged has empty cells there. Coordinators' and
+    analysts' exports both carry them."""
     panel = cohort_panel(cohort)
     values = {}
     for row in panel.rows:
         coverage, rating, revision = row.profile.coverage, row.rating, row.revision
         reviewed = bool(row.reviews)
         ratings: list = [None] * 5
-        if rating is not None and rating.comparisons > 0:
+        if rating is not None:
             ratings = [*map(_rounded, (rating.mu, rating.sigma, rating.conservative, rating.rank)), rating.comparisons]
         category = revision.category if revision is not None and revision.state == RevisionJudgment.State.DONE else None
         values[row.proposal_pk] = [
@@ -523,6 +525,7 @@ def panel_export_columns(cohort: Cohort) -> tuple[list[str], dict[int, list]]:
             ";".join(coverage.failed_roles),
             coverage.eligible_votes if reviewed else None,
             *(row.profile.medians[key] for key in rules.DIMENSION_KEYS),
+            ";".join(coverage.inapplicable) if reviewed else None,
             _rounded(row.profile.q),
             *ratings,
             category,
@@ -546,12 +549,11 @@ def calibration_units(cohort: Cohort) -> list[calibration_rules.Unit]:
         human = humans.get(row.proposal_pk)
         if human is None or not row.profile.coverage.reviews:
             continue
-        rated = row.rating is not None and row.rating.comparisons > 0
         units.append(
             calibration_rules.Unit(
                 task=row.task_key,
                 q=row.profile.q,
-                conservative=row.rating.conservative if rated else None,  # type: ignore[union-attr]
+                conservative=row.rating.conservative if row.rating else None,
                 medians=row.profile.medians,
                 overall=human.overall,
                 recommendations=human.recommendations,

@@ -74,7 +74,8 @@ def _number(value: float | None, digits: int = 2) -> str:
     return "" if value is None else f"{value:.{digits}f}"
 
 
-NO_MEDIAN = '<td class="num"><span class="word">–</span></td>'
+NO_MEDIAN = '<td class="num"><span class="word" title="fewer than two known scores">–</span></td>'
+INAPPLICABLE = '<td class="num"><span class="word" title="most reviewers: does not apply">inapplicable</span></td>'
 
 
 def _table_rows(rows: list) -> SafeString:
@@ -93,16 +94,20 @@ def _table_rows(rows: list) -> SafeString:
                 f' <span class="badge bad" title="failed: {escape(", ".join(coverage.failed_roles))}">failed</span>'
             )
         medians = "".join(
-            NO_MEDIAN if value is None else f'<td class="num">{value:g}</td>' for value in row.profile.medians.values()
+            f'<td class="num">{value:g}</td>'
+            if value is not None
+            else INAPPLICABLE
+            if key in coverage.inapplicable
+            else NO_MEDIAN
+            for key, value in row.profile.medians.items()
         )
         q = ""
         if row.profile.q is not None:
             q = f"<strong>{row.profile.q:.2f}</strong>"
         elif row.reviews:
             q = f'<span class="word" title="{coverage.medians_known} of 8 medians known">incomplete</span>'
-        compared = rating is not None and rating.comparisons > 0
         s, rank, comparisons = (
-            (_number(rating.conservative), _number(rating.rank), rating.comparisons) if compared else ("", "", "")
+            (_number(rating.conservative), _number(rating.rank), rating.comparisons) if rating else ("", "", "")
         )
         category = ""
         if revision is not None:
@@ -202,7 +207,10 @@ def _ratings_tables(by_task: dict[str, list]) -> SafeString:
             f'<td class="num">{item["rank"]:.3f}</td><td class="num">{item["comparisons"]}</td></tr>'
             for item in sorted(items, key=lambda item: -item["conservative"])
         )
-        parts.append(f'<h3>{escape(task)}</h3>\n<table class="compact">{RATINGS_HEAD}<tbody>{rows}</tbody></table>')
+        parts.append(
+            f'<h3>{escape(task)}</h3>\n<div class="table-scroll"><table class="compact">{RATINGS_HEAD}<tbody>{rows}'
+            "</tbody></table></div>"
+        )
     return SafeString("\n".join(parts))
 
 

@@ -1,5 +1,6 @@
-"""Reads for the analysis of a cohort's human review: revision outcomes and reviewer agreement
-(docs/protocol.md#revision-analysis, docs/protocol.md#reviewer-agreement)."""
+"""Reads for the analysis of a cohort's human review: revision outcomes, reviewer agreement and each author's
+criterion profile (docs/protocol.md#revision-analysis, docs/protocol.md#reviewer-agreement,
+docs/protocol.md#criterion-profiles)."""
 
 from collections import defaultdict
 from dataclasses import dataclass
@@ -18,9 +19,18 @@ class CohortReviewAnalysis:
     revision_pairs: int  # predecessor → child pairs with both in the cohort
     revisions_by_criterion: dict[str, analysis.RevisionOutcomes]  # the same pairs on each criterion's mean (1–4)
     agreement: tuple[analysis.ReviewerAgreement, ...]  # overall, then the six criteria, then the recommendation
+    profiles: tuple[analysis.AuthorProfile, ...]  # per author: overall and the six criteria, with task intervals
+    profile_resamples: int
+    profile_seed: int
 
 
 REVIEW_AGREEMENT_FIELDS = ("overall", *CRITERION_FIELDS, "recommendation", "flaw_verdict")
+# The scores of a criterion profile: the overall value (1–5) and the six criteria (1–4).
+PROFILE_FIELDS = ("overall", *CRITERION_FIELDS)
+# Whole research tasks resampled for the profiles' intervals (docs/protocol.md#criterion-profiles).
+PROFILE_RESAMPLES = analysis.DEFAULT_RESAMPLES
+PROFILE_SEED = analysis.DEFAULT_SEED
+NO_AUTHOR = "(no author recorded)"
 
 
 def cohort_review_analysis(cohort: Cohort) -> CohortReviewAnalysis:
@@ -30,13 +40,18 @@ def cohort_review_analysis(cohort: Cohort) -> CohortReviewAnalysis:
     the cohort."""
     reviews = list(
         Review.objects.filter(assignment__cohort=cohort, status=Review.Status.SUBMITTED).values(
-            "assignment__proposal_id", *REVIEW_AGREEMENT_FIELDS
+            "assignment__proposal_id",
+            "assignment__proposal__task__key",
+            "assignment__proposal__author",
+            *REVIEW_AGREEMENT_FIELDS,
         )
     )
     overall = defaultdict(list)
     criteria: dict[str, dict[int, list[int]]] = {criterion: defaultdict(list) for criterion in CRITERION_FIELDS}
     for review in reviews:
         review["proposal"] = review.pop("assignment__proposal_id")
+        review["task"] = review.pop("assignment__proposal__task__key")
+        review["author"] = review.pop("assignment__proposal__author") or NO_AUTHOR
         overall[review["proposal"]].append(review["overall"])
         for criterion in CRITERION_FIELDS:
             if review[criterion] and review[criterion] != CANT_JUDGE:
@@ -60,4 +75,9 @@ def cohort_review_analysis(cohort: Cohort) -> CohortReviewAnalysis:
             criterion: analysis.revision_outcomes(pairs_of(criteria[criterion])) for criterion in CRITERION_FIELDS
         },
         agreement=tuple(analysis.reviewer_agreement(reviews, field) for field in REVIEW_AGREEMENT_FIELDS),
+        profiles=analysis.criterion_profiles(
+            reviews, PROFILE_FIELDS, resamples=PROFILE_RESAMPLES, seed=PROFILE_SEED, cant_judge=CANT_JUDGE
+        ),
+        profile_resamples=PROFILE_RESAMPLES,
+        profile_seed=PROFILE_SEED,
     )

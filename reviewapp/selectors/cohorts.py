@@ -3,6 +3,7 @@
 Everything is counted in the database with a fixed number of queries, whatever the cohort's size.
 """
 
+import re
 import statistics
 from collections import defaultdict
 from collections.abc import Iterable
@@ -191,3 +192,55 @@ def proposal_with_id(external_id: str, *, cohort: Cohort | None = None) -> Propo
         where = "This cohort has" if cohort is not None else "There is"
         raise ServiceError(f"{where} no proposal “{external_id}”.", code="unknown_proposal")
     return proposal
+
+
+TITLE_LENGTH = 160
+# A sentence ends at . ! or ? followed by white space (or the end); "e.g. " inside a sentence ends it too early,
+# which a title can live with.
+_SENTENCE_END = re.compile(r"[.!?](?=\s|$)")
+
+
+def proposal_title(statement: str) -> str:
+    """A proposal's title: it has no title field, so the first sentence of its statement, at most TITLE_LENGTH
+    characters (cut at a word, with an ellipsis)."""
+    text = " ".join(statement.split())
+    end = _SENTENCE_END.search(text)
+    title = text[: end.end()] if end else text
+    if len(title) <= TITLE_LENGTH:
+        return title
+    return title[: TITLE_LENGTH - 1].rsplit(" ", 1)[0].rstrip(",;:") + "…"
+
+
+@dataclass(frozen=True)
+class CohortProposal:
+    external_id: str
+    title: str
+    task_key: str
+    author: str
+    assigned: int
+    submitted: int
+
+
+def cohort_proposal_rows(cohort: Cohort) -> QuerySet:
+    """The cohort's proposals in import order with their review counts (values; paginate it, then read each row
+    with `cohort_proposal`)."""
+    in_cohort = Q(assignments__cohort=cohort)
+    return (
+        cohort.proposals.order_by("pk")
+        .annotate(
+            assigned=Count("assignments", filter=in_cohort),
+            submitted=Count("assignments", filter=in_cohort & Q(assignments__review__status=Review.Status.SUBMITTED)),
+        )
+        .values("external_id", "statement", "task__key", "author", "assigned", "submitted")
+    )
+
+
+def cohort_proposal(row: dict) -> CohortProposal:
+    return CohortProposal(
+        external_id=row["external_id"],
+        title=proposal_title(row["statement"]),
+        task_key=row["task__key"],
+        author=row["author"],
+        assigned=row["assigned"],
+        submitted=row["submitted"],
+    )

@@ -49,8 +49,8 @@ class _Sections:
 
 @dataclass(frozen=True)
 class Packet(_Sections):
-    position: int  # 1-based place in the reviewer's queue
-    total: int
+    position: int  # 1-based place in the reviewer's queue of this cohort
+    total: int  # the reviewer's assignments in this cohort
     cohort_name: str
     question: str
     background: str
@@ -74,20 +74,19 @@ def packet_for_reviewer(*, reviewer, assignment_id: int) -> Packet | None:
     row = (
         reviewer_assignments(reviewer=reviewer)
         .filter(pk=assignment_id)
-        .values("cohort__created_at", "cohort_id", "position", *PACKET_COLUMNS.values())
+        .values("cohort_id", "position", *PACKET_COLUMNS.values())
         .first()
     )
     if row is None:
         return None
-    created_at, cohort_id, position = row["cohort__created_at"], row["cohort_id"], row["position"]
-    # Queue order is cohort created_at, cohort id, position, id (see selectors.reviews.QUEUE_ORDER).
-    earlier = (
-        Q(cohort__created_at__lt=created_at)
-        | Q(cohort__created_at=created_at, cohort_id__lt=cohort_id)
-        | Q(cohort_id=cohort_id, position__lt=position)
-        | Q(cohort_id=cohort_id, position=position, pk__lt=assignment_id)
+    cohort_id, position = row["cohort_id"], row["position"]
+    # Each cohort is numbered on its own, in queue order: position, then id (see selectors.reviews.QUEUE_ORDER).
+    earlier = Q(position__lt=position) | Q(position=position, pk__lt=assignment_id)
+    counts = (
+        reviewer_assignments(reviewer=reviewer)
+        .filter(cohort_id=cohort_id)
+        .aggregate(total=Count("pk"), earlier=Count("pk", filter=earlier))
     )
-    counts = reviewer_assignments(reviewer=reviewer).aggregate(total=Count("pk"), earlier=Count("pk", filter=earlier))
     return Packet(
         position=counts["earlier"] + 1,
         total=counts["total"],

@@ -4,6 +4,7 @@ Everything here returns plain frozen dataclasses built from `.values()`, never m
 templates cannot reach hidden fields through relations.
 """
 
+from collections import Counter
 from dataclasses import dataclass
 from datetime import datetime
 from typing import cast
@@ -39,7 +40,8 @@ class ItemStatus:
 @dataclass(frozen=True)
 class QueueItem:
     assignment_id: int
-    number: int  # 1-based place in the queue
+    number: int  # 1-based place in the reviewer's queue of its cohort
+    cohort_total: int  # the reviewer's assignments in that cohort
     cohort_name: str
     editable: bool
     status: str
@@ -84,26 +86,39 @@ def _item_status(row) -> str:
 
 def reviewer_queue(*, reviewer) -> ReviewQueue:
     """The reviewer's assignments in queue order, in one query whatever their number."""
-    rows = (
+    rows = list(
         reviewer_assignments(reviewer=reviewer)
         .order_by(*QUEUE_ORDER)
         .annotate(excerpt=Substr("proposal__statement", 1, EXCERPT_LENGTH))
         .values(
-            "pk", "cohort__name", "cohort__status", "deferred_at", "review__status", "review__last_saved_at", "excerpt"
+            "pk",
+            "cohort_id",
+            "cohort__name",
+            "cohort__status",
+            "deferred_at",
+            "review__status",
+            "review__last_saved_at",
+            "excerpt",
         )
     )
-    items = tuple(
-        QueueItem(
-            assignment_id=row["pk"],
-            number=number,
-            cohort_name=row["cohort__name"],
-            editable=row["cohort__status"] == Cohort.Status.OPEN,
-            status=_item_status(row),
-            excerpt=row["excerpt"],
-            last_saved_at=row["review__last_saved_at"],
+    # Each cohort is numbered on its own, "3 of 20" in this cohort (docs/protocol.md#blinded-review-form).
+    totals = Counter(row["cohort_id"] for row in rows)
+    numbers: Counter = Counter()
+    items = []
+    for row in rows:
+        numbers[row["cohort_id"]] += 1
+        items.append(
+            QueueItem(
+                assignment_id=row["pk"],
+                number=numbers[row["cohort_id"]],
+                cohort_total=totals[row["cohort_id"]],
+                cohort_name=row["cohort__name"],
+                editable=row["cohort__status"] == Cohort.Status.OPEN,
+                status=_item_status(row),
+                excerpt=row["excerpt"],
+                last_saved_at=row["review__last_saved_at"],
+            )
         )
-        for number, row in enumerate(rows, start=1)
-    )
     drafts = [item for item in items if item.status == ItemStatus.DRAFT]
     not_started = [item for item in items if item.status == ItemStatus.NOT_STARTED]
     continue_item: QueueItem | None
@@ -113,7 +128,7 @@ def reviewer_queue(*, reviewer) -> ReviewQueue:
     else:
         continue_item = not_started[0] if not_started else None
     return ReviewQueue(
-        items=items,
+        items=tuple(items),
         submitted=sum(item.status == ItemStatus.SUBMITTED for item in items),
         continue_item=continue_item,
     )

@@ -152,7 +152,8 @@ STOPPED = "The worker running this job stopped before it finished (it was stoppe
 
 def jobs_sweep() -> int:
     """Running jobs whose worker stopped reporting for OH_JOB_STALE_SECONDS: resumable kinds go back to the queue (up
-    to OH_WORK_MAX_ATTEMPTS runs), the others fail with a reason; then export files past their keeping time go.
+    to OH_WORK_MAX_ATTEMPTS runs), the others fail with a reason. Queued jobs whose send was lost (queued for that
+    long) are sent again, whatever their kind: they never started. Then export files past their keeping time go.
     Returns how many jobs and files it touched."""
     stale_before = timezone.now() - timedelta(seconds=settings.OH_JOB_STALE_SECONDS)
     resumable = [name for name, kind in JOB_KINDS.items() if kind.resumable]
@@ -165,7 +166,7 @@ def jobs_sweep() -> int:
         alive_field="heartbeat_at",
         kind__in=resumable,
     )
-    work_sweep(  # one attempt allowed: every stale job of these kinds fails
+    again += work_sweep(  # one attempt allowed: every stale running job of these kinds fails
         BackgroundJob,
         claimed_before=stale_before,
         max_attempts=1,
@@ -174,7 +175,7 @@ def jobs_sweep() -> int:
         **{"kind__in": [name for name in JOB_KINDS if name not in resumable]},
     )
     for job_id in again:
-        logger.warning("Background job %s lost its worker; it is queued again", job_id)
+        logger.warning("Background job %s lost its worker or its message; it is sent again", job_id)
         enqueue_on_commit(JOB_TASK, job_id)
     return len(again) + exports_expire()
 

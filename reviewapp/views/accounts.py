@@ -11,8 +11,9 @@ from django.urls import path, reverse
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_POST
 
+from reviewapp.api.auth import TokenNameInput
 from reviewapp.core import roles
-from reviewapp.core.errors import page_errors
+from reviewapp.core.errors import page_errors, validated
 from reviewapp.core.requests import API_PREFIX, api_error
 from reviewapp.models import ApiToken
 from reviewapp.services.accounts import (
@@ -92,7 +93,8 @@ def token_list_page(request):
     context = {"new_key": None}
     if request.method == "POST":
         with page_errors(request):
-            token, context["new_key"] = token_create(user=request.user, name=request.POST.get("name", "")[:100])
+            values = validated(TokenNameInput, request.POST)
+            token, context["new_key"] = token_create(user=request.user, name=values["name"])
     context["tokens"] = ApiToken.objects.filter(user=request.user).order_by("-created_at")
     context["token_days"] = settings.OH_API_TOKEN_DAYS
     return render(request, "registration/tokens.html", context)

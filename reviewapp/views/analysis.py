@@ -33,12 +33,38 @@ def cohort_statistics(request, cohort_id: int):
     context = {
         "cohort": cohort,
         "analysis": review_analysis,
+        "profile_columns": [label for _, label in profile_labels()],
+        "profile_rows": [
+            {
+                "profile": profile,
+                "cells": [_profile_cell(profile.of(field)) for field, _ in profile_labels()],
+            }
+            for profile in review_analysis.profiles
+        ],
         "revision_criteria": [
             (label, review_analysis.revisions_by_criterion[field]) for field, label, *_ in protocol.CRITERIA
         ],
         "figures": COHORT_FIGURES,
     }
     return render(request, "reviewapp/benchmark_cohort_statistics.html", context)
+
+
+def profile_labels() -> list[tuple[str, str]]:
+    """(field, label) of each score of a criterion profile, the overall value first."""
+    return [("overall", "Overall research value (1–5)")] + [
+        (field, f"{label} (1–4)") for field, label, *_ in protocol.CRITERIA
+    ]
+
+
+def _profile_cell(item) -> dict:
+    mean = item.mean
+    interval = f" [{mean.low:.2f}; {mean.high:.2f}]" if mean.low is not None else ""
+    return {
+        "mean": f"{mean.value:.2f}{interval}" if mean.value is not None else "–",
+        "ratings": item.ratings,
+        "cant_judge": item.cant_judge,
+        "missing": item.missing,
+    }
 
 
 @login_required

@@ -7,6 +7,7 @@ from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
 from django.http import Http404, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.template.defaultfilters import pluralize
 from django.template.loader import render_to_string
 from django.urls import path, reverse
 from django.views.decorators.cache import never_cache
@@ -103,6 +104,7 @@ def _assignments_context(cohort: Cohort, filters: dict[str, str]) -> dict:
     page = Paginator(assignments, ASSIGNMENTS_PER_PAGE).get_page(filters["page"])
     for assignment in page:
         assignment.state = cohort_selectors.assignment_state(assignment)
+        assignment.title = cohort_selectors.proposal_title(assignment.proposal.statement)
         assignment.unstarted = getattr(assignment, "review", None) is None
     query = urlencode({key: value for key, value in filters.items() if value and key != "page"})
     return {
@@ -114,7 +116,25 @@ def _assignments_context(cohort: Cohort, filters: dict[str, str]) -> dict:
     }
 
 
-def _detail_context(request, cohort: Cohort, **extra) -> dict:
+# The cohort's pages are tabs, each its own URL: a tab link keeps its href and, with htmx, swaps only the tab
+# (the "cohort_view" partial) and pushes its URL.
+COHORT_TABS = (
+    ("overview", "Overview", "cohort-detail"),
+    ("proposals", "Proposals", "cohort-proposals"),
+    ("people", "Reviewers and assignments", "cohort-people"),
+    ("exports", "Exports", "cohort-exports"),
+)
+PROPOSALS_PER_PAGE = 100
+COHORT_TEMPLATE = "reviewapp/cohort_detail.html"
+
+
+def _render_tab(request, cohort: Cohort, tab: str, context: dict, status: int = 200):
+    context = {"cohort": cohort, "tab": tab, "tabs": COHORT_TABS, **context}
+    partial = "#cohort_view" if request.htmx and request.htmx.target == "cohort-view" else ""
+    return render(request, COHORT_TEMPLATE + partial, context, status=status)
+
+
+def _people_tab_context(request, cohort: Cohort, **extra) -> dict:
     reviewers = list(reviewer_queryset().only("pk", "username"))
     progress = cohort_selectors.cohort_progress(cohort)
     # The assign form starts with the cohort's current reviewers ticked, so topping up is one click.
@@ -125,11 +145,9 @@ def _detail_context(request, cohort: Cohort, **extra) -> dict:
         "seed": cohort.seed,
     }
     return {
-        "cohort": cohort,
         "progress": progress,
         "deferred": cohort_selectors.cohort_deferred(cohort),
         "reviewers": reviewers,
-        "status_moves": sorted(cohort_services.STATUS_MOVES[cohort.status]),
         "assign": assign,
         **_assignments_context(cohort, _filters(request.GET)),
         **extra,
@@ -138,15 +156,41 @@ def _detail_context(request, cohort: Cohort, **extra) -> dict:
 
 @login_required
 def cohort_detail(request, cohort_id: int):
+    """The overview tab: what the cohort is, where it stands, what to do next."""
+    cohort = _get_cohort_for_user(request, cohort_id)
+    context = {
+        "totals": cohort_selectors.cohort_progress(cohort).totals,
+        "status_moves": sorted(cohort_services.STATUS_MOVES[cohort.status]),
+    }
+    return _render_tab(request, cohort, "overview", context)
+
+
+@login_required
+def cohort_proposals(request, cohort_id: int):
+    cohort = _get_cohort_for_user(request, cohort_id)
+    page = Paginator(cohort_selectors.cohort_proposal_rows(cohort), PROPOSALS_PER_PAGE).get_page(
+        request.GET.get("page")
+    )
+    rows = [cohort_selectors.cohort_proposal(row) for row in page]
+    return _render_tab(request, cohort, "proposals", {"proposal_page": page, "proposal_rows": rows})
+
+
+@login_required
+def cohort_people(request, cohort_id: int):
+    """Reviewers and assignments: assigning, progress per reviewer, deferrals and the assignments table."""
     cohort = _get_cohort_for_user(request, cohort_id)
     if request.htmx and request.htmx.target == "assignments":
-        return render(
-            request, "reviewapp/cohort_detail.html#assignments", _assignments_context(cohort, _filters(request.GET))
-        )
+        return render(request, f"{COHORT_TEMPLATE}#assignments", _assignments_context(cohort, _filters(request.GET)))
     if request.htmx and request.htmx.target == "progress":
         context = {"cohort": cohort, "progress": cohort_selectors.cohort_progress(cohort)}
-        return render(request, "reviewapp/cohort_detail.html#progress", context)
-    return render(request, "reviewapp/cohort_detail.html", _detail_context(request, cohort))
+        return render(request, f"{COHORT_TEMPLATE}#progress", context)
+    return _render_tab(request, cohort, "people", _people_tab_context(request, cohort))
+
+
+@login_required
+def cohort_exports(request, cohort_id: int):
+    cohort = _get_cohort_for_user(request, cohort_id)
+    return _render_tab(request, cohort, "exports", {})
 
 
 @login_required
@@ -161,6 +205,17 @@ def cohort_status(request, cohort_id: int):
     return redirect("cohort-detail", cohort_id=cohort.pk)
 
 
+def _confirm_opening(request, cohort: Cohort, *, action: str, fields: list[tuple[str, str]], what: str):
+    """Assigning in a draft cohort opens it and freezes its proposals: say so and ask before it happens. The page
+    posts the same fields again with confirm=open."""
+    context = {"cohort": cohort, "action": action, "fields": fields, "what": what}
+    return render(request, "reviewapp/cohort_confirm_open.html", context)
+
+
+def _needs_confirmation(request, cohort: Cohort) -> bool:
+    return cohort.status == Cohort.Status.DRAFT and request.POST.get("confirm") != "open"
+
+
 @login_required
 @require_POST
 def cohort_assign(request, cohort_id: int):
@@ -173,9 +228,20 @@ def cohort_assign(request, cohort_id: int):
     errors = []
     with page_errors(into=errors):
         values = validated(AssignPageInput, request.POST)
+        reviewers = list(reviewer_queryset().filter(pk__in=values["reviewers"]))
+        if _needs_confirmation(request, cohort):
+            fields = [("reviewers", str(r.pk)) for r in reviewers]
+            fields += [(key, request.POST.get(key, "")) for key in ("per_proposal", "seed", "max_load")]
+            what = (
+                f"Assign {len(reviewers)} reviewer{pluralize(len(reviewers))}, {values['per_proposal']} per proposal, "
+                f"to the {cohort.proposal_count} proposal{pluralize(cohort.proposal_count)} of “{cohort.name}”."
+            )
+            return _confirm_opening(
+                request, cohort, action=reverse("cohort-assign", args=[cohort.pk]), fields=fields, what=what
+            )
         result = cohort_services.cohort_assign(
             cohort=cohort,
-            reviewers=list(reviewer_queryset().filter(pk__in=values["reviewers"])),
+            reviewers=reviewers,
             per_proposal=values["per_proposal"],
             seed=values.get("seed", cohort.seed),
             max_load=values.get("max_load"),
@@ -183,10 +249,11 @@ def cohort_assign(request, cohort_id: int):
         )
         loads = sorted(result.loads.values())
         spread = f" Each reviewer now holds {loads[0]}–{loads[-1]} assignments." if loads else ""
-        messages.success(request, f"{result.created} assignments created.{spread}")
-        return redirect("cohort-detail", cohort_id=cohort.pk)
-    context = _detail_context(request, cohort, assign=form, assign_error=" ".join(errors))
-    return render(request, "reviewapp/cohort_detail.html", context, status=400)
+        opened = " The cohort is open for review." if cohort.status == Cohort.Status.DRAFT else ""
+        messages.success(request, f"{result.created} assignments created.{spread}{opened}")
+        return redirect("cohort-people", cohort_id=cohort.pk)
+    context = _people_tab_context(request, cohort, assign=form, assign_error=" ".join(errors))
+    return _render_tab(request, cohort, "people", context, status=400)
 
 
 def _after_assignment_change(request, cohort_id: int, outcome: page_errors, success: str = ""):
@@ -208,7 +275,7 @@ def _after_assignment_change(request, cohort_id: int, outcome: page_errors, succ
         return HttpResponse(html)
     (messages.success if ok else messages.error)(request, message)
     query = urlencode({key: value for key, value in filters.items() if value})
-    return redirect(reverse("cohort-detail", args=[cohort_id]) + (f"?{query}" if query else "") + "#assignments")
+    return redirect(reverse("cohort-people", args=[cohort_id]) + (f"?{query}" if query else "") + "#assignments")
 
 
 @login_required
@@ -217,6 +284,13 @@ def assignment_add(request, cohort_id: int):
     cohort = _get_cohort_for_user(request, cohort_id)
     roles.require_coordinator(request.user)
     username, external_id = request.POST.get("reviewer", "").strip(), request.POST.get("proposal_id", "").strip()
+    if _needs_confirmation(request, cohort):
+        fields = [("reviewer", username), ("proposal_id", external_id)]
+        fields += [(f"filter_{key}", value) for key, value in _filters(request.POST, prefix="filter_").items()]
+        what = f"Assign {username} to proposal {external_id} of “{cohort.name}”."
+        return _confirm_opening(
+            request, cohort, action=reverse("assignment-add", args=[cohort.pk]), fields=fields, what=what
+        )
     success = ""
     with page_errors() as outcome:
         assignment = cohort_services.assignment_add(
@@ -354,6 +428,9 @@ def conflict_declare_page(request):
 urlpatterns = [
     path("cohorts/", cohort_list, name="cohort-list"),
     path("cohorts/<int:cohort_id>/", cohort_detail, name="cohort-detail"),
+    path("cohorts/<int:cohort_id>/proposals/", cohort_proposals, name="cohort-proposals"),
+    path("cohorts/<int:cohort_id>/people/", cohort_people, name="cohort-people"),
+    path("cohorts/<int:cohort_id>/exports/", cohort_exports, name="cohort-exports"),
     path("cohorts/<int:cohort_id>/status/", cohort_status, name="cohort-status"),
     path("cohorts/<int:cohort_id>/assign/", cohort_assign, name="cohort-assign"),
     path("cohorts/<int:cohort_id>/assignments/add/", assignment_add, name="assignment-add"),

@@ -1,5 +1,6 @@
 """Pages: import research tasks and proposals into a cohort."""
 
+from django.conf import settings
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.shortcuts import get_object_or_404, render
@@ -44,7 +45,13 @@ def posted_import(request, import_file, **target):
 @require_http_methods(["GET", "POST"])
 def cohort_import(request, cohort_id):
     cohort = _get_cohort_for_coordinator(request, cohort_id)
-    context = {"cohort": cohort, "result": None, "problems": None, "refusal": None}
+    context = {
+        "cohort": cohort,
+        "result": None,
+        "problems": None,
+        "refusal": None,
+        "upload_limit": settings.OH_MAX_IMPORT_BYTES,
+    }
     if request.method == "POST":
         context["result"], context["problems"], error = posted_import(request, cohort_import_file, cohort=cohort)
         if error is not None:

@@ -86,6 +86,11 @@ class Question:
     options: tuple[Option, ...]
     error: str
 
+    @property
+    def chosen(self) -> Option | None:
+        """The recorded answer, for the read-only view of a review."""
+        return next((option for option in self.options if option.checked), None)
+
 
 def _question(state, errors, name, label, prompt, options) -> Question:
     answer = state.answers[name]
@@ -154,7 +159,6 @@ def _page_context(assignment: Assignment, state: reviews.ReviewState, errors=Non
         "assignment_id": assignment.pk,
         "page_url": reverse("review-page", args=[assignment.pk]),
         "editable": editable,
-        "cohort_closed": assignment.cohort.status != Cohort.Status.OPEN,
         "deferred_reason": assignment.deferred_reason,
         "deferred_at": assignment.deferred_at,
         "opened": signing.dumps(int(timezone.now().timestamp()), salt=OPENED_SALT),

@@ -9,6 +9,7 @@ from django.conf import settings
 from django.core.cache import cache
 from django.http import HttpResponse
 from django.urls import reverse
+from drf_spectacular.utils import extend_schema, inline_serializer
 from rest_framework import serializers, status
 from rest_framework.exceptions import ParseError, UnsupportedMediaType
 from rest_framework.permissions import AllowAny, IsAuthenticated
@@ -16,11 +17,12 @@ from rest_framework.renderers import JSONRenderer
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from reviewapp.core.errors import NotFound, ServiceError
+from reviewapp.core.errors import InputInvalid, NotFound, ServiceError, validated
 from reviewapp.core.requests import BoundedJSONParser, client_address
 from reviewapp.core.roles import CanReadAll
 from screening import selectors
-from screening.models import Run, Translation
+from screening.measured import MEASURED_SELECTION
+from screening.models import PROTOCOL, Run, Translation
 from screening.services.runs import ClientHypothesis, run_create
 
 QUESTION_MIN, QUESTION_MAX, BACKGROUND_MAX = 10, 2000, 8000
@@ -55,22 +57,33 @@ def _read_body(request) -> dict:
     return data
 
 
-def _validated(serializer_class, data: dict) -> dict:
-    serializer = serializer_class(data=data)
-    if not serializer.is_valid():
-        names = ", ".join(sorted(serializer.errors))
-        raise ServiceError(f"These fields are missing or of the wrong type: {names}.", code="invalid_body")
-    return serializer.validated_data
+# The public API's codes for a length outside the limits (docs/protocol.md#public-api); any other problem of the body
+# is invalid_body.
+_LENGTH_CODES = {
+    ("question", "blank"): "question_too_short",
+    ("question", "min_length"): "question_too_short",
+    ("question", "max_length"): "question_too_long",
+    ("background", "max_length"): "background_too_long",
+}
 
 
-def _check_lengths(values: dict) -> None:
-    question, background = values["question"], values.get("background") or ""
-    if len(question) < QUESTION_MIN:
-        raise ServiceError(f"The question needs at least {QUESTION_MIN} characters.", code="question_too_short")
-    if len(question) > QUESTION_MAX:
-        raise ServiceError(f"The question may have at most {QUESTION_MAX} characters.", code="question_too_long")
-    if len(background) > BACKGROUND_MAX:
-        raise ServiceError(f"The background may have at most {BACKGROUND_MAX} characters.", code="background_too_long")
+def _public_values(declaration, data: dict) -> dict:
+    """The body checked against the view's input declaration, refused with the public API's documented codes."""
+    try:
+        return validated(declaration, data)
+    except InputInvalid as error:
+        problems = error.details["fields"]
+    codes = {
+        name: [_LENGTH_CODES.get((name, getattr(problem, "code", None))) for problem in found]
+        if isinstance(found, list)
+        else [None]
+        for name, found in problems.items()
+    }
+    wrong = sorted(name for name, found in codes.items() if None in found)
+    if wrong:
+        raise ServiceError(f"These fields are missing or of the wrong type: {', '.join(wrong)}.", code="invalid_body")
+    name = next(name for name in ("question", "background") if name in codes)
+    raise ServiceError(str(problems[name][0]), code=codes[name][0])
 
 
 def _start(request, values: dict, hypotheses=None) -> Response:
@@ -96,21 +109,54 @@ def _start(request, values: dict, hypotheses=None) -> Response:
     return Response(body, status=status.HTTP_202_ACCEPTED, headers={"Location": poll})
 
 
+class RunStartedSerializer(serializers.Serializer):
+    id = serializers.CharField()
+    status = serializers.CharField()
+    protocol = serializers.CharField()
+    url = serializers.CharField(help_text="the run's page for people")
+    poll = serializers.CharField(help_text="the run's address in this API (also the Location header)")
+    poll_interval_seconds = serializers.IntegerField()
+    simulated = serializers.BooleanField(required=False, help_text="present (true) when simulated models answer")
+
+
 class RunCreateApi(APIView):
     """POST /api/v1/open-hypothesis/runs"""
+
+    OutputSerializer = RunStartedSerializer
+    success_status = 202
+    error_codes = {
+        400: ("question_too_short", "question_too_long", "background_too_long"),
+        429: ("client_limit", "daily_cap"),
+        503: ("queue_full", "not_configured", "queue_unavailable"),
+    }
 
     authentication_classes = []
     permission_classes = [AllowAny]
     parser_classes = [BoundedJSONParser]
 
     class InputSerializer(serializers.Serializer):
-        question = StrictCharField(allow_blank=True)
-        background = StrictCharField(required=False, allow_blank=True, allow_null=True)
-        language = serializers.ChoiceField(choices=Run.Language.values, required=False)
+        """Also the run page's declaration (screening.views.run_start). Surrounding whitespace does not count."""
+
+        question = StrictCharField(
+            min_length=QUESTION_MIN,
+            max_length=QUESTION_MAX,
+            error_messages={
+                "blank": f"The question needs at least {QUESTION_MIN} characters.",
+                "min_length": f"The question needs at least {QUESTION_MIN} characters.",
+                "max_length": f"The question may have at most {QUESTION_MAX} characters.",
+            },
+        )
+        background = StrictCharField(
+            required=False,
+            allow_blank=True,
+            allow_null=True,
+            max_length=BACKGROUND_MAX,
+            error_messages={"max_length": f"The background may have at most {BACKGROUND_MAX} characters."},
+        )
+        language = serializers.ChoiceField(choices=Run.Language.choices, required=False)
 
     def post(self, request):
-        values = _validated(self.InputSerializer, _read_body(request))
-        _check_lengths(values)
+        values = _public_values(self.InputSerializer, _read_body(request))
         return _start(request, values, self.client_hypotheses(values))
 
     def client_hypotheses(self, values: dict) -> list[ClientHypothesis] | None:
@@ -126,6 +172,46 @@ class ScreeningCreateApi(RunCreateApi):
 
     def client_hypotheses(self, values: dict) -> list[ClientHypothesis] | None:
         return [ClientHypothesis(**item) for item in values["hypotheses"]]
+
+
+class RunDocument(serializers.Serializer):
+    """The fields of a run as RunOutputSerializer writes them (the API's schema reads this)."""
+
+    class Hypothesis(serializers.Serializer):
+        class Literature(serializers.Serializer):
+            verdict = serializers.CharField(allow_null=True)
+            evidence = serializers.CharField()
+            reference = serializers.JSONField(allow_null=True)
+
+        label = serializers.CharField(allow_null=True, help_text="H1…Hn once pooled")
+        author_name = serializers.CharField()
+        statement = serializers.CharField()
+        mechanism = serializers.CharField()
+        prediction = serializers.CharField()
+        forecasts = serializers.JSONField(help_text="per forecasting model: its answer")
+        stage1 = serializers.CharField(allow_null=True)
+        selected = serializers.BooleanField(allow_null=True)
+        delivered = serializers.BooleanField(allow_null=True)
+        literature = Literature()
+        simulated = serializers.BooleanField(required=False)
+
+    class TranslationState(serializers.Serializer):
+        language = serializers.CharField()
+        state = serializers.CharField()
+
+    id = serializers.CharField()
+    status = serializers.CharField()
+    protocol = serializers.CharField()
+    question = serializers.CharField()
+    background = serializers.CharField()
+    language = serializers.CharField()
+    created_at = serializers.DateTimeField()
+    updated_at = serializers.DateTimeField()
+    steps = serializers.JSONField(help_text="each step's state")
+    counts = serializers.JSONField(help_text="generated, discarded, kept, selected, delivered")
+    hypotheses = Hypothesis(many=True)
+    simulated = serializers.BooleanField(required=False)
+    translation = TranslationState(required=False)
 
 
 class RunOutputSerializer(serializers.Serializer):
@@ -207,6 +293,11 @@ class RunDetailApi(APIView):
     authentication_classes = []
     permission_classes = [AllowAny]
 
+    class FilterSerializer(serializers.Serializer):
+        lang = serializers.ChoiceField(choices=Run.Language.values, required=False)
+
+    OutputSerializer = RunDocument
+
     def get(self, request, run_id):
         language = request.query_params.get("lang") or None
         if language is not None and language not in Run.Language.values:
@@ -250,7 +341,49 @@ class RunCallsApi(APIView):
         simulated = serializers.BooleanField()
         created_at = serializers.DateTimeField()
 
+    @extend_schema(
+        responses=inline_serializer("RunCalls", {"id": serializers.CharField(), "calls": OutputSerializer(many=True)})
+    )
     def get(self, request, run_id):
         run = _get_run(run_id)
         calls = self.OutputSerializer(selectors.run_calls(run), many=True).data
         return Response({"id": str(run.public_id), "calls": calls})
+
+
+class ProtocolApi(APIView):
+    """GET /api/v1/open-hypothesis/protocol: what the protocol does and what its selection has been worth where it was
+    measured, with the caveat (docs/protocol.md#two-stages)."""
+
+    authentication_classes = []
+    permission_classes = [AllowAny]
+
+    def get(self, request):
+        measured = MEASURED_SELECTION
+        default = selectors.default_roster_forecasters()
+        return Response(
+            {
+                "protocol": PROTOCOL,
+                "description": PROTOCOL_DESCRIPTION,
+                "measured": {
+                    "benchmark": measured.benchmark,
+                    "selection": [
+                        {"generator": p.generator, "matches": p.matches, "selected": p.selected, "percent": p.percent}
+                        for p in measured.precision
+                    ],
+                    "random_percent": {"low": measured.random_percent[0], "high": measured.random_percent[1]},
+                    "roster": {"stage1": list(measured.stage1), "stage2": list(measured.stage2)},
+                    "summary": measured.sentence,
+                    "caveat": measured.caveat,
+                },
+                "roster_is_measured": measured.holds_for(default),
+            }
+        )
+
+
+PROTOCOL_DESCRIPTION = (
+    "Four models propose ten hypotheses each. The hypotheses are pooled, shuffled and numbered H1, H2, ..., so no "
+    "forecasting model sees who wrote which. The stage-1 model answers for every hypothesis whether an experiment "
+    "will confirm it; every hypothesis it answers no is discarded. The stage-2 models answer the same question about "
+    "the kept hypotheses; a hypothesis is selected when all of them answer yes. Each selected hypothesis is then "
+    "compared with the published literature, and delivered unless an article already reports it or its opposite."
+)

@@ -5,6 +5,7 @@ from django.urls import path
 from screening.api import runs
 
 urlpatterns = [
+    path("protocol", runs.ProtocolApi.as_view(), name="open-hypothesis-api-protocol"),
     path("runs", runs.RunCreateApi.as_view(), name="open-hypothesis-api-runs"),
     path("runs/<str:run_id>", runs.RunDetailApi.as_view(), name="open-hypothesis-api-run"),
     path("runs/<str:run_id>/calls", runs.RunCallsApi.as_view(), name="open-hypothesis-api-run-calls"),

@@ -2,7 +2,8 @@
 
 It speaks the three wire protocols on the providers' own paths (OpenAI-compatible /v1/chat/completions, Anthropic
 /v1/messages, Gemini /v1beta/models/{model}:generateContent) and answers by recognising the request: ten
-hypotheses for a generation prompt (each statement starting "[Simulated] "), a verdict for every [Hn] of a forecast
+hypotheses for a generation prompt (each statement starting "[Simulated] "; `hypotheses_per_reply` changes how
+many), a verdict for every [Hn] of a forecast
 prompt, a marked rendering for a translation into Russian, a quoted candidate sentence for a novelty check, a
 judgement with a quoted sentence (or, now and then, a malformed reply) for the inspiration judge, and the AI review
 panel's reviews, pairwise preferences and revision judgments.
@@ -40,6 +41,9 @@ _HYPOTHESIS_LINE = re.compile(r"^\[(H\d+)\] (.*)$", re.MULTILINE)
 _LABELLED_LINE = re.compile(r"^\[([A-Za-z]*\d+)\] (.*)$", re.MULTILINE)
 
 
+_WHOLE_NUMBERS = ("seed", "hypotheses_per_reply")
+
+
 @dataclass
 class SimulatorConfig:
     false_share: float = 0.3  # share of forecast votes that are false
@@ -53,6 +57,7 @@ class SimulatorConfig:
     panel_malformed_share: float = 0.04  # share of AI panel replies with an invalid score (asked once more)
     position_bias: float = 0.15  # how much the simulated critique favours the proposal shown first
     seed: int | None = None  # seeds the fault draws (content is always deterministic)
+    hypotheses_per_reply: int = 10  # hypotheses in a generation reply (at most 12: the parts it assembles them from)
 
     @classmethod
     def from_env(cls, overrides: dict | None = None) -> "SimulatorConfig":
@@ -60,7 +65,7 @@ class SimulatorConfig:
         for field in fields(cls):
             raw = os.environ.get(f"SIMULATOR_{field.name.upper()}")
             if raw not in (None, ""):
-                values[field.name] = int(raw) if field.name == "seed" else float(raw)
+                values[field.name] = int(raw) if field.name in _WHOLE_NUMBERS else float(raw)
         unknown = set(overrides or {}) - {field.name for field in fields(cls)}
         if unknown:
             raise ValueError(f"unknown simulator settings: {', '.join(sorted(unknown))}")
@@ -119,9 +124,9 @@ def _fraction(*parts: str) -> float:
     return int(hashlib.sha256("\x1f".join(parts).encode()).hexdigest()[:8], 16) / 0xFFFFFFFF
 
 
-def generation_reply(user: str, model: str) -> dict:
+def generation_reply(user: str, model: str, count: int = 10) -> dict:
     rng = _rng_for(model, user)
-    interventions = rng.sample(_INTERVENTIONS, 10)
+    interventions = rng.sample(_INTERVENTIONS, max(0, min(count, len(_INTERVENTIONS))))
     hypotheses = []
     for intervention, category in interventions:
         system, outcome, readout = rng.choice(_SYSTEMS), rng.choice(_OUTCOMES), rng.choice(_READOUTS)
@@ -282,7 +287,7 @@ def answer_text(system: str, user: str, *, model: str, config: SimulatorConfig, 
     if panel is not None:
         return json.dumps(panel, ensure_ascii=False)
     if "Propose ten hypotheses" in user:
-        reply = generation_reply(user, model)
+        reply = generation_reply(user, model, config.hypotheses_per_reply)
     elif "will it be confirmed experimentally" in user or "Will this hypothesis be confirmed" in user:
         reply = forecast_reply(user, model, config.false_share, detailed=False)
     elif "p_experimental_support" in user:

@@ -37,6 +37,19 @@ class Run(models.Model):
         EN = "en", "English"
         RU = "ru", "Russian"
 
+    class Design(models.TextChoices):
+        """How the hypotheses are put to the forecasters (docs/protocol.md#forecast-designs)."""
+
+        POOLED = "pooled", "Pooled: one request per model, stage 2 asked about what stage 1 kept"
+        MATRIX = "matrix", "Matrix: each generator's hypotheses apart, every forecaster on every hypothesis"
+
+    class Question(models.TextChoices):
+        """The question a matrix run asks (docs/protocol.md#forecast-designs); a pooled run asks the short one."""
+
+        SHORT = "short", "Short question, five hypotheses a request"
+        DETAILED = "detailed", "Detailed instruction, five hypotheses a request"
+        SINGLE = "single", "Single-hypothesis question, one hypothesis a request"
+
     ACTIVE_STATUSES = (
         Status.QUEUED,
         Status.GENERATING,
@@ -44,6 +57,8 @@ class Run(models.Model):
         Status.SCREENING_STAGE2,
         Status.CHECKING_NOVELTY,
     )
+    # Statuses in which the run's selection is made (its first-round forecasts are all in).
+    SELECTION_MADE_STATUSES = (Status.CHECKING_NOVELTY, Status.COMPLETED, Status.FAILED_AT_NOVELTY)
     # The step each working status runs, and the status a stop in that step ends in.
     STEP_OF_STATUS: dict[str, str] = {
         Status.GENERATING: "generate",
@@ -68,6 +83,10 @@ class Run(models.Model):
     # A keyed hash of the client's address: enough to count its runs, not enough to recover it.
     client_hash = models.CharField(max_length=64, blank=True)
     shuffle_seed = models.BigIntegerField()
+    design = models.CharField(max_length=10, choices=Design.choices, default=Design.POOLED)
+    forecast_question = models.CharField(max_length=10, choices=Question.choices, default=Question.SHORT)
+    # When the hypotheses were shuffled and numbered: from then on the set the forecasters see is frozen.
+    pooled_at = models.DateTimeField(null=True, blank=True)
     # The literature check counts only references published before this date (a benchmark set's run: its task's date).
     published_before = models.DateField(null=True, blank=True)
     # The endpoints the run used, by role, as they were when it started (rosters and endpoints may change later).
@@ -110,6 +129,8 @@ class RunWorkItem(ClaimedWork):
         STAGE2 = "stage2", "Stage 2 forecast"
         NOVELTY = "novelty", "Literature check"
         TRANSLATE = "translate", "Translation"
+        # The run's forecast requests sent again, as they were, once its selection is made (round 2).
+        REPEAT = "repeat", "Forecasts asked again"
 
     State = ClaimState
 
@@ -140,6 +161,7 @@ class Hypothesis(models.Model):
         NOT_REPORTED = "not_reported", "Not reported"
         UNRESOLVED = "unresolved", "Unresolved"
 
+    # Delivered: selected, and a literature verdict exists that is neither of these (docs/protocol.md#reading-a-run).
     NOT_DELIVERED_VERDICTS = (Verdict.REPORTED, Verdict.CONTRADICTED)
 
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="hypotheses")
@@ -177,17 +199,34 @@ class Hypothesis(models.Model):
 
     @property
     def delivered(self) -> bool:
-        return self.selected and self.literature_verdict not in self.NOT_DELIVERED_VERDICTS
+        return (
+            self.selected
+            and self.literature_verdict != ""
+            and self.literature_verdict not in self.NOT_DELIVERED_VERDICTS
+        )
+
+    @property
+    def checking(self) -> bool:
+        """Selected, and the literature check has not given its verdict yet."""
+        return self.selected and self.literature_verdict == ""
 
 
 class Forecast(models.Model):
     """One forecasting model's answer about one hypothesis in one stage.
 
-    `vote` is the protocol's boolean (null: no vote). The optional modes' answers are stored alongside it.
+    `vote` is the answer to the run's question (the protocol's boolean, or in a matrix run the answer to the question
+    the run asks; null: no vote). The optional modes' answers are stored alongside it.
     """
 
     hypothesis = models.ForeignKey(Hypothesis, on_delete=models.CASCADE, related_name="forecasts")
     stage = models.PositiveSmallIntegerField()
+    # 1: the run's forecasts, which decide its stages; 2: the same requests sent again
+    # (docs/protocol.md#repeating-the-forecasts).
+    round = models.PositiveSmallIntegerField(default=1)
+    # The call whose reply gave this answer (the last protocol attempt of its request); null when none was made.
+    model_call = models.ForeignKey(
+        "screening.ModelCall", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
     endpoint = models.ForeignKey("screening.ModelEndpoint", null=True, blank=True, on_delete=models.SET_NULL)
     # The model id the answer is reported under (the endpoint's model id when the run used it).
     model_key = models.CharField(max_length=200)
@@ -202,8 +241,11 @@ class Forecast(models.Model):
 
     class Meta:
         constraints = [
-            models.UniqueConstraint(fields=["hypothesis", "stage", "model_key"], name="one_forecast_per_model_stage"),
+            models.UniqueConstraint(
+                fields=["hypothesis", "stage", "model_key", "round"], name="one_forecast_per_model_stage_round"
+            ),
             models.CheckConstraint(condition=Q(stage__in=[1, 2]), name="forecast_stage_is_1_or_2"),
+            models.CheckConstraint(condition=Q(round__in=[1, 2]), name="forecast_round_is_1_or_2"),
         ]
 
     def __str__(self):

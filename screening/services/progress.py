@@ -15,10 +15,12 @@ from django.db import transaction
 from django.db.models import Count, F, Q
 from django.utils import timezone
 
-from reviewapp.core.claims import work_sweep
+from reviewapp.core.claims import work_fail_all, work_release_all, work_sweep
+from reviewapp.core.errors import ServiceError
 from reviewapp.core.queue import enqueue_on_commit
 from screening import hooks
 from screening.models import Hypothesis, Run, RunWorkItem, Translation
+from screening.services.forecast_requests import repeat_requests, run_requests
 
 logger = logging.getLogger(__name__)
 
@@ -59,7 +61,7 @@ def _start(run: Run) -> None:
                 _create_items(run, Step.GENERATE, len(run.roster["roles"]["generator"]))
         elif _move(run, S.QUEUED, S.SCREENING_STAGE1, start="stage1"):
             _pool(run)
-            _create_items(run, Step.STAGE1, 1)
+            _create_items(run, Step.STAGE1, len(run_requests(run, 1)))
 
 
 def _finish_generate(run: Run, items) -> None:
@@ -76,29 +78,40 @@ def _finish_generate(run: Run, items) -> None:
             )
         elif _move(run, S.GENERATING, S.SCREENING_STAGE1, end="generate", start="stage1"):
             _pool(run)
-            _create_items(run, Step.STAGE1, 1)
+            _create_items(run, Step.STAGE1, len(run_requests(run, 1)))
 
 
 def _finish_stage1(run: Run, items) -> None:
-    (item,) = items
+    """The stage-1 model gave no usable reply at all: the run fails. Otherwise stage 2 asks about what was kept (a
+    matrix run: about every hypothesis, whatever stage 1 said)."""
+    failed = [item for item in items if item.state == RunWorkItem.State.FAILED]
     with transaction.atomic():
-        if item.state == RunWorkItem.State.FAILED:
-            error = f"The stage-1 model gave no usable reply ({item.error})."
+        if len(failed) == len(items):
+            error = f"The stage-1 model gave no usable reply ({failed[0].error})."
             _move(run, S.SCREENING_STAGE1, S.FAILED_AT_STAGE1, end="stage1", error=error)
-        elif run.hypotheses.filter(stage1=Hypothesis.Stage1.KEPT).exists():
+        elif run.design == Run.Design.MATRIX or run.hypotheses.filter(stage1=Hypothesis.Stage1.KEPT).exists():
             if _move(run, S.SCREENING_STAGE1, S.SCREENING_STAGE2, end="stage1", start="stage2"):
-                _create_items(run, Step.STAGE2, len(run.roster["roles"]["stage2"]))
+                _create_items(run, Step.STAGE2, len(run_requests(run, 2)))
         # Nothing kept: stage 2 has nothing to ask.
         elif _move(run, S.SCREENING_STAGE1, S.CHECKING_NOVELTY, end="stage1", skip="stage2", start="novelty"):
             _start_novelty(run)
 
 
 def _finish_stage2(run: Run, items) -> None:
-    failed = [item for item in items if item.state == RunWorkItem.State.FAILED]
+    """A stage-2 model that gave no usable reply at all fails the run; a matrix run's request without one leaves
+    nulls for its hypotheses (technical gaps) and the rest counts."""
+    failed_slots = {item.slot for item in items if item.state == RunWorkItem.State.FAILED}
+    requests = run_requests(run, 2)
+    members = run.roster["roles"]["stage2"]
+    failed = []
+    for member, name in enumerate(member["display_name"] for member in members):
+        slots = [slot for slot, request in enumerate(requests) if request.member == member]
+        if slots and all(slot in failed_slots for slot in slots):
+            reason = next(item.error for item in items if item.slot == slots[0])
+            failed.append(f"{name} ({reason})")
     with transaction.atomic():
         if failed:
-            names = ", ".join(f"{_member_name(run, item)} ({item.error})" for item in failed)
-            error = f"A stage-2 model gave no usable reply: {names}."
+            error = f"A stage-2 model gave no usable reply: {', '.join(failed)}."
             _move(run, S.SCREENING_STAGE2, S.FAILED_AT_STAGE2, end="stage2", error=error)
         elif _move(run, S.SCREENING_STAGE2, S.CHECKING_NOVELTY, end="stage2", start="novelty"):
             _select(run)
@@ -178,23 +191,37 @@ def _move(run: Run, from_status: str, to_status: str, *, start=None, end=None, s
 
 def _pool(run: Run) -> None:
     """Shuffle every hypothesis with the run's recorded seed and number them H1, H2, …
-    (docs/protocol.md#pooling-and-blinding)."""
+    (docs/protocol.md#pooling-and-blinding); a matrix run keeps each generator's hypotheses together, in the
+    shuffled order, one generator after another (docs/protocol.md#forecast-designs)."""
     hypotheses = list(run.hypotheses.order_by("source", "source_index"))
+    # Nothing has its place yet: consumers draw what must not depend on the order (a set's random control).
+    hooks.run_pooling.send(sender=Run, run=run, count=len(hypotheses))
     random.Random(run.shuffle_seed).shuffle(hypotheses)
+    if run.design == Run.Design.MATRIX:
+        hypotheses.sort(key=lambda hypothesis: source_order(hypothesis.source))
     for position, hypothesis in enumerate(hypotheses, start=1):
         hypothesis.position = position
         hypothesis.label = f"H{position}"
     Hypothesis.objects.bulk_update(hypotheses, ["position", "label"], batch_size=500)
+    run.pooled_at = timezone.now()
+    Run.objects.filter(pk=run.pk).update(pooled_at=run.pooled_at)
     # The pool is frozen and no forecast has been asked yet: consumers record what must precede the forecasts.
     hooks.run_pooled.send(sender=Run, run=run)
 
 
+def source_order(source: str) -> tuple[int, str]:
+    """Generators in their roster order ("generator-<slot>"), anything else after them."""
+    prefix, _, slot = source.partition("-")
+    return (int(slot), "") if prefix == "generator" and slot.isdigit() else (1 << 15, source)
+
+
 def _select(run: Run) -> None:
-    """Selected: every stage-2 model answered true (a null vote or a missing answer means not selected)."""
+    """Selected: kept by stage 1 and every stage-2 model answered true (a null vote or a missing answer means not
+    selected); in a matrix run the same rule read from the stored matrix."""
     stage2_models = len(run.roster["roles"]["stage2"])
     selected = (
         run.hypotheses.filter(stage1=Hypothesis.Stage1.KEPT)
-        .annotate(yes=Count("forecasts", filter=Q(forecasts__stage=2, forecasts__vote=True)))
+        .annotate(yes=Count("forecasts", filter=Q(forecasts__stage=2, forecasts__round=1, forecasts__vote=True)))
         .filter(yes=stage2_models)
         .values_list("pk", flat=True)
     )
@@ -216,6 +243,34 @@ def _enqueue(items) -> None:
 def _member_name(run: Run, item: RunWorkItem) -> str:
     members = run.roster["roles"].get(ROLE_OF_STEP.get(item.step, ""), [])
     return members[item.slot]["display_name"] if item.slot < len(members) else f"{item.step} {item.slot}"
+
+
+# Asking again ----------------------------------------------------------------------------------------------------
+
+
+class ForecastsRepeatRefused(ServiceError):
+    pass
+
+
+def run_forecasts_repeat(*, run: Run) -> int:
+    """Send every first-round forecast request of the run again, as it was and in the same order, once its
+    selection is made; the answers are stored as round 2 (docs/protocol.md#repeating-the-forecasts) and change
+    nothing of the run. Returns how many requests were queued. Enqueued when the caller's transaction commits."""
+    with transaction.atomic():
+        run = Run.objects.select_for_update().get(pk=run.pk)
+        if run.status not in Run.SELECTION_MADE_STATUSES:
+            raise ForecastsRepeatRefused(
+                "A run's forecasts can be asked again once its selection is made.",
+                code="forecasts_not_done",
+                status=409,
+            )
+        if run.work_items.filter(step=Step.REPEAT).exists():
+            raise ForecastsRepeatRefused(
+                "This run's forecasts were already asked again.", code="already_repeated", status=409
+            )
+        count = len(repeat_requests(run))
+        _create_items(run, Step.REPEAT, count)
+    return count
 
 
 # The sweeper ---------------------------------------------------------------------------------------------------
@@ -251,8 +306,11 @@ def runs_sweep() -> int:
     Returns how many runs it touched."""
     stale_before = timezone.now() - timedelta(seconds=settings.OPEN_HYPOTHESIS_STALE_SECONDS)
     translating = RunWorkItem.objects.filter(step=Step.TRANSLATE, state__in=UNFINISHED).values("run_id")
+    repeating = RunWorkItem.objects.filter(step=Step.REPEAT, state__in=UNFINISHED).values("run_id")
     stale = Run.objects.filter(
-        Q(status__in=Run.ACTIVE_STATUSES) | Q(status=S.COMPLETED, pk__in=translating),
+        Q(status__in=Run.ACTIVE_STATUSES)
+        | Q(status=S.COMPLETED, pk__in=translating)
+        | Q(status__in=Run.SELECTION_MADE_STATUSES, pk__in=repeating),
         last_progress_at__lt=stale_before,
     ).values_list("pk", "last_progress_at")
     touched = 0
@@ -278,7 +336,7 @@ def run_resume(*, run_id: int, last_progress_at) -> bool:
         if run.resume_count > settings.OPEN_HYPOTHESIS_MAX_RESUMES:
             reason = f"no progress after {run.resume_count - 1} restarts"
             logger.warning("Stopping run %s: %s", run.public_id, reason)
-            unfinished.update(state=RunWorkItem.State.FAILED, claim_token=None, finished_at=now, error=reason)
+            work_fail_all(unfinished, reason)
             if run.status == S.QUEUED:
                 first_step = "generate" if run.kind == Run.Kind.GENERATE else "stage1"
                 _move(
@@ -291,7 +349,8 @@ def run_resume(*, run_id: int, last_progress_at) -> bool:
         else:
             logger.info("Restarting run %s (restart %s)", run.public_id, run.resume_count)
             # A worker that died while holding an item will never finish it; a slow one loses its claim.
-            unfinished.filter(state=RunWorkItem.State.RUNNING).update(state=RunWorkItem.State.PENDING, claim_token=None)
+            work_release_all(unfinished)
+            unfinished.update(sent_at=now)
             _enqueue(unfinished)
         enqueue_on_commit(RUN_ADVANCE_TASK, run_id)
     return True

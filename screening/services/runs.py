@@ -96,6 +96,32 @@ def run_create(
     return run
 
 
+def run_start_for_set(
+    *,
+    question: str,
+    background: str,
+    shuffle_seed: int,
+    roster: dict,
+    design: str = Run.Design.POOLED,
+    forecast_question: str = Run.Question.SHORT,
+) -> Run:
+    """A generation run that a coordinator starts (a benchmark set's task): no client address, none of the public
+    limits, the given roster snapshot, seed and forecast design. Enqueued when the caller's transaction commits."""
+    run = Run.objects.create(
+        kind=Run.Kind.GENERATE,
+        question=question,
+        background=background,
+        shuffle_seed=shuffle_seed,
+        roster=roster,
+        design=design,
+        forecast_question=forecast_question,
+        simulated=any(member["simulated"] for members in roster["roles"].values() for member in members),
+        steps=_initial_steps(Run.Kind.GENERATE),
+    )
+    enqueue_on_commit(RUN_ADVANCE_TASK, run.pk)
+    return run
+
+
 def _initial_steps(kind: str) -> dict:
     steps = {step: {"state": "pending"} for step in STEPS}
     if kind == Run.Kind.SCREENING:

@@ -8,17 +8,18 @@ end, and only while the worker still holds the item's claim (see reviewapp.core.
 import logging
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from django.conf import settings
-from django.db import DatabaseError, transaction
+from django.db import transaction
 from django.utils import timezone
 
-from reviewapp.core.claims import work_claim, work_finish, work_release
+from reviewapp.core.claims import work_attempt, work_claim, work_finish
 from screening import hooks, llm, parsing, prompts
-from screening.llm.models import ModelEndpoint
+from screening.llm.models import ModelCall, ModelEndpoint
 from screening.models import Forecast, Hypothesis, Run, RunWorkItem, Translation
 from screening.selectors import run_role_endpoint
+from screening.services import forecast_requests
 from screening.services.progress import ROLE_OF_STEP, run_advance
 
 logger = logging.getLogger(__name__)
@@ -27,13 +28,14 @@ Step = RunWorkItem.Step
 State = RunWorkItem.State
 # Hypotheses per translation request, so that a reply stays well under the endpoints' token limits.
 TRANSLATION_BATCH = 10
-# The run status in which each step's items may be worked on.
-STATUS_OF_STEP: dict[str, str] = {
-    Step.GENERATE: Run.Status.GENERATING,
-    Step.STAGE1: Run.Status.SCREENING_STAGE1,
-    Step.STAGE2: Run.Status.SCREENING_STAGE2,
-    Step.NOVELTY: Run.Status.CHECKING_NOVELTY,
-    Step.TRANSLATE: Run.Status.COMPLETED,
+# The run statuses in which each step's items may be worked on.
+STATUSES_OF_STEP: dict[str, tuple[str, ...]] = {
+    Step.GENERATE: (Run.Status.GENERATING,),
+    Step.STAGE1: (Run.Status.SCREENING_STAGE1,),
+    Step.STAGE2: (Run.Status.SCREENING_STAGE2,),
+    Step.NOVELTY: (Run.Status.CHECKING_NOVELTY,),
+    Step.TRANSLATE: (Run.Status.COMPLETED,),
+    Step.REPEAT: Run.SELECTION_MADE_STATUSES,
 }
 
 
@@ -55,22 +57,14 @@ def work_item_perform(*, item_id: int) -> None:
         return
     token = _claim(item)
     if token is not None:
-        try:
-            outcome = _performer(item.step)(item)
-        except DatabaseError:
-            # Transient: give the item back so that the task's retry can claim it again.
-            work_release(RunWorkItem, item.pk, token)
-            raise
-        except Exception as exc:
-            logger.exception("Work item %s of run %s failed", item.pk, item.run.public_id)
-            outcome = Outcome(ok=False, error=f"internal error ({type(exc).__name__})")
-        _record(item, token, outcome)
+        with work_attempt(RunWorkItem, item.pk, token, label=f"Work item {item.pk} of run {item.run.public_id}"):
+            _record(item, token, _performer(item.step)(item))
     run_advance(run_id=item.run_id)
 
 
 def _claim(item: RunWorkItem) -> uuid.UUID | None:
     """A fresh token if this worker now holds the item; None if the item is not pending or its step is over."""
-    if item.run.status != STATUS_OF_STEP[item.step]:
+    if item.run.status not in STATUSES_OF_STEP[item.step]:
         return None
     token = work_claim(RunWorkItem, item.pk)
     if token is not None:
@@ -154,9 +148,10 @@ def ask_forecasts(
     """The protocol's question with its one "ask once more" (docs/protocol.md#reading-replies).
 
     A reply that is not JSON, misses an id or repeats one is asked once more with the same request. After the second
-    try a parseable reply gives its valid answers (null for the rest); an unusable one gives None: no vote."""
+    try a parseable reply gives its valid answers (null for the rest); an unusable one gives None: no vote.
+    Returns what was read and the call whose reply it was read from."""
     parse = parse or parsing.parse_forecasts
-    result, _ = ask_twice(
+    return ask_twice(
         lambda text: parse(text, labels),
         after_reply=lambda: _touch(run.pk),
         endpoint=endpoint,
@@ -166,7 +161,6 @@ def ask_forecasts(
         run=run,
         json_schema=prompts.FORECAST_SCHEMA if parse is parsing.parse_forecasts else None,
     )
-    return result
 
 
 def ask_twice(parse: Callable, *, after_reply: Callable[[], None] | None = None, **request):
@@ -186,95 +180,159 @@ def ask_twice(parse: Callable, *, after_reply: Callable[[], None] | None = None,
     return (result if result is not None and result.parsed else None), call
 
 
-def _forecast(item: RunWorkItem) -> Outcome:
-    run = item.run
-    stage = 1 if item.step == Step.STAGE1 else 2
-    member, endpoint = _endpoint(item)
-    asked = run.hypotheses.exclude(label="").order_by("position")
-    if stage == 2:
-        asked = asked.filter(stage1=Hypothesis.Stage1.KEPT)
-    hypotheses = list(asked)
-    labels = [h.label for h in hypotheses]
-    items = [(h.label, prompts.hypothesis_text(h.statement, h.mechanism, h.prediction)) for h in hypotheses]
-    model_key = member["model_id"]
-    if endpoint is None:
-        votes, error = None, f"the endpoint {member['display_name']} no longer exists"
+# The detailed instruction's fields kept as the model gave them, beside the probability and the recommendation.
+DETAILED_FIELDS = ("support_from_background", "assumptions", "contradictions", "reason", "test")
+
+
+@dataclass
+class Answer:
+    """One model's answer about one hypothesis: the vote and what the question's reply adds."""
+
+    vote: bool | None
+    p_experimental_support: float | None = None
+    recommend_for_testing: bool | None = None
+    detailed: dict | None = None
+    single_vote: bool | None = None
+
+
+def _detailed_answer(forecast: parsing.DetailedForecast) -> Answer:
+    return Answer(
+        vote=forecast.recommend_for_testing,
+        p_experimental_support=forecast.p_experimental_support,
+        recommend_for_testing=forecast.recommend_for_testing,
+        detailed={name: forecast.raw[name] for name in DETAILED_FIELDS if name in forecast.raw},
+    )
+
+
+def _ask_question(
+    run: Run, endpoint: ModelEndpoint, question: str, items: list[tuple[str, str]], purpose: str
+) -> tuple[dict[str, Answer] | None, ModelCall | None]:
+    """Ask one request in one of the three wordings (docs/protocol.md#forecast-modes): id → Answer, or None when no
+    usable reply came after asking twice; and the call the answers were read from."""
+    labels = [label for label, _ in items]
+    if question == Run.Question.DETAILED:
+        system, user = prompts.detailed_forecast_messages(
+            question=run.question, background=run.background, items=items, grok=endpoint.is_grok
+        )
+        result, call = ask_forecasts(
+            endpoint=endpoint,
+            system=system,
+            user=user,
+            labels=labels,
+            purpose=purpose,
+            run=run,
+            parse=parsing.parse_detailed_forecasts,
+        )
+        if result is None:
+            return None, call
+        return {
+            label: _detailed_answer(forecast) if forecast else Answer(vote=None)
+            for label, forecast in result.forecasts.items()
+        }, call
+    if question == Run.Question.SINGLE:
+        ((label, text),) = items
+        system, user = prompts.single_hypothesis_messages(label=label, text=text, grok=endpoint.is_grok)
     else:
         system, user = prompts.forecast_messages(
             question=run.question, background=run.background, items=items, grok=endpoint.is_grok
         )
-        votes = ask_forecasts(
-            endpoint=endpoint, system=system, user=user, labels=labels, purpose=f"stage{stage}", run=run
-        )
-        error = "" if votes is not None else "no usable reply after asking twice"
-    # The optional modes ask a model that answered the protocol's question; their answers sit beside its vote.
-    # (There are votes only when there is an endpoint.)
-    detailed = _detailed(run, endpoint, items, stage) if endpoint is not None and votes is not None else {}
-    single = _single(run, endpoint, items, stage) if endpoint is not None and votes is not None else {}
+    result, call = ask_forecasts(endpoint=endpoint, system=system, user=user, labels=labels, purpose=purpose, run=run)
+    if result is None:
+        return None, call
+    single = question == Run.Question.SINGLE
+    return {
+        label: Answer(vote=vote, single_vote=vote if single else None) for label, vote in result.votes.items()
+    }, call
+
+
+def _forecast(item: RunWorkItem) -> Outcome:
+    stage = 1 if item.step == Step.STAGE1 else 2
+    return _ask_request(item.run, forecast_requests.run_requests(item.run, stage)[item.slot], round_=1)
+
+
+def _repeat(item: RunWorkItem) -> Outcome:
+    """A first-round request sent again as it was (docs/protocol.md#repeating-the-forecasts)."""
+    return _ask_request(item.run, forecast_requests.repeat_requests(item.run)[item.slot], round_=2)
+
+
+def _ask_request(run: Run, request: forecast_requests.ForecastRequest, *, round_: int) -> Outcome:
+    """One forecast request of one model: its answers are stored per hypothesis with the call that gave them; in the
+    first round they decide stage 1."""
+    member = run.roster["roles"][request.role][request.member]
+    endpoint = run_role_endpoint(run, request.role, request.member)
+    hypotheses = list(request.hypotheses)
+    items = [
+        (label, prompts.hypothesis_text(h.statement, h.mechanism, h.prediction))
+        for label, h in zip(request.labels, hypotheses, strict=True)
+    ]
+    matrix = run.design == Run.Design.MATRIX
+    question = run.forecast_question if matrix else Run.Question.SHORT
+    purpose = f"stage{request.stage}" + ("_repeat" if round_ == 2 else "")
+    answers, call = None, None
+    if endpoint is None:
+        error = f"the endpoint {member['display_name']} no longer exists"
+    else:
+        answers, call = _ask_question(run, endpoint, question, items, purpose)
+        error = "" if answers is not None else "no usable reply after asking twice"
+    # A pooled run's optional modes ask a model that answered the protocol's question; their answers sit beside its
+    # vote. (There are answers only when there is an endpoint.)
+    detailed, single = {}, {}
+    if endpoint is not None and answers is not None and not matrix and round_ == 1:
+        detailed = _detailed(run, endpoint, items, request.stage)
+        single = _single(run, endpoint, items, request.stage)
 
     def write():
         forecasts = []
-        for hypothesis in hypotheses:
-            vote = votes.votes.get(hypothesis.label) if votes is not None else None
-            extra = detailed.get(hypothesis.label)
+        for label, hypothesis in zip(request.labels, hypotheses, strict=True):
+            answer = (answers or {}).get(label) or Answer(vote=None)
+            if label in detailed:
+                answer = replace(detailed[label], vote=answer.vote)
             forecasts.append(
                 Forecast(
                     hypothesis=hypothesis,
-                    stage=stage,
+                    stage=request.stage,
+                    round=round_,
                     endpoint=endpoint,
-                    model_key=model_key,
-                    vote=vote,
-                    p_experimental_support=extra.p_experimental_support if extra else None,
-                    recommend_for_testing=extra.recommend_for_testing if extra else None,
-                    detailed={"reason": extra.reason, "test": extra.test} if extra else None,
-                    single_vote=single.get(hypothesis.label),
+                    model_key=member["model_id"],
+                    model_call=call,
+                    vote=answer.vote,
+                    p_experimental_support=answer.p_experimental_support,
+                    recommend_for_testing=answer.recommend_for_testing,
+                    detailed=answer.detailed,
+                    single_vote=single.get(label, answer.single_vote),
                 )
             )
-            if stage == 1:
+            if request.stage == 1 and round_ == 1:
                 hypothesis.stage1 = {
                     True: Hypothesis.Stage1.KEPT,
                     False: Hypothesis.Stage1.DISCARDED,
                     None: Hypothesis.Stage1.NO_ANSWER,
-                }[vote]
+                }[answer.vote]
         Forecast.objects.bulk_create(forecasts, batch_size=500)
-        if stage == 1:
+        if request.stage == 1 and round_ == 1:
             Hypothesis.objects.bulk_update(hypotheses, ["stage1"], batch_size=500)
 
-    return Outcome(ok=votes is not None, error=error, write=write)
+    return Outcome(ok=answers is not None, error=error, write=write)
 
 
-def _detailed(run: Run, endpoint: ModelEndpoint, items, stage: int) -> dict:
-    """The detailed instruction (docs/protocol.md#detailed-instruction), when enabled: label → DetailedForecast, beside
-    the boolean."""
+def _detailed(run: Run, endpoint: ModelEndpoint, items, stage: int) -> dict[str, Answer]:
+    """The detailed instruction (docs/protocol.md#detailed-instruction), when enabled: label → its Answer, beside the
+    boolean."""
     if not settings.OPEN_HYPOTHESIS_DETAILED_FORECASTS or not items:
         return {}
-    system, user = prompts.detailed_forecast_messages(
-        question=run.question, background=run.background, items=items, grok=endpoint.is_grok
-    )
-    result = ask_forecasts(
-        endpoint=endpoint,
-        system=system,
-        user=user,
-        labels=[label for label, _ in items],
-        purpose=f"stage{stage}_detailed",
-        run=run,
-        parse=parsing.parse_detailed_forecasts,
-    )
-    return {label: forecast for label, forecast in result.forecasts.items() if forecast} if result else {}
+    answers, _ = _ask_question(run, endpoint, Run.Question.DETAILED, items, f"stage{stage}_detailed")
+    return answers or {}
 
 
-def _single(run: Run, endpoint: ModelEndpoint, items, stage: int) -> dict:
+def _single(run: Run, endpoint: ModelEndpoint, items, stage: int) -> dict[str, bool | None]:
     """The single-hypothesis question, when enabled: label → its boolean, beside the protocol's."""
     if not settings.OPEN_HYPOTHESIS_SINGLE_FORECASTS:
         return {}
-    answers = {}
+    votes: dict[str, bool | None] = {}
     for label, text in items:
-        system, user = prompts.single_hypothesis_messages(label=label, text=text, grok=endpoint.is_grok)
-        result = ask_forecasts(
-            endpoint=endpoint, system=system, user=user, labels=[label], purpose=f"stage{stage}_single", run=run
-        )
-        answers[label] = result.votes.get(label) if result else None
-    return answers
+        answers, _ = _ask_question(run, endpoint, Run.Question.SINGLE, [(label, text)], f"stage{stage}_single")
+        votes[label] = answers[label].vote if answers else None
+    return votes
 
 
 # Literature ----------------------------------------------------------------------------------------------------
@@ -373,4 +431,5 @@ _PERFORM: dict[str, Callable[[RunWorkItem], Outcome]] = {
     Step.STAGE1: _forecast,
     Step.STAGE2: _forecast,
     Step.TRANSLATE: _translate,
+    Step.REPEAT: _repeat,
 }

@@ -13,3 +13,61 @@ document.addEventListener("click", function (event) {
     }
   });
 });
+
+// A table wider than its card scrolls inside it. Keyboard users must reach that scroll too, so a wrapper that
+// overflows becomes a named, focusable region (arrow keys scroll it); one that fits stays out of the tab order.
+(function () {
+  function nameOf(wrapper) {
+    var table = wrapper.querySelector("table");
+    var caption = table && table.querySelector("caption");
+    if (caption) return caption.textContent.trim();
+    var section = wrapper.closest("section, article, .card");
+    var heading = section && section.querySelector("h2, h3");
+    return heading ? heading.textContent.trim().replace(/\s+/g, " ") : "Table";
+  }
+
+  function markScrollable() {
+    document.querySelectorAll(".table-scroll").forEach(function (wrapper) {
+      if (wrapper.scrollWidth > wrapper.clientWidth + 1) {
+        wrapper.setAttribute("tabindex", "0");
+        wrapper.setAttribute("role", "region");
+        wrapper.setAttribute("aria-label", nameOf(wrapper) + " (scrolls sideways)");
+      } else if (wrapper.getAttribute("role") === "region") {
+        wrapper.removeAttribute("tabindex");
+        wrapper.removeAttribute("role");
+        wrapper.removeAttribute("aria-label");
+      }
+    });
+  }
+
+  var pending = false;
+  function soon() {
+    if (pending) return;
+    pending = true;
+    window.requestAnimationFrame(function () {
+      pending = false;
+      markScrollable();
+    });
+  }
+
+  document.addEventListener("DOMContentLoaded", markScrollable);
+  window.addEventListener("resize", soon);
+  document.addEventListener("htmx:afterSettle", soon);
+})();
+
+// Parts of a page that htmx refreshes (a run's live part polls) keep the sections the reader opened.
+(function () {
+  var open = [];
+  document.addEventListener("htmx:beforeSwap", function (event) {
+    open = Array.from(event.detail.target.querySelectorAll("details[open][id]")).map(function (details) {
+      return details.id;
+    });
+  });
+  document.addEventListener("htmx:afterSwap", function () {
+    open.forEach(function (id) {
+      var details = document.getElementById(id);
+      if (details) details.open = true;
+    });
+    open = [];
+  });
+})();

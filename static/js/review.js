@@ -255,12 +255,23 @@
 
   // ---- Keyboard ----
 
-  function focusStep(step) {
+  function focusStep(step, options) {
     if (!step) return;
     const target =
       step.querySelector("input:checked:not(:disabled)") ||
       step.querySelector("input:not([type=hidden]):not(:disabled), textarea:not(:disabled)");
-    if (target) target.focus();
+    if (target) target.focus(options);
+  }
+
+  // On opening the page the research question and the proposal must stay in view: the first unanswered question
+  // takes the focus without scrolling the page. Beside a sticky proposal (wide screens) the question is scrolled
+  // into view too, which leaves the proposal where it is; on a phone the proposal comes first and the page stays
+  // at its top.
+  function focusOnOpening(step) {
+    if (!step) return;
+    focusStep(step, { preventScroll: true });
+    const packet = document.querySelector(".packet");
+    if (packet && getComputedStyle(packet).position === "sticky") step.scrollIntoView({ block: "nearest" });
   }
 
   function firstUnanswered() {
@@ -385,6 +396,6 @@
     } else if (stored) {
       clearStored();
     }
-    focusStep(firstUnanswered());
+    focusOnOpening(firstUnanswered());
   }
 })();

@@ -33,7 +33,7 @@ from screening.llm.models import ModelCall
 from screening.models import Run
 from tests import factories
 from tests.benchmark_support import hypothesis, import_json, json_file, make_set, scores, task
-from tests.screening_support import Script, ScriptedModelServer, drive, forecast_reply, make_roster
+from tests.screening_support import drive, forecast_reply, make_roster
 
 
 def _counts():
@@ -245,14 +245,6 @@ def test_judges_keep_their_listed_order_and_need_a_company(db):
 # Running a set ------------------------------------------------------------------------------------------------
 
 
-@pytest.fixture
-def scripted():
-    script = Script()
-    server = ScriptedModelServer(script)
-    yield script, server
-    server.stop()
-
-
 def _run_set(server, tasks=("T1", "T2")):
     roster = make_roster(server.base_url, translator=None)
     benchmark = make_set({"tasks": [task(key) for key in tasks]}, roster=roster)
@@ -316,6 +308,30 @@ def test_the_random_control_is_stored_before_the_first_forecast_request(db, scri
     progress = benchmark_progress(benchmark)
     assert all(row.control_before_forecasts for row in progress.tasks)
     assert progress.finished_runs == progress.runs == 2
+
+
+def test_the_random_control_is_drawn_before_the_pool_is_frozen_and_both_times_are_shown(
+    db, scripted, coordinator, client
+):
+    _, server = scripted
+    benchmark, (run, _) = _run_set(server)
+    drive(run)
+    run.refresh_from_db()
+    draw = RandomControlDraw.objects.get(benchmark_task__run=run)
+    first_forecast = ModelCall.objects.filter(run=run, purpose__startswith="stage").earliest("created_at")
+    # Drawn, then the pool frozen (shuffled and numbered), then the first forecast request.
+    assert draw.drawn_at < draw.frozen_at < first_forecast.created_at
+    assert draw.frozen_at == run.pooled_at
+    # The answers were drawn as a sequence before any hypothesis had its place, then given out in pool order.
+    pooled = list(run.hypotheses.order_by("position").values_list("label", flat=True))
+    assert len(draw.sequence) == draw.hypothesis_count == len(pooled)
+    assert [draw.answers[label] for label in pooled] == draw.sequence
+    client.force_login(coordinator)
+    page = client.get(f"/benchmarks/{benchmark.pk}/").content.decode()
+    assert "Pool frozen (UTC)" in page
+    assert f"{draw.drawn_at:%Y-%m-%d %H:%M:%S}" in page and f"{draw.frozen_at:%Y-%m-%d %H:%M:%S}" in page
+    detail = client.get(f"/api/v1/benchmarks/{benchmark.pk}").json()["tasks"][0]
+    assert detail["random_control_drawn_at"] < detail["pool_frozen_at"] < detail["first_forecast_at"]
 
 
 def test_a_runs_hypotheses_join_the_set_with_its_forecasts_and_selection(db, scripted):

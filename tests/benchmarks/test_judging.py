@@ -22,6 +22,9 @@ from screening.llm.simulator import SimulatorConfig, start_simulator
 from tests.benchmark_support import JUDGES, hypothesis, import_json, make_set, scores, task
 from tests.screening_support import Script, ScriptedModelServer
 
+# Judging jobs write their result files under VAR_DIR: a temporary one here.
+pytestmark = pytest.mark.usefixtures("exports_home")
+
 _ITEM = re.compile(r"^\[(H\d+)\] (.*)$", re.MULTILINE)
 
 # Scores of the three other-company judges (Beta, Gamma, Delta) → primary, strict, borderline.
@@ -149,12 +152,6 @@ class JudgeScript(Script):
             {"scores": [{"id": label, "score": 3, "reason": "Same factor and direction."} for label, _ in items]}
         )
         return self.judge.get(model, default)(items, attempt)
-
-
-@pytest.fixture(autouse=True)
-def exports_home(settings, tmp_path):
-    """Judging jobs write their result files under VAR_DIR: a temporary one here."""
-    settings.VAR_DIR = tmp_path
 
 
 @pytest.fixture

@@ -20,6 +20,7 @@ from tests.inspiration.support import (
     make_reference,
     scripted_judge,
 )
+from tests.screening_support import broker_down
 
 
 @pytest.fixture
@@ -218,6 +219,17 @@ def test_an_audit_needs_a_cutoff_for_every_group_and_a_judge(cohort, db, server)
         audit_create(cohort=cohort, enqueue=False)
     assert getattr(unconfigured.value, "code", None) == "not_configured"
     assert not InspirationAudit.objects.exists()
+
+
+def test_an_audit_started_while_the_broker_is_down_is_refused_and_nothing_is_written(
+    cohort, judge, coordinator, settings, monkeypatch
+):
+    client = APIClient()
+    client.force_authenticate(coordinator)
+    with broker_down(settings, monkeypatch):
+        response = client.post("/api/v1/inspiration/audits", {"cohort": cohort.pk}, format="json")
+    assert response.status_code == 503 and response.json()["error"] == "queue_unavailable"
+    assert not InspirationAudit.objects.exists() and not InspirationItem.objects.exists()
 
 
 def test_the_api_answers_the_audit_with_every_count_and_item(cohort, judge, coordinator, analyst):

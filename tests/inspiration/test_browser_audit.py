@@ -9,20 +9,11 @@ from reviewapp.inspiration.models import InspirationAudit
 from reviewapp.inspiration.services import audit_complete_here
 from tests import factories
 from tests.inspiration.support import R1_QUOTE, add_inspiration_judge, scripted_judge
-from tests.screening_support import drop_broker_connections, use_broker
 
 # Playwright's sync API runs an event loop in this thread; the ORM calls here are still synchronous.
 os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
-
-
-@pytest.fixture
-def memory_broker(settings, monkeypatch):
-    # The audit's first task is sent on commit: into memory, as this test does the workers' part itself.
-    use_broker(settings, monkeypatch, "memory://")
-    yield
-    drop_broker_connections()
 
 
 def test_a_coordinator_starts_an_audit_and_sees_its_counts_appear(

@@ -3,31 +3,23 @@ consuming from a real Redis broker: the audit's batches against the simulated mo
 local Europe PMC stand-in."""
 
 import pytest
-from celery.contrib.testing.worker import start_worker
-from celery.signals import task_postrun
 from rest_framework.test import APIClient
 
 from literature.models import CitationWave
-from reviewapp.celery import app
-from reviewapp.demo import demo_load
+from reviewapp.demo.cohort import demo_load
 from reviewapp.inspiration.models import InspirationAudit, InspirationBatch
 from tests import factories
 from tests.literature.test_citation_waves import PMC_ANCHOR, europepmc_lists
 from tests.literature.test_literature_sources import source_server  # noqa: F401 (a fixture, asked for by name)
-from tests.screening_support import celery_on_test_redis, close_worker_connection, simulated_default_roster, wait_for
+from tests.screening_support import simulated_default_roster, wait_for, worker_on_test_redis
 
 pytestmark = [pytest.mark.broker, pytest.mark.postgres]
 
 
 @pytest.fixture
 def worker(settings, monkeypatch, redis_url, transactional_db):
-    with celery_on_test_redis(settings, monkeypatch, redis_url, "inspiration"):
-        task_postrun.connect(close_worker_connection)
-        try:
-            with start_worker(app, pool="threads", concurrency=4, perform_ping_check=False, shutdown_timeout=30):
-                yield
-        finally:
-            task_postrun.disconnect(close_worker_connection)
+    with worker_on_test_redis(settings, monkeypatch, redis_url, "inspiration", concurrency=4, shutdown_timeout=30):
+        yield
 
 
 def test_a_worker_takes_an_audit_from_the_api_to_its_counts(needs_postgres, settings, monkeypatch, worker):

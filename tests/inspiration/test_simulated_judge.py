@@ -8,7 +8,7 @@ from datetime import date
 import pytest
 
 from literature.models import Reference
-from reviewapp.demo import demo_load
+from reviewapp.demo.cohort import demo_load
 from reviewapp.inspiration.models import InspirationItem, InspirationJudgment
 from reviewapp.inspiration.prompts import messages
 from reviewapp.inspiration.services import audit_complete_here, audit_create, judge

@@ -7,6 +7,7 @@ replay-only mode; the counts; the API, the page and the command."""
 import io
 import json
 import re
+import uuid
 from datetime import timedelta
 
 import pytest
@@ -17,6 +18,7 @@ from rest_framework.test import APIClient
 from literature.models import CitationEdge, CitationWave, Reference
 from literature.waves import citation_wave_perform, citation_wave_start
 from tests.literature.test_literature_sources import assert_spaced, epmc_result
+from tests.screening_support import broker_down
 
 ANCHOR, PMC_ANCHOR = "MED:100", "PMC:PMC555"
 CITING = [f"MED:{300000 + n}" for n in range(2344)]  # with PMC:PMC555: 2,345 works cite MED:100, three pages
@@ -170,6 +172,29 @@ def test_an_unavailable_source_fails_the_wave_with_its_reason(source_server, set
     source_server.app = lambda seen: (503, {}, "Service Unavailable")
     wave = wave_of(ANCHOR)
     assert wave.state == "failed" and "HTTP 503" in wave.error and wave.traversals == 0
+
+
+@pytest.mark.django_db
+def test_a_wave_taken_over_by_the_sweeper_stops_and_records_nothing_more(source_server):
+    source_server.app = europepmc_lists
+    wave = citation_wave_start(anchors=[PMC_ANCHOR], enqueue=False)
+
+    def another_worker_takes_it(seen: CitationWave) -> None:
+        CitationWave.objects.filter(pk=seen.pk).update(claim_token=uuid.uuid4())
+
+    citation_wave_perform(wave_id=wave.pk, progress=another_worker_takes_it)
+    wave.refresh_from_db()
+    assert wave.state == "running" and wave.traversals == 1  # the other worker's now; the first list only
+    assert wave.phase == CitationWave.Phase.TRAVERSING and wave.heartbeat_at is not None
+
+
+def test_a_wave_started_while_the_broker_is_down_is_refused_and_nothing_is_written(coordinator, settings, monkeypatch):
+    client = APIClient()
+    client.force_authenticate(coordinator)
+    with broker_down(settings, monkeypatch):
+        response = client.post("/api/v1/literature/citation-waves", {"anchors": [ANCHOR]}, format="json")
+    assert response.status_code == 503 and response.json()["error"] == "queue_unavailable"
+    assert not CitationWave.objects.exists()
 
 
 def test_the_api_starts_a_wave_and_answers_its_state_and_counts(source_server, coordinator, analyst):

@@ -162,3 +162,26 @@ def test_ties_abstentions_and_failed_replies(models, script, coordinator):
 def test_the_budget_must_be_sensible(models, cohort, coordinator):
     with pytest.raises(PanelError):
         critique_start(cohort=cohort, per_proposal=0, seed=1, user=coordinator)
+
+
+def test_position_bias_counts_the_models_decisive_comparisons_in_one_query(cohort, django_assert_num_queries):
+    a1, a2, a3 = (cohort.proposals.get(external_id=f"a{n}").pk for n in range(1, 4))
+    log = [
+        # (a, b, outcome, source, shown first): the proposal shown first won the first three
+        (a1, a2, "a", "model", a1),
+        (a2, a3, "b", "model", a3),
+        (a1, a3, "b", "model", a3),
+        (a2, a1, "a", "model", a1),  # the second shown won
+        (a1, a2, "tie", "model", a1),  # not decisive
+        (a1, a3, "insufficient", "model", a3),  # not decisive
+        (a1, a2, "a", "import", a1),  # not the model's
+        (a2, a3, "a", "model", None),  # no order recorded
+    ]
+    Comparison.objects.bulk_create(
+        Comparison(cohort=cohort, seq=seq, a_id=a, b_id=b, outcome=outcome, source=source, shown_first_id=first)
+        for seq, (a, b, outcome, source, first) in enumerate(log, start=1)
+    )
+    with django_assert_num_queries(1):
+        bias = position_bias(cohort)
+    assert (bias.decisive, bias.first_won, bias.share) == (4, 3, 0.75)
+    assert bias.low < 0.75 < bias.high

@@ -1,5 +1,6 @@
 """The panel's columns in the cohort's review exports, for coordinators and analysts: per proposal, coverage,
-medians and Q (an empty cell where absent, never 0), the rating and the revision judgment."""
+medians and Q (an empty cell where absent, never 0), the dimensions whose scores are inapplicable, the rating and the
+revision judgment."""
 
 import csv
 import io
@@ -24,7 +25,7 @@ def _reviewed(script, run_job, coordinator):
     )
     statement = proposal("e2", "T-E")["statement"]
     for role in ("rubric_judge", "domain_scientist"):
-        script.reviews[(role, statement)] = [review_reply({"novelty": "unknown"})]
+        script.reviews[(role, statement)] = [review_reply({"novelty": "unknown", "actionability": "inapplicable"})]
     run_job(panel_start_for_cohort(cohort=cohort, user=coordinator).pk)
     comparisons_import(cohort=cohort, rows=[{"a": "e1", "b": "e2", "outcome": "a"}], user=coordinator)
     reviewer = factories.make_user("reviewer")
@@ -59,6 +60,9 @@ def test_both_roles_get_the_panel_columns_and_absence_is_never_zero(
         assert rows["e1"]["ai_comparisons"] == "1" and rows["e1"]["ai_rank"] == "1.0"
         assert rows["e2"]["ai_median_novelty"] == "" and rows["e2"]["ai_q"] == ""  # unknown: empty, never 0
         assert rows["e2"]["ai_median_importance"] == "5.0"
+        # Inapplicable is told apart from unknown: both medians are empty, the column names the inapplicable one.
+        assert rows["e2"]["ai_median_actionability"] == "" and rows["e2"]["ai_inapplicable"] == "actionability"
+        assert rows["e1"]["ai_inapplicable"] == ""
         assert rows["e3"]["ai_revision"] == "substantive_progress" and rows["e3"]["ai_delta_q"] == "0.0"
         assert rows["e1"]["ai_revision"] == ""
         long = _rows(client.get(f"/api/v1/cohorts/{cohort.pk}/reviews.csv?layout=long"))
@@ -77,3 +81,4 @@ def test_the_xlsx_export_has_the_same_columns(client, models, script, run_job, c
     assert header[-len(EXPORT_COLUMNS) :] == EXPORT_COLUMNS
     by_id = {row[header.index("proposal_id")]: row for row in rows[1:]}
     assert by_id["e2"][header.index("ai_q")] is None and by_id["e1"][header.index("ai_q")] == 5.0
+    assert by_id["e2"][header.index("ai_inapplicable")] == "actionability"

@@ -10,6 +10,7 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from reviewapp.models import BackgroundJob
+from reviewapp.panel import figures, selectors
 from reviewapp.panel.models import Comparison, PanelSubject
 from reviewapp.panel.profile import DIMENSION_KEYS
 from reviewapp.panel.services.critique import comparisons_import
@@ -68,6 +69,49 @@ def test_the_cohort_table_sorts_and_links_each_profile(client, models, script, r
     )
     assert table[0][:5] == ["proposal", "task", "ai_reviews", "ai_failed_roles", "ai_eligible_votes"]
     assert len(table) == 7
+
+
+def test_sorting_by_rating_puts_proposals_never_compared_last(client, models, script, run_job, coordinator):
+    cohort = make_cohort([proposal(f"w{n}", "T-W") for n in range(1, 5)], user=coordinator)
+    # w1 loses twice: its s falls below the prior s that w3 and w4, never compared, still hold.
+    rows = [{"a": "w1", "b": "w2", "outcome": "b"}, {"a": "w2", "b": "w1", "outcome": "a"}]
+    comparisons_import(cohort=cohort, rows=rows, user=coordinator)
+    client.force_login(coordinator)
+    for sort in ("s", "-s", "rank", "-rank", "comparisons", "-comparisons"):
+        page = client.get(reverse("panel-cohort", args=[cohort.pk]) + f"?sort={sort}").content.decode()
+        compared = sorted(page.index(f">w{n}<") for n in (1, 2))
+        never = sorted(page.index(f">w{n}<") for n in (3, 4))
+        assert compared[-1] < never[0], sort
+    page = client.get(reverse("panel-cohort", args=[cohort.pk]) + "?sort=s").content.decode()
+    assert page.index(">w1<") < page.index(">w2<")
+
+
+def one_unknown_one_inapplicable(script, run_job, coordinator):
+    """A reviewed cohort of one proposal, "x1": two roles call novelty unknown and actionability inapplicable."""
+    cohort = make_cohort([proposal("x1", "T-X")], user=coordinator)
+    for role in ("rubric_judge", "domain_scientist"):
+        scores = {"novelty": "unknown", "actionability": "inapplicable"}
+        script.reviews[(role, proposal("x1", "T-X")["statement"])] = [review_reply(scores)]
+    run_job(panel_start_for_cohort(cohort=cohort, user=coordinator).pk)
+    return cohort
+
+
+def test_the_table_tells_inapplicable_from_unknown(client, models, script, run_job, coordinator):
+    cohort = one_unknown_one_inapplicable(script, run_job, coordinator)
+    client.force_login(coordinator)
+    page = client.get(reverse("panel-cohort", args=[cohort.pk])).content.decode()
+    cells = page.split(">x1<", 1)[1].split("</tr>", 1)[0]
+    assert cells.count(">inapplicable<") == 1 and cells.count(">–<") == 1
+
+
+def test_the_profile_plot_draws_only_known_medians(client, models, script, run_job, coordinator):
+    one_unknown_one_inapplicable(script, run_job, coordinator)
+    found = selectors.subject_profile(PanelSubject.objects.get(proposal__external_id="x1").pk)
+    axes = figures.profile_plot(found).axes[0]
+    # Six bars of 5: none, not even of 0, for the two medians that do not exist.
+    assert sorted(bar.get_width() for bar in axes.patches) == [5.0] * 6
+    labels = [text.get_text() for text in axes.texts]
+    assert labels == ["no median (unknown)", "inapplicable"]
 
 
 def test_analysts_read_the_pages_without_the_forms(client, models, script, run_job, coordinator, analyst):

@@ -119,6 +119,30 @@ def test_without_panel_roles_in_the_roster_nothing_starts(db, server, coordinato
     assert not BackgroundJob.objects.exists()
 
 
+def test_a_cohort_with_revisions_needs_a_revision_judge_to_start(db, server, coordinator, client):
+    panel_roster(server.base_url, roles=("rubric_judge", "domain_scientist", "methods_reviewer"))
+    plain = make_cohort([proposal("p1", "T-A"), proposal("p2", "T-A")], user=coordinator)
+    revised = make_cohort([proposal("r1", "T-R"), proposal("r2", "T-R", parents=["r1"])], user=coordinator)
+    with pytest.raises(PanelError) as refused:
+        panel_start_for_cohort(cohort=revised, user=coordinator)
+    assert refused.value.code == "not_configured" and "revision judge" in refused.value.message
+    assert not BackgroundJob.objects.exists()
+    client.force_login(coordinator)
+    answer = client.post(f"/api/v1/cohorts/{revised.pk}/ai-panel", {}, content_type="application/json")
+    assert answer.status_code == 503 and answer.json()["error"] == "not_configured"
+    assert not BackgroundJob.objects.exists()
+    assert panel_start_for_cohort(cohort=plain, user=coordinator).kind == "ai_panel"  # nothing to judge: it starts
+
+
+def test_a_panel_job_whose_revision_judge_left_the_roster_fails_and_says_why(models, coordinator):
+    cohort = make_cohort([proposal("r1", "T-R"), proposal("r2", "T-R", parents=["r1"])], user=coordinator)
+    job = panel_start_for_cohort(cohort=cohort, user=coordinator)
+    RosterMember.objects.filter(role="revision_judge").delete()
+    job = run_job(job)
+    assert job.state == BackgroundJob.State.FAILED and "revision judge" in job.error
+    assert not RevisionJudgment.objects.exists()
+
+
 def test_a_revision_is_judged_against_its_first_listed_parent(models, script, coordinator):
     scores_low = dict.fromkeys(DIMENSION_KEYS, 4)
     scores_high = dict.fromkeys(DIMENSION_KEYS, 7)

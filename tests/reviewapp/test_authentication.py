@@ -235,7 +235,7 @@ def test_deactivation_in_the_admin_ends_tokens(client, alice):
 
 
 def test_a_demo_reset_ends_the_demo_accounts_tokens(db):
-    from reviewapp.demo import demo_load
+    from reviewapp.demo.cohort import demo_load
 
     login = next(login for login in demo_load().logins if login.role == "reviewer")
     response = api_token(login.username, login.password)
@@ -276,6 +276,18 @@ def test_the_tokens_page_shows_a_new_key_once_and_revokes(client, alice):
     token = ApiToken.objects.get(user=alice)
     client.post(f"/accounts/tokens/{token.pk}/revoke/")
     assert calls(key) == 401
+
+
+def test_the_tokens_page_and_the_api_refuse_the_same_long_name(client, alice):
+    name = "n" * 101
+    refused = APIClient().post("/api/v1/auth/token", {"username": "alice", "password": PASSWORD, "name": name})
+    assert refused.status_code == 400 and refused.json()["error"] == "invalid_body"
+    client.force_login(alice)
+    page = client.post("/accounts/tokens/", {"name": name}).content.decode()
+    assert "no more than 100 characters" in page and 'id="new-token"' not in page
+    assert not ApiToken.objects.exists()
+    client.post("/accounts/tokens/", {"name": "n" * 100})
+    assert ApiToken.objects.get().name == "n" * 100
 
 
 # One-time passwords -------------------------------------------------------------------------------------------

@@ -6,7 +6,7 @@ from rest_framework.test import APIClient
 
 from reviewapp import protocol
 from reviewapp.models import Assignment, AuditEvent, Cohort, Review
-from reviewapp.selectors.cohorts import cohort_progress, cohorts_with_counts
+from reviewapp.selectors.cohorts import cohort_progress, cohorts_with_counts, proposal_title
 from reviewapp.services.cohorts import CohortError, cohort_assign, cohort_create, cohort_set_status
 from tests import factories
 
@@ -216,25 +216,93 @@ def test_cohort_list_page_shows_counts_demo_badge_and_creates_for_coordinators(c
     assert client.post("/cohorts/", {"name": "Second round", "reviewers_per_proposal": "2"}).status_code == 400
 
 
+COHORT_TABS = ("", "proposals/", "people/", "exports/")
+
+
 def test_analysts_read_the_cohort_pages_without_any_form_to_act(client, analyst, running_cohort):
     client.force_login(analyst)
-    for url in ("/cohorts/", f"/cohorts/{running_cohort.pk}/"):
+    for url in ("/cohorts/", *(f"/cohorts/{running_cohort.pk}/{tab}" for tab in COHORT_TABS)):
         response = client.get(url)
         assert response.status_code == 200
         main = response.content.decode().split("<main")[1].split("cohort-exports")[0]
-        assert '<form method="post"' not in main
+        assert '<form method="post"' not in main, url
     assert client.post("/cohorts/", {"name": "Not allowed"}).status_code == 403
 
 
-def test_cohort_page_shows_progress_deferrals_and_exports(client, coordinator, running_cohort):
+def test_the_cohort_page_is_tabs_each_with_its_own_url(client, coordinator, running_cohort):
+    client.force_login(coordinator)
+    base = f"/cohorts/{running_cohort.pk}/"
+    for tab in COHORT_TABS:
+        html = client.get(base + tab).content.decode()
+        # Every tab link keeps its href, swaps the tab with htmx and pushes its URL; the page's own is current.
+        for other in COHORT_TABS:
+            assert f'href="{base}{other}" hx-get="{base}{other}" hx-target="#cohort-view"' in html
+        assert html.count('aria-current="page"') == 1
+        current = f'href="{base}{tab}" hx-get="{base}{tab}" hx-target="#cohort-view" hx-swap="outerHTML"'
+        assert current + ' hx-push-url="true" aria-current="page"' in html
+        assert 'class="cohort-bar" id="summary"' in html and "<strong>4</strong> proposals" in html
+
+    swapped = client.get(base + "proposals/", headers={"HX-Request": "true", "HX-Target": "cohort-view"})
+    html = swapped.content.decode()
+    assert html.lstrip().startswith('<div id="cohort-view">') and "<html" not in html
+    assert 'id="proposals"' in html
+
+
+def test_the_overview_says_where_the_cohort_stands(client, coordinator, running_cohort):
     client.force_login(coordinator)
     html = client.get(f"/cohorts/{running_cohort.pk}/").content.decode()
+    assert "5 of 8 reviews submitted (62%)" in html
+    assert f'href="/cohorts/{running_cohort.pk}/statistics/"' in html
+    assert 'id="progress"' not in html and 'id="cohort-exports"' not in html
+
+
+def test_the_proposals_tab_lists_titles_and_review_counts(client, coordinator, analyst):
+    task = factories.make_task(key="PMID-7")
+    proposal = factories.make_proposal(
+        task=task,
+        external_id="P-rapa",
+        statement="Rapamycin preserves follicles in aged mice. It does so by lowering mTORC1 activity.",
+        author="gen-model-x",
+    )
+    cohort = factories.make_cohort([proposal])
+    assignment = factories.make_assignment(cohort, factories.make_user("reviewer"), proposal)
+    submit(assignment, 30)
+    factories.make_assignment(cohort, factories.make_user("reviewer"), proposal)
+    client.force_login(coordinator)
+    html = client.get(f"/cohorts/{cohort.pk}/proposals/").content.decode()
+    assert "<td>Rapamycin preserves follicles in aged mice.</td>" in html
+    assert "lowering mTORC1" not in html
+    assert "<code>P-rapa</code>" in html and "<code>PMID-7</code>" in html and "gen-model-x" in html
+    assert '<td class="number">1 / 2</td>' in html
+    client.force_login(analyst)
+    assert "gen-model-x" not in client.get(f"/cohorts/{cohort.pk}/proposals/").content.decode()
+
+
+@pytest.mark.parametrize(
+    "statement, title",
+    [
+        ("One sentence only", "One sentence only"),
+        ("First claim holds! Second one.", "First claim holds!"),
+        ("Does it work? Maybe.", "Does it work?"),
+        ("Version 2.5 of the drug works. More.", "Version 2.5 of the drug works."),
+        ("  Spread\nover   lines. Next.", "Spread over lines."),
+        ("word " * 60, ("word " * 31).strip() + "…"),
+    ],
+)
+def test_a_proposals_title_is_the_first_sentence_of_its_statement(statement, title):
+    assert proposal_title(statement) == title
+
+
+def test_the_people_tab_shows_progress_deferrals_and_the_assign_form(client, coordinator, running_cohort):
+    client.force_login(coordinator)
+    html = client.get(f"/cohorts/{running_cohort.pk}/people/").content.decode()
 
     assert 'id="progress"' in html and 'aria-valuenow="3"' in html
     assert "1 min 00 s" in html
     assert "Outside my expertise" in html
-    assert 'id="cohort-exports"' in html
     assert f'action="/cohorts/{running_cohort.pk}/assign/"' in html
+    exports = client.get(f"/cohorts/{running_cohort.pk}/exports/").content.decode()
+    assert 'id="cohort-exports"' in exports
 
 
 def test_cohort_page_paginates_assignments_and_htmx_gets_only_the_table(client, coordinator):
@@ -243,16 +311,18 @@ def test_cohort_page_paginates_assignments_and_htmx_gets_only_the_table(client, 
     cohort_assign(cohort=cohort, reviewers=reviewers, per_proposal=2, seed=1, user=coordinator)
     client.force_login(coordinator)
 
-    full = client.get(f"/cohorts/{cohort.pk}/").content.decode()
+    full = client.get(f"/cohorts/{cohort.pk}/people/").content.decode()
     assert full.count("Reassign</button>") == 50
     assert "page 1 of 2" in full
 
-    partial = client.get(f"/cohorts/{cohort.pk}/?page=2", headers={"HX-Request": "true", "HX-Target": "assignments"})
+    partial = client.get(
+        f"/cohorts/{cohort.pk}/people/?page=2", headers={"HX-Request": "true", "HX-Target": "assignments"}
+    )
     html = partial.content.decode()
     assert html.count("Reassign</button>") == 30
     assert "<html" not in html and 'id="progress"' not in html
 
-    progress = client.get(f"/cohorts/{cohort.pk}/", headers={"HX-Request": "true", "HX-Target": "progress"})
+    progress = client.get(f"/cohorts/{cohort.pk}/people/", headers={"HX-Request": "true", "HX-Target": "progress"})
     assert progress.content.decode().lstrip().startswith('<section class="card" id="progress"')
 
 
@@ -260,15 +330,60 @@ def test_assign_form_shows_why_an_assignment_is_impossible(client, coordinator, 
     cohort = factories.make_cohort([factories.make_proposal(external_id="P-lonely")])
     client.force_login(coordinator)
 
-    response = client.post(f"/cohorts/{cohort.pk}/assign/", {"reviewers": [reviewer.pk], "per_proposal": "2"})
+    response = client.post(
+        f"/cohorts/{cohort.pk}/assign/", {"reviewers": [reviewer.pk], "per_proposal": "2", "confirm": "open"}
+    )
 
     assert response.status_code == 400
     assert "Proposal P-lonely needs 2 more reviewer(s)" in response.content.decode()
     assert not Assignment.objects.exists()
 
-    done = client.post(f"/cohorts/{cohort.pk}/assign/", {"reviewers": [reviewer.pk], "per_proposal": "1", "seed": "3"})
-    assert done.status_code == 302
+    done = client.post(
+        f"/cohorts/{cohort.pk}/assign/",
+        {"reviewers": [reviewer.pk], "per_proposal": "1", "seed": "3", "confirm": "open"},
+    )
+    assert done.status_code == 302 and done.url == f"/cohorts/{cohort.pk}/people/"
     assert Assignment.objects.get().reviewer == reviewer
+
+
+def test_assigning_in_a_draft_cohort_says_it_opens_it_and_asks_first(client, coordinator, reviewer, other_reviewer):
+    cohort = factories.make_cohort([factories.make_proposal(), factories.make_proposal()], name="Thymus")
+    client.force_login(coordinator)
+    people = client.get(f"/cohorts/{cohort.pk}/people/").content.decode()
+    assert "Assigning opens the cohort." in people and "nothing more can be imported" in people
+    assert "Adding an assignment opens the cohort" in people
+    assert f'<form method="post" action="/cohorts/{cohort.pk}/assignments/add/">' in people  # no htmx: it asks
+    assert "Before you assign:" in client.get(f"/cohorts/{cohort.pk}/").content.decode()
+
+    asked = client.post(
+        f"/cohorts/{cohort.pk}/assign/", {"reviewers": [reviewer.pk, other_reviewer.pk], "per_proposal": "1"}
+    )
+    html = asked.content.decode()
+    assert asked.status_code == 200 and not Assignment.objects.exists()
+    cohort.refresh_from_db()
+    assert cohort.status == Cohort.Status.DRAFT
+    assert "Assign 2 reviewers, 1 per proposal, to the 2 proposals of “Thymus”." in html
+    assert "This opens the cohort." in html and "nothing more can be imported" in html
+    for name, value in (("reviewers", reviewer.pk), ("reviewers", other_reviewer.pk), ("per_proposal", 1)):
+        assert f'<input type="hidden" name="{name}" value="{value}">' in html
+    assert '<input type="hidden" name="confirm" value="open">' in html
+
+    added = client.post(f"/cohorts/{cohort.pk}/assignments/add/", {"reviewer": reviewer.username, "proposal_id": "x"})
+    assert "This opens the cohort." in added.content.decode() and not Assignment.objects.exists()
+
+    confirmed = client.post(
+        f"/cohorts/{cohort.pk}/assign/",
+        {"reviewers": [reviewer.pk, other_reviewer.pk], "per_proposal": "1", "confirm": "open"},
+    )
+    assert confirmed.status_code == 302
+    cohort.refresh_from_db()
+    assert cohort.status == Cohort.Status.OPEN and Assignment.objects.count() == 2
+
+    # An open cohort is topped up without asking.
+    again = client.post(
+        f"/cohorts/{cohort.pk}/assign/", {"reviewers": [reviewer.pk, other_reviewer.pk], "per_proposal": "2"}
+    )
+    assert again.status_code == 302 and Assignment.objects.count() == 4
 
 
 def test_coordinator_adds_reassigns_and_removes_from_the_cohort_page(client, coordinator, reviewer, other_reviewer):
@@ -277,7 +392,9 @@ def test_coordinator_adds_reassigns_and_removes_from_the_cohort_page(client, coo
     hx = {"HX-Request": "true", "HX-Target": "assignments"}
 
     added = client.post(
-        f"/cohorts/{cohort.pk}/assignments/add/", {"reviewer": reviewer.username, "proposal_id": "P-one"}, headers=hx
+        f"/cohorts/{cohort.pk}/assignments/add/",
+        {"reviewer": reviewer.username, "proposal_id": "P-one", "confirm": "open"},
+        headers=hx,
     )
     assert added.status_code == 200 and "rev-alice will review P-one" in added.content.decode()
     assert 'hx-swap-oob="true"' in added.content.decode()  # progress refreshes too
@@ -305,7 +422,7 @@ def test_coordinator_reopens_a_submitted_review_from_the_cohort_page(client, coo
     review = submit(Assignment.objects.get(), 40)
     client.force_login(coordinator)
 
-    page = client.get(f"/cohorts/{cohort.pk}/").content.decode()
+    page = client.get(f"/cohorts/{cohort.pk}/people/").content.decode()
     assert "Reopen</button>" in page
 
     response = client.post(f"/cohorts/{cohort.pk}/assignments/{review.assignment_id}/reopen/")
@@ -329,7 +446,7 @@ def test_status_buttons_open_and_close_the_cohort(client, coordinator):
 # Access: every page and API route, for every role
 
 
-READ_PAGES = ["/cohorts/", "/cohorts/{cohort}/"]
+READ_PAGES = ["/cohorts/", *(f"/cohorts/{{cohort}}/{tab}" for tab in COHORT_TABS)]
 WRITE_PAGES = [
     ("/cohorts/", {"name": "x"}),
     ("/cohorts/{cohort}/status/", {"status": "open"}),

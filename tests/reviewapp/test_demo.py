@@ -7,15 +7,16 @@ from django.core.management import call_command
 from django.db.models import Count
 from django.test import Client
 
-from reviewapp.demo import (
+from reviewapp.demo.cohort import (
     DEMO_ACCOUNTS,
     DEMO_COHORT_FILE,
     DEMO_COHORT_NAME,
     DEMO_DATASET,
+    DEMO_FIRST_REVIEWER_SUBMITS,
     DEMO_REVIEWERS,
     DEMO_REVIEWERS_PER_PROPOSAL,
 )
-from reviewapp.models import Assignment, AuditEvent, Cohort, ImportBatch, Proposal, ResearchTask, Review
+from reviewapp.models import Assignment, AuditEvent, Cohort, Conflict, ImportBatch, Proposal, ResearchTask, Review
 from reviewapp.services.imports import cohort_import_file
 from tests import factories
 
@@ -33,7 +34,7 @@ def printed_logins(output: str) -> dict[str, tuple[str, str]]:
 
 
 def record_counts() -> dict[str, int]:
-    models = (User, Cohort, ResearchTask, Proposal, Proposal.parents.through, ImportBatch, Assignment, Review)
+    models = (User, Cohort, ResearchTask, Proposal, Proposal.parents.through, ImportBatch, Assignment, Review, Conflict)
     return {model.__name__: model.objects.count() for model in models}
 
 
@@ -100,14 +101,16 @@ def test_every_demo_proposal_has_two_demo_reviewers(db):
     assert max(loads.values()) - min(loads.values()) <= 1
 
 
-def test_first_demo_reviewer_has_one_submitted_review_and_one_draft(db):
+def test_first_demo_reviewer_has_submitted_reviews_a_draft_and_work_left(db):
     load_demo()
     load_demo()
 
     statuses = Counter(
         Review.objects.filter(assignment__reviewer__username=DEMO_REVIEWERS[0]).values_list("status", flat=True)
     )
-    assert statuses == {Review.Status.SUBMITTED: 1, Review.Status.DRAFT: 1}
+    assert statuses == {Review.Status.SUBMITTED: 1 + DEMO_FIRST_REVIEWER_SUBMITS, Review.Status.DRAFT: 1}
+    queue = Assignment.objects.filter(reviewer__username=DEMO_REVIEWERS[0])
+    assert queue.filter(review__isnull=True).count() >= 5, "the demo reviewer still has reviews to do"
     # The two other demo reviewers have submitted every review, so every proposal has a human review to compare the
     # AI panel with.
     others = Review.objects.filter(assignment__reviewer__username__in=DEMO_REVIEWERS[1:])
@@ -138,7 +141,8 @@ def test_load_demo_prints_the_address_with_the_port_of_the_settings(db, settings
     output = load_demo()
 
     assert "http://127.0.0.1:8123/" in output
-    assert "new each time" in output
+    assert "http://127.0.0.1:8123/open-hypothesis/" in output
+    assert "new passwords at every start" in output
 
 
 def test_load_demo_leaves_a_closed_demo_cohort_alone(db):
@@ -151,3 +155,28 @@ def test_load_demo_leaves_a_closed_demo_cohort_alone(db):
     assert record_counts() == counts
     assert Cohort.objects.get(name=DEMO_COHORT_NAME).status == Cohort.Status.CLOSED
     assert set(printed_logins(output)) == {username for username, _ in DEMO_ACCOUNTS}
+
+
+def test_demo_conflicts_are_declared_and_respected_by_the_assignment(db):
+    load_demo()
+
+    conflicts = Conflict.objects.filter(proposal__isnull=False)
+    assert conflicts.count() == 2
+    for conflict in conflicts:
+        assert not Assignment.objects.filter(reviewer=conflict.reviewer, proposal=conflict.proposal).exists()
+
+
+def test_demo_reviews_let_every_cohort_statistic_show_something(db):
+    from reviewapp.selectors.analysis import cohort_review_analysis
+
+    load_demo()
+
+    result = cohort_review_analysis(Cohort.objects.get(name=DEMO_COHORT_NAME))
+    assert result.submitted_reviews >= 55
+    assert result.revision_pairs >= 4 and result.revisions.overall.pairs >= 4
+    assert result.revisions.overall.improved and result.revisions.overall.worsened
+    for agreement in result.agreement:
+        assert agreement.proposals_with_pairs >= 15, agreement.criterion
+        assert agreement.alpha is not None, agreement.criterion
+    overall = next(item for item in result.agreement if item.criterion == "overall")
+    assert overall.alpha > 0, "demo reviewers agree more than by chance"

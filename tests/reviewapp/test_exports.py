@@ -312,7 +312,7 @@ def test_analyst_exports_with_a_token(client, analyst, cohort):
 def test_cohort_page_offers_csv_downloads_and_a_background_xlsx(client, coordinator, analyst, cohort):
     for user, mentions_unblinding in ((coordinator, True), (analyst, False)):
         client.force_login(user)
-        response = client.get(reverse("cohort-detail", args=[cohort.pk]))
+        response = client.get(reverse("cohort-exports", args=[cohort.pk]))
         assert response.status_code == 200
         html = response.content.decode()
         assert f'href="{reverse("api-cohort-reviews-csv", args=[cohort.pk])}"' in html

@@ -423,12 +423,16 @@ def page_url(cohort_id) -> str:
     return reverse("cohort-import", args=[cohort_id])
 
 
-def test_page_shows_the_upload_form(client, cohort, coordinator):
+def test_page_shows_the_upload_form(client, cohort, coordinator, settings):
     client.force_login(coordinator)
     response = client.get(page_url(cohort.pk))
     html = response.content.decode()
     assert response.status_code == 200
     assert 'enctype="multipart/form-data"' in html and 'name="csrfmiddlewaretoken"' in html and 'name="file"' in html
+    # Without scripts the form posts as it is; upload.js sends it itself to show the upload's progress.
+    assert f'method="post" enctype="multipart/form-data" action="{page_url(cohort.pk)}"' in html
+    assert f'data-upload-target="#import-outcome" data-max-bytes="{settings.OH_MAX_IMPORT_BYTES}"' in html
+    assert '<progress max="100" value="0" aria-label="Upload progress">' in html and "js/upload.js" in html
 
 
 def test_page_lists_every_problem_and_imports_nothing(client, cohort, coordinator):

@@ -18,12 +18,6 @@ NO_WORKER = "No worker has picked up this job yet."
 
 
 @pytest.fixture
-def exports_home(settings, tmp_path):
-    settings.VAR_DIR = tmp_path
-    return tmp_path / "exports"
-
-
-@pytest.fixture
 def eager(settings):
     settings.CELERY_TASK_ALWAYS_EAGER = True
 

@@ -4,6 +4,7 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
+from django.utils.html import escape
 
 from reviewapp import protocol
 from reviewapp.models import Cohort, Review
@@ -135,13 +136,60 @@ def test_when_only_skipped_proposals_are_left_the_queue_says_so(reviewer_client,
 
 def test_a_closed_cohort_is_listed_read_only(reviewer_client, reviewer):
     [closed] = make_queue(reviewer, 1, status=Cohort.Status.CLOSED, name="Finished cohort")
+    Review.objects.create(assignment=closed, overall=2)  # a draft left when the cohort closed
     response = reviewer_client.get(reverse("review-queue"))
     assert [item.status_label for item in response.context["queue"].items] == ["Closed"]
     assert response.context["queue"].continue_item is None
+    assert "read only</span>" in response.content.decode()
     page = reviewer_client.get(page_url(closed)).content.decode()
-    assert "This cohort is closed" in page
-    assert "hx-post" not in page.split('id="review-form"', 1)[1].split("</form>", 1)[0]
+    assert "This cohort is closed" in page and "Draft, not submitted" in page
+    assert "<form" not in page.split("<main", 1)[1] and "hx-post" not in page
+    assert "<strong>2 · Low priority</strong>" in page
     assert post(reviewer_client, closed, overall="3").status_code == 409
+
+
+def test_each_cohort_of_the_queue_is_numbered_on_its_own(reviewer_client, reviewer):
+    older = make_queue(reviewer, 3, name="Older")
+    newer = make_queue(reviewer, 2, name="Newer")
+    queue = reviewer_client.get(reverse("review-queue")).context["queue"]
+    assert [(item.cohort_name, item.number, item.cohort_total) for item in queue.items] == [
+        ("Older", 1, 3),
+        ("Older", 2, 3),
+        ("Older", 3, 3),
+        ("Newer", 1, 2),
+        ("Newer", 2, 2),
+    ]
+    assert "Proposal 2 of 2" in reviewer_client.get(page_url(newer[1])).content.decode()
+    assert "Proposal 3 of 3" in reviewer_client.get(page_url(older[2])).content.decode()
+    review_submit(assignment=older[0], reviewer=reviewer, data=COMPLETE, version=0)
+    html = reviewer_client.get(reverse("review-queue")).content.decode()
+    assert "Proposal 2 of 3 in Older" in html
+
+
+def test_a_submitted_review_opens_read_only_with_every_answer(reviewer_client, reviewer):
+    [assignment] = make_queue(reviewer, 1)
+    answers = COMPLETE | {"flaw_verdict": "fixable", "flaw_checklist": [protocol.FLAW_CHECKLIST_KEYS[1]]}
+    review_submit(assignment=assignment, reviewer=reviewer, data={**answers, "comments": "Worth a pilot."}, version=0)
+    html = reviewer_client.get(page_url(assignment)).content.decode()
+    main = html.split("<main", 1)[1]
+    assert (
+        "This review is submitted and locked" in main
+        and 'id="summary-title" class="summary-title">Your answers' in main
+    )
+    assert 'type="radio"' not in main and "<textarea" not in main and "hx-post" not in main
+    assert "Skip this proposal" not in main and 'id="key-legend"' not in main
+    overall_label, overall_anchor = protocol.OVERALL_SCALE[3][1:]
+    assert f"<strong>4 · {overall_label}</strong> — {overall_anchor}" in main
+    for field, label, _prompt, anchors in protocol.CRITERIA:
+        value = CRITERIA[field]
+        shown = (
+            f"<strong>{escape(protocol.CANT_JUDGE_LABEL)}</strong>"
+            if value == protocol.CANT_JUDGE
+            else (f"<strong>{value}</strong> — {anchors[int(value) - 1]}")
+        )
+        assert f"<dt>{label}</dt><dd>{shown}" in main, label
+    assert dict(protocol.FLAW_CHECKLIST)[protocol.FLAW_CHECKLIST_KEYS[1]] in main
+    assert "Worth a pilot." in main and "none written" in main  # comments given, no main flaw
 
 
 # ---- Review page and form ----

@@ -7,7 +7,7 @@ import os
 import pytest
 
 from screening.models import Run
-from tests.screening_support import Script, ScriptedModelServer, drive, drop_broker_connections, make_roster, use_broker
+from tests.screening_support import Script, ScriptedModelServer, drive, make_roster
 
 # Playwright's sync API runs an event loop in this thread; the ORM calls here are still synchronous.
 os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
@@ -16,14 +16,6 @@ os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 SCREENSHOT = "/tmp/open-hypothesis-run-page.png"
-
-
-@pytest.fixture
-def memory_broker(settings, monkeypatch):
-    # The form's run enqueues its first step on commit: into memory, as this test does the work itself.
-    use_broker(settings, monkeypatch, "memory://")
-    yield
-    drop_broker_connections()
 
 
 @pytest.fixture

@@ -32,6 +32,9 @@ class Step:
     body: dict | str = field(default_factory=dict)
     headers: dict = field(default_factory=dict)
     delay: float = 0.0
+    # Hold the first answers until this many requests are in flight (or 20 s pass), so that a test of concurrency does
+    # not depend on the threads of a busy machine happening to overlap.
+    hold_until_in_flight: int = 0
 
 
 @dataclass
@@ -55,9 +58,13 @@ class ScriptedHandler(BaseHTTPRequestHandler):
         with server.lock:
             server.seen.append(Seen(self.path, self.headers, raw, time.monotonic()))
             step = server.script.pop(0) if len(server.script) > 1 else server.script[0]
+            held = len(server.seen) <= step.hold_until_in_flight
             server.in_flight += 1
             server.max_in_flight = max(server.max_in_flight, server.in_flight)
         try:
+            deadline = time.monotonic() + 20
+            while held and server.in_flight < step.hold_until_in_flight and time.monotonic() < deadline:
+                time.sleep(0.01)
             time.sleep(step.delay)
             data = step.body if isinstance(step.body, str) else json.dumps(step.body)
             self.send_response(step.status)
@@ -579,7 +586,7 @@ def ask_in_threads(endpoint, count: int):
 
 @pytest.mark.parametrize("limit", [1, 2])
 def test_the_concurrency_limit_holds_across_connections(transactional_db, serve, limit):
-    server = serve(Step(body=openai_reply(), delay=0.3))
+    server = serve(Step(body=openai_reply(), delay=0.3, hold_until_in_flight=limit))
     endpoint = make_endpoint("openai", server.url, concurrency_limit=limit)
     results = ask_in_threads(endpoint, 3)
     assert len(results) == 3 and all(r.usable for r in results)

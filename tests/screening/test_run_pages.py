@@ -3,14 +3,18 @@ turns a run's results into a draft review cohort."""
 
 import json
 import re
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from django.urls import reverse
+from django.utils import timezone
+from django.utils.html import escape
 
 from reviewapp.models import Cohort, Proposal
 from screening.models import Run
 from screening.services.runs import run_create
-from tests.screening_support import GENERATORS, STAGE2, drive, factor, make_roster
+from screening.views import wait_in_words
+from tests.screening_support import GENERATORS, STAGE2, drive, factor, generation_reply, make_roster
 
 QUESTION = "How does remodelling of the bone-marrow niche affect mutant clones?"
 
@@ -45,13 +49,61 @@ def test_the_form_explains_what_is_wrong_and_counts_nothing(client, roster):
     assert not Run.objects.exists()
 
 
-def test_the_form_reports_the_client_limit(client, roster):
+@pytest.mark.parametrize(
+    ("fields", "problem"),
+    [
+        ({"question": "   padded    "}, "at least 10 characters"),
+        ({"question": "x" * 2001}, "at most 2000 characters"),
+        ({"question": QUESTION, "background": "x" * 8001}, "at most 8000 characters"),
+        ({"question": QUESTION, "language": "de"}, "not a valid choice"),
+    ],
+)
+def test_the_form_refuses_what_the_api_refuses_and_keeps_what_was_typed(client, roster, fields, problem):
+    body = {"language": "en", **fields}
+    api = client.post("/api/v1/open-hypothesis/runs", body, content_type="application/json")
+    assert api.status_code == 400
+    response = client.post("/open-hypothesis/", body)
+    html = response.content.decode()
+    assert response.status_code == 200 and problem in html
+    assert fields["question"].strip()[:50] in html
+    assert not Run.objects.exists()
+
+
+def test_the_form_reports_the_client_limit_and_when_to_try_again(client, roster):
     for _ in range(3):
         start(address="127.0.0.1")
+    first = Run.objects.order_by("created_at").first()
     response = client.post("/open-hypothesis/", {"question": QUESTION, "language": "en"})
-    assert response.status_code == 200
-    assert b"3 runs in the last 24 hours" in response.content
+    assert response.status_code == 429
+    html = response.content.decode()
+    assert "3 runs in the last 24 hours" in html
     assert Run.objects.count() == 3
+    # A place frees when the first of the three leaves the 24-hour window: the page names that time, as the API's
+    # Retry-After does in seconds.
+    retry_after = int(response["Retry-After"])
+    frees_at = first.created_at + timedelta(hours=24)
+    assert abs((timezone.now() + timedelta(seconds=retry_after) - frees_at).total_seconds()) < 60
+    moment = re.search(r'<time datetime="([^"]+)">(\d\d:\d\d) UTC on ([^<]+)</time>', html)
+    assert moment, html
+    shown = datetime.fromisoformat(moment.group(1))
+    assert abs((shown - frees_at).total_seconds()) < 60
+    assert moment.group(2) == f"{shown.astimezone(UTC):%H:%M}"
+    assert re.search(r"in about 2[34] hours", html)
+
+
+@pytest.mark.parametrize(
+    "seconds, text",
+    [
+        (30, "less than a minute"),
+        (60, "about 1 minute"),
+        (61, "about 2 minutes"),
+        (3600, "about 1 hour"),
+        (3 * 3600 + 20 * 60, "about 3 hours 20 minutes"),
+        (86400, "about 24 hours"),
+    ],
+)
+def test_a_wait_is_said_as_people_say_it(seconds, text):
+    assert wait_in_words(seconds) == text
 
 
 def test_a_running_run_polls_its_live_part_and_a_finished_one_stops(client, roster):
@@ -88,6 +140,18 @@ def test_delivered_hypotheses_come_first_then_the_rest_with_forecasts_and_stage(
     assert "Delivered hypotheses (11)" in html
 
 
+def test_selected_hypotheses_without_a_verdict_are_checking_not_delivered(client, roster, coordinator):
+    run = drive(start(), max_rounds=3)
+    assert run.status == Run.Status.CHECKING_NOVELTY
+    html = client.get(page(run)).content.decode()
+    assert 'id="delivered"' not in html
+    assert "delivered <strong>0</strong>" in html
+    assert html.count("literature: checking") == 12
+    client.force_login(coordinator)
+    listed = client.get(reverse("screening-run-list")).content.decode()
+    assert re.search(r"<td>12</td>\s*<td>0</td>", listed), "the runs page counts none delivered"
+
+
 def test_simulated_runs_say_so(client, db, server):
     make_roster(server.base_url, simulated=True)
     run = drive(start())
@@ -115,6 +179,62 @@ def test_a_russian_run_offers_its_rendering_once_ready(client, roster):
     russian = client.get(page(run) + "?lang=ru").content.decode()
     statement = run.hypotheses.get(label="H1").statement
     assert f"RU {statement}" in russian
+
+
+def test_filters_list_the_delivered_or_the_selected_and_keep_the_language(client, roster, script):
+    model = GENERATORS[0]
+    script.forecast[STAGE2[0]] = lambda items, attempt: json.dumps(
+        {"forecasts": [{"id": label, "confirmed": factor(model, 1) not in text} for label, text in items]}
+    )
+    run = drive(start(language="ru"))
+    delivered = sum(h.delivered for h in run.hypotheses.all())
+    url = page(run)
+    every = client.get(url).content.decode()
+    assert every.count('<article class="hypothesis"') == 12
+    assert every.count("<details id=") == 12 and '<details id="details-H1" open' not in every  # collapsed
+    assert f'href="{url}?show=delivered" hx-get="{url}?show=delivered"' in every
+    assert ">All (12)</a>" in every and f">Delivered ({delivered})</a>" in every
+    only = client.get(url + "?show=delivered").content.decode()
+    assert only.count('<article class="hypothesis"') == delivered and 'id="other-hypotheses"' not in only
+    assert 'aria-current="page">Delivered' in only
+    selected = client.get(url + "?show=selected").content.decode()
+    assert selected.count('<article class="hypothesis"') == run.hypotheses.filter(selected=True).count()
+    russian = client.get(url + "?show=delivered&lang=ru").content.decode()
+    assert f'href="{url}?show=selected&amp;lang=ru"' in russian  # the filters keep the language
+    assert f'href="{url}?show=delivered">Show in English' in russian
+    # The collapsed line carries the verdicts.
+    summary = every.split("<summary>", 1)[1].split("</summary>", 1)[0]
+    assert "stage 1: kept" in summary and "stage 2: 3 of 3 yes" in summary and "delivered" in summary
+
+
+def test_the_model_calls_page_reads_each_call_with_its_retries(client, roster, script, coordinator, reviewer):
+    model = GENERATORS[1]
+    script.generate[model] = (
+        lambda attempt: (503, {"error": {"message": "overloaded"}}) if attempt == 1 else (generation_reply(model))
+    )
+    run = drive(start())
+    url = reverse("screening-run-calls", args=[run.public_id])
+    client.force_login(reviewer)
+    assert client.get(url).status_code == 403
+    client.force_login(coordinator)
+    html = client.get(url).content.decode()
+    calls = list(run.calls.order_by("created_at", "pk"))
+    assert html.count('<article class="card model-call"') == len(calls)
+    retried = next(call for call in calls if call.model_id == model and call.transport_attempt == 2)
+    assert retried.usable and f'id="call-{retried.pk}"' in html
+    part = html.split(f'id="call-{retried.pk}"', 1)[1].split("</article>", 1)[0]
+    assert "1.2 (transport retry)" in part and f"{retried.latency_ms} ms" in part
+    assert escape(script.requests_of(model, "generate")[0])[:200] in part  # the prompt as sent
+    assert escape(generation_reply(model))[:200] in part  # the reply's text, not the wire body
+    failed = next(call for call in calls if call.model_id == model and call.transport_attempt == 1)
+    failed_part = html.split(f'id="call-{failed.pk}"', 1)[1].split("</article>", 1)[0]
+    assert "not usable" in failed_part and "503" in failed_part and "overloaded" in failed_part
+    assert "1 was a retry" in html
+
+    download = client.get(reverse("screening-run-calls-json", args=[run.public_id]))
+    assert download["Content-Disposition"] == f'attachment; filename="open-hypothesis-{run.public_id}-calls.json"'
+    api = client.get(reverse("open-hypothesis-api-run-calls", args=[run.public_id])).json()
+    assert json.loads(download.content) == api
 
 
 def test_unknown_runs_are_404(client, db):
@@ -204,6 +324,15 @@ def test_cohort_creation_refuses_a_taken_name_and_creates_nothing(client, roster
     response = client.post(url, {"hypotheses": "selected", "name": "Taken"}, follow=True)
     assert "already exists" in response.content.decode()
     assert Cohort.objects.count() == 1 and not Proposal.objects.exists()
+
+
+def test_cohort_creation_refuses_a_name_the_cohorts_api_refuses(client, roster, coordinator):
+    run = drive(start())
+    client.force_login(coordinator)
+    url = reverse("screening-run-cohort", args=[run.public_id])
+    response = client.post(url, {"hypotheses": "selected", "name": "n" * 201}, follow=True)
+    assert "no more than 200 characters" in response.content.decode()
+    assert not Cohort.objects.exists() and not Proposal.objects.exists()
 
 
 def test_only_coordinators_create_cohorts_from_runs(client, roster, reviewer, analyst):

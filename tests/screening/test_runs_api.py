@@ -14,9 +14,7 @@ from screening.llm.models import ModelCall
 from screening.models import Run
 from tests.screening_support import (
     drive,
-    drop_broker_connections,
     make_roster,
-    use_broker,
 )
 
 RUNS = "/api/v1/open-hypothesis/runs"
@@ -210,14 +208,6 @@ def _concurrent_posts(count: int, addresses) -> list[int]:
     return statuses
 
 
-@pytest.fixture
-def memory_broker(settings, monkeypatch):
-    # Committed runs enqueue their first step: into memory here, as no worker is part of these tests.
-    use_broker(settings, monkeypatch, "memory://")
-    yield
-    drop_broker_connections()
-
-
 @pytest.mark.postgres
 def test_limits_hold_under_concurrent_requests(needs_postgres, transactional_db, memory_broker, server, settings):
     make_roster(server.base_url)
@@ -314,6 +304,20 @@ def test_delivered_is_selected_and_not_reported_or_contradicted(client, roster):
         False, False, True, False, True,
     )  # fmt: skip
     assert body["counts"]["selected"] == 11 and body["counts"]["delivered"] == 9
+
+
+def test_a_selected_hypothesis_is_not_delivered_before_its_literature_verdict(client, roster):
+    # Generation, stage 1 and stage 2 done: the run checks the literature, and no verdict is in yet.
+    run = drive(Run.objects.get(public_id=start_run(client).json()["id"]), max_rounds=3)
+    assert run.status == Run.Status.CHECKING_NOVELTY
+    body = client.get(f"{RUNS}/{run.public_id}").json()
+    assert body["counts"]["selected"] == 12 and body["counts"]["delivered"] == 0
+    assert not any(h["delivered"] for h in body["hypotheses"])
+    run.hypotheses.filter(label="H1").update(literature_verdict="not_reported")
+    run.hypotheses.filter(label="H2").update(literature_verdict="unresolved")
+    body = client.get(f"{RUNS}/{run.public_id}").json()
+    assert {h["label"] for h in body["hypotheses"] if h["delivered"]} == {"H1", "H2"}
+    assert body["counts"]["delivered"] == 2
 
 
 def test_unknown_and_malformed_run_ids_are_404(client, db):

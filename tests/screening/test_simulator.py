@@ -86,6 +86,15 @@ def test_generation_gives_ten_marked_well_formed_hypotheses_in_every_protocol(db
     assert json.loads(result.call.response_body)  # a genuine protocol reply
 
 
+def test_a_generation_reply_can_hold_another_number_of_hypotheses(db, simulator, monkeypatch):
+    endpoint = simulated_endpoint(simulator(hypotheses_per_reply=5), "openai")
+    system, user = prompts.generation_messages(question=QUESTION)
+    hypotheses = parse_hypotheses(complete(endpoint=endpoint, system=system, user=user, purpose="generate").text)
+    assert len(hypotheses) == 5 and hypotheses.problems == []
+    monkeypatch.setenv("SIMULATOR_HYPOTHESES_PER_REPLY", "3")
+    assert SimulatorConfig.from_env().hypotheses_per_reply == 3
+
+
 @pytest.mark.parametrize("protocol", PROTOCOLS)
 def test_replies_carry_the_simulated_header_and_model_name(db, simulator, protocol):
     server = simulator()

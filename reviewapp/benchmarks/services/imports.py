@@ -8,7 +8,9 @@ One file (JSON, CSV or XLSX) holds any of three tables:
   and the forecasts per model (JSON: ``"forecasts": {"model": true}``; CSV and XLSX: one ``forecast:<model>``
   column per model, empty for no vote).
 - ``scores``: task, hypothesis, judge, score (0–5), and optionally judge_company (names the company of a judge
-  the set does not have yet, which the import then adds) and reason.
+  the set does not have yet, which the import then adds) and reason;
+- the tables only the analyses read (reviewapp.benchmarks.services.analysis_inputs): forecasters, probabilities,
+  repeat_forecasts, hints, key_elements, quality_scores (judges as for scores), selection_log, selection_records.
 
 As for cohorts (reviewapp.services.imports, whose task validation this reuses): the whole file is validated before
 anything is written, a file with any problem imports nothing and every problem comes back with its table, row and
@@ -23,6 +25,7 @@ from django.db import transaction
 from django.db.models import Max
 
 from reviewapp.analysis.judges import company_key, judge_score
+from reviewapp.analysis.originality import DIMENSIONS
 from reviewapp.benchmarks.models import (
     BenchmarkHypothesis,
     BenchmarkImport,
@@ -30,6 +33,26 @@ from reviewapp.benchmarks.models import (
     BenchmarkTask,
     Judge,
     JudgeScore,
+    QualityScore,
+)
+from reviewapp.benchmarks.services.analysis_inputs import (
+    ANALYSIS_CSV_TABLES,
+    ANALYSIS_FIELDS,
+    ANALYSIS_FREE_TEXT,
+    ANALYSIS_REQUIRED,
+    FORECASTERS,
+    HINTS,
+    PROBABILITIES,
+    QUALITY_SCORES,
+    REPEAT_FORECASTS,
+    SELECTION_RECORDS,
+    AnalysisInputsPlan,
+    clean_number,
+    clean_probability,
+    clean_quality,
+    clean_status,
+    clean_whole,
+    quality_scores_write,
 )
 from reviewapp.models import ResearchTask
 
@@ -38,6 +61,7 @@ from reviewapp.services.imports import (
     TASK_FIELDS,
     TASKS,
     _check_against_database,
+    _clean_date,
     _clean_table,
     _fetch_in,
     _sha256_json,
@@ -55,7 +79,7 @@ from reviewapp.services.tabular_files import (
 )
 
 HYPOTHESES, SCORES = "hypotheses", "scores"
-TABLES = (TASKS, HYPOTHESES, SCORES)
+TABLES = (TASKS, HYPOTHESES, SCORES, *ANALYSIS_FIELDS)
 HYPOTHESIS_FIELDS = (
     "task",
     "id",
@@ -66,14 +90,19 @@ HYPOTHESIS_FIELDS = (
     "prediction",
     "first_stage",
     "selected",
+    "confirmed",
     "forecasts",
 )
+# Fields a hypothesis's content fingerprint covers only when given, so that the fingerprints of hypotheses imported
+# before the field existed stay what they were.
+_FINGERPRINT_WHEN_GIVEN = ("confirmed",)
 SCORE_FIELDS = ("task", "hypothesis", "judge", "judge_company", "score", "reason")
-FIELDS = {TASKS: TASK_FIELDS, HYPOTHESES: HYPOTHESIS_FIELDS, SCORES: SCORE_FIELDS}
+FIELDS = {TASKS: TASK_FIELDS, HYPOTHESES: HYPOTHESIS_FIELDS, SCORES: SCORE_FIELDS, **ANALYSIS_FIELDS}
 REQUIRED = {
     TASKS: ("key", "question", "reference_statement"),
     HYPOTHESES: ("task", "id", "generator", "generator_company", "statement", "selected"),
     SCORES: ("task", "hypothesis", "judge", "score"),
+    **ANALYSIS_REQUIRED,
 }
 # In CSV and XLSX the forecasts are one column per model.
 FORECAST_COLUMN_PREFIX = "forecast:"
@@ -83,16 +112,18 @@ BENCHMARK_FILE = TableFile(
     fields=FIELDS,
     required=REQUIRED,
     csv_tables=(
+        *ANALYSIS_CSV_TABLES,
         (SCORES, frozenset({"hypothesis", "judge", "score"})),
         (HYPOTHESES, frozenset({"task", "id", "statement"})),
         (TASKS, frozenset({"key", "question"})),
     ),
-    holds="tasks, hypotheses or scores",
-    json_lists="“tasks”, “hypotheses” and/or “scores” lists",
-    json_keys="“tasks”, “hypotheses” and/or “scores”",
+    holds="tasks, hypotheses, scores or the analyses' tables",
+    json_lists="“tasks”, “hypotheses”, “scores” and/or the analyses' lists",
+    json_keys=", ".join(f"“{table}”" for table in TABLES),
     csv_header_rule="a tasks table needs the columns key and question, a hypotheses table the columns task, id and "
-    "statement, a scores table the columns hypothesis, judge and score (comma-separated, header on the first line).",
-    sheet_rule="its sheets must be named “tasks”, “hypotheses” or “scores”.",
+    "statement, a scores table the columns hypothesis, judge and score; the analyses' tables are named in "
+    "docs/analysis.md (comma-separated, header on the first line).",
+    sheet_rule="its sheets must be named " + ", ".join(f"“{table}”" for table in TABLES) + ".",
     empty="The file holds no tasks, no hypotheses and no scores.",
     keyed_columns={
         HYPOTHESES: KeyedColumns(field="forecasts", prefix=FORECAST_COLUMN_PREFIX, label="forecast", key_name="model")
@@ -112,11 +143,20 @@ class BenchmarkImportResult:
     new_scores: int
     new_judges: int
     already_imported: bool
+    analysis_records: int = 0  # rows of the analyses' tables in the file
+    new_analysis_records: int = 0
 
 
 def hypothesis_content_sha256(record: dict) -> str:
-    """sha256 of an imported hypothesis: the canonical JSON of its HYPOTHESIS_FIELDS (task a key)."""
-    return _sha256_json({name: record[name] for name in HYPOTHESIS_FIELDS})
+    """sha256 of an imported hypothesis: the canonical JSON of its HYPOTHESIS_FIELDS (task a key), those of
+    _FINGERPRINT_WHEN_GIVEN only when they hold a value."""
+    return _sha256_json(
+        {
+            name: record[name]
+            for name in HYPOTHESIS_FIELDS
+            if name not in _FINGERPRINT_WHEN_GIVEN or record.get(name) is not None
+        }
+    )
 
 
 def benchmark_import_file(*, benchmark: BenchmarkSet, filename: str, content: bytes, user) -> BenchmarkImportResult:
@@ -141,6 +181,7 @@ def benchmark_import_file(*, benchmark: BenchmarkSet, filename: str, content: by
             task_count=len(records[TASKS]),
             hypothesis_count=len(records[HYPOTHESES]),
             score_count=len(records[SCORES]),
+            analysis_record_count=sum(len(records[table]) for table in ANALYSIS_FIELDS),
         )
         counts = plan.write(batch)
     return BenchmarkImportResult(
@@ -148,6 +189,7 @@ def benchmark_import_file(*, benchmark: BenchmarkSet, filename: str, content: by
         hypotheses=len(records[HYPOTHESES]),
         scores=len(records[SCORES]),
         already_imported=False,
+        analysis_records=batch.analysis_record_count,
         **counts,
     )
 
@@ -162,6 +204,7 @@ def _repeated(batch: BenchmarkImport) -> BenchmarkImportResult:
         new_scores=0,
         new_judges=0,
         already_imported=True,
+        analysis_records=batch.analysis_record_count,
     )
 
 
@@ -173,11 +216,9 @@ def _read_and_check_file(filename: str, content: bytes):
 
     Raises ImportInvalid at once when the file cannot be read at all."""
     file_format, rows, problems = BENCHMARK_FILE.read(filename, content)
-    records = {
-        TASKS: _clean_tasks(rows.get(TASKS, []), problems),
-        HYPOTHESES: _clean_rows(HYPOTHESES, rows.get(HYPOTHESES, []), problems),
-        SCORES: _clean_rows(SCORES, rows.get(SCORES, []), problems),
-    }
+    records = {TASKS: _clean_tasks(rows.get(TASKS, []), problems)}
+    for table in TABLES[1:]:
+        records[table] = _clean_rows(table, rows.get(table, []), problems)
     _check_within_file(records, problems)
     return file_format, records, problems
 
@@ -247,11 +288,21 @@ def _clean_score(value):
 _CLEANERS = {
     "first_stage": _clean_bool,
     "selected": _clean_bool,
+    "confirmed": _clean_bool,
     "forecasts": _clean_forecasts,
     "score": _clean_score,
+    "probability": clean_probability,
+    "answer": _clean_bool,
+    "hint_score": clean_number,
+    **dict.fromkeys(DIMENSIONS, clean_quality),
+    "found": clean_whole,
+    "position": clean_whole,
+    "final": _clean_bool,
+    "searched_on": _clean_date,
+    "status": clean_status,
 }
 # Long texts; every other text field is an id, a name or a company.
-_FREE_TEXT = {"statement", "mechanism", "prediction", "reason"}
+_FREE_TEXT = {"statement", "mechanism", "prediction", "reason", *ANALYSIS_FREE_TEXT}
 _FREE_TEXT_LIMIT = 8000  # README "Benchmark sets"
 
 
@@ -266,16 +317,22 @@ def _max_length(table: str, name: str) -> int | None:
     return _FREE_TEXT_LIMIT if name in _FREE_TEXT else _TEXT_LIMIT
 
 
+def _by_hypothesis(*names: str):
+    return lambda r: (r["task"], r["hypothesis"], *(r[name] for name in names))
+
+
 def _check_within_file(records: dict, problems: list) -> None:
+    of_hypothesis = "for hypothesis “{0[1]}” of task “{0[0]}”"
     keyed = (
         (TASKS, lambda r: r["key"], "key", "The task key “{}”"),
         (HYPOTHESES, lambda r: (r["task"], r["id"]), "id", "The hypothesis “{0[1]}” of task “{0[0]}”"),
-        (
-            SCORES,
-            lambda r: (r["task"], r["hypothesis"], r["judge"]),
-            "judge",
-            "The score of judge “{0[2]}” for hypothesis “{0[1]}” of task “{0[0]}”",
-        ),
+        (SCORES, _by_hypothesis("judge"), "judge", "The score of judge “{0[2]}” " + of_hypothesis),
+        (QUALITY_SCORES, _by_hypothesis("judge"), "judge", "The quality scores of judge “{0[2]}” " + of_hypothesis),
+        (PROBABILITIES, _by_hypothesis("model"), "model", "The probability of “{0[2]}” " + of_hypothesis),
+        (REPEAT_FORECASTS, _by_hypothesis("model"), "model", "The repeat forecast of “{0[2]}” " + of_hypothesis),
+        (FORECASTERS, lambda r: r["model"], "model", "The forecaster “{}”"),
+        (HINTS, lambda r: r["task"], "task", "The hint score of task “{}”"),
+        (SELECTION_RECORDS, lambda r: r["pmid"], "pmid", "The record “{}”"),
     )
     for table, key_of, field, subject in keyed:
         first_row: dict[str | tuple[str, ...], int] = {}  # key → the row it is first on
@@ -286,14 +343,16 @@ def _check_within_file(records: dict, problems: list) -> None:
                 problems.append(problem(table, record["row"], field, message))
             first_row.setdefault(key, record["row"])
     companies: dict[str, str] = {}  # judge → the company first given for it
-    for record in records[SCORES]:
-        if record["judge"] and record["judge_company"]:
-            first = companies.setdefault(record["judge"], record["judge_company"])
-            if company_key(first) != company_key(record["judge_company"]):
-                message = (
-                    f"The judge “{record['judge']}” is given the companies “{first}” and “{record['judge_company']}”."
-                )
-                problems.append(problem(SCORES, record["row"], "judge_company", message))
+    for table in (SCORES, QUALITY_SCORES):
+        for record in records[table]:
+            if record["judge"] and record["judge_company"]:
+                first = companies.setdefault(record["judge"], record["judge_company"])
+                if company_key(first) != company_key(record["judge_company"]):
+                    message = (
+                        f"The judge “{record['judge']}” is given the companies “{first}” and "
+                        f"“{record['judge_company']}”."
+                    )
+                    problems.append(problem(table, record["row"], "judge_company", message))
 
 
 # Checking against the database and writing ------------------------------------------------------------
@@ -312,10 +371,11 @@ class _Plan:
         self.task_pks: dict[str, int] = {}
         self.new_hypotheses: list[dict] = []
         self.new_scores: list[dict] = []
+        self.new_quality_scores: list[dict] = []
         self.new_judges: dict[str, str] = {}  # name → company, in order of first appearance
 
     def check(self) -> list[dict]:
-        tasks, hypotheses, scores = (self.records[table] for table in TABLES)
+        tasks, hypotheses, scores = (self.records[table] for table in (TASKS, HYPOTHESES, SCORES))
         problems, self.task_pks, _ = _check_against_database(tasks, [])
         file_tasks = {record["key"] for record in tasks}
         existing = {
@@ -345,32 +405,67 @@ class _Plan:
                 "judge", "hypothesis__benchmark_task__task"
             )
         }
-        for record in scores:
+        self._check_judged(SCORES, scores, known_hypotheses, known_scores, self.new_scores, problems)
+        known_quality = {
+            (s.judge.name, s.hypothesis.benchmark_task.task.key, s.hypothesis.key): tuple(
+                getattr(s, dimension) for dimension in DIMENSIONS
+            )
+            for s in QualityScore.objects.filter(judge__benchmark=self.benchmark).select_related(
+                "judge", "hypothesis__benchmark_task__task"
+            )
+        }
+        self._check_judged(
+            QUALITY_SCORES,
+            self.records[QUALITY_SCORES],
+            known_hypotheses,
+            known_quality,
+            self.new_quality_scores,
+            problems,
+        )
+        self.analysis = AnalysisInputsPlan(
+            benchmark=self.benchmark,
+            records=self.records,
+            file_tasks=file_tasks,
+            set_tasks=self.set_tasks,
+            known_hypotheses=known_hypotheses,
+            existing_hypotheses=existing,
+        )
+        problems += self.analysis.check()
+        return problems
+
+    def _check_judged(self, table: str, records, known_hypotheses, known: dict, new: list, problems: list) -> None:
+        """Scores of judges (0–5 matches, or 1–10 quality scores): known hypotheses, judges with their companies, and
+        never a different value for what a judge already gave."""
+        for record in records:
             row, name, company = record["row"], record["judge"], record["judge_company"]
             if record["task"] and (record["task"], record["hypothesis"]) not in known_hypotheses:
                 message = (
                     f"Unknown hypothesis “{record['hypothesis']}” of task “{record['task']}”: "
                     "it is neither in this file nor in the set."
                 )
-                problems.append(problem(SCORES, row, "hypothesis", message))
+                problems.append(problem(table, row, "hypothesis", message))
                 continue
             judge = self.judges.get(name)
             if judge is not None and company and company_key(company) != company_key(judge.company):
                 message = f"The judge “{name}” of this set is from “{judge.company}”, not “{company}”."
-                problems.append(problem(SCORES, row, "judge_company", message))
+                problems.append(problem(table, row, "judge_company", message))
             elif judge is None and name not in self.new_judges:
                 if not company:
                     message = f"The set has no judge “{name}”: add the judge first, or give its judge_company here."
-                    problems.append(problem(SCORES, row, "judge", message))
+                    problems.append(problem(table, row, "judge", message))
                     continue
                 self.new_judges[name] = company
-            known = known_scores.get((name, record["task"], record["hypothesis"]))
-            if known is None:
-                self.new_scores.append(record)
-            elif record["score"] is not None and known != record["score"]:
-                message = f"The judge “{name}” already gave this hypothesis {known}; scores are never overwritten."
-                problems.append(problem(SCORES, row, "score", message))
-        return problems
+            if table == SCORES:
+                given, complete = record["score"], record["score"] is not None
+            else:
+                given = tuple(record[dimension] for dimension in DIMENSIONS)
+                complete = None not in given
+            previous = known.get((name, record["task"], record["hypothesis"]))
+            if previous is None:
+                new.append(record)
+            elif complete and previous != given:
+                message = f"The judge “{name}” already gave this hypothesis {previous}; scores are never overwritten."
+                problems.append(problem(table, row, "score" if table == SCORES else DIMENSIONS[0], message))
 
     def write(self, batch: BenchmarkImport) -> dict:
         tasks = self.records[TASKS]
@@ -419,6 +514,7 @@ class _Plan:
                     forecasts=record["forecasts"],
                     first_stage=record["first_stage"],
                     selected=record["selected"],
+                    confirmed=record["confirmed"],
                     content_sha256=hypothesis_content_sha256(record),
                     import_batch=batch,
                 )
@@ -449,9 +545,12 @@ class _Plan:
             ],
             batch_size=_WRITE_BATCH,
         )
+        analysis_records = quality_scores_write(batch, self.new_quality_scores, self.judges, hypothesis_pks)
+        analysis_records += self.analysis.write(batch, hypothesis_pks)
         return {
             "new_tasks": len(new_tasks),
             "new_hypotheses": len(hypotheses),
             "new_scores": len(self.new_scores),
             "new_judges": len(self.new_judges),
+            "new_analysis_records": analysis_records,
         }

@@ -1,10 +1,12 @@
 """Writes of benchmark sets: creating a set and its judges, running the set, and the random control.
 
 Running a set starts one Open Hypothesis run per task (the set's roster, a seed derived from the set's recorded
-seed) and leaves the rest to the screening app's state machine. When a run's hypotheses are pooled and numbered,
-and before its stage-1 request is even enqueued, `benchmark_run_pooled` records them as the task's hypotheses and
-draws the random control (docs/protocol.md#drawn-answers): one yes/no per hypothesis from the operating system's
-cryptographic generator, stored with the time and the sha256 of the frozen hypothesis set.
+seed) and leaves the rest to the screening app's state machine. When a run's generation ends, before its hypotheses
+are shuffled and numbered, `benchmark_run_pooling` draws the random control (docs/protocol.md#drawn-answers): one
+yes/no per hypothesis from the operating system's cryptographic generator, stored with the time. Once the pool is
+frozen, and before its first forecast request is even enqueued, `benchmark_run_pooled` records the hypotheses as the
+task's and gives the n-th drawn answer to the n-th hypothesis of the pool, storing the time of the freeze and the
+sha256 of the frozen hypothesis set.
 """
 
 import hashlib
@@ -18,11 +20,11 @@ from django.utils import timezone
 
 from reviewapp.benchmarks.models import BenchmarkHypothesis, BenchmarkSet, BenchmarkTask, Judge, RandomControlDraw
 from reviewapp.core.errors import ServiceError
-from reviewapp.core.queue import broker_check, enqueue_on_commit
+from reviewapp.core.queue import broker_check
 from screening.llm.models import ModelEndpoint, Roster
-from screening.models import STEPS, Run
-from screening.services.progress import RUN_ADVANCE_TASK
-from screening.services.runs import roster_snapshot, run_literature_cutoff_set
+from screening.models import Run, RunWorkItem
+from screening.services.progress import run_forecasts_repeat
+from screening.services.runs import roster_snapshot, run_literature_cutoff_set, run_start_for_set
 
 RANDOM_CONTROL_GENERATOR = "python secrets.randbelow(2)"
 # The fields of each hypothesis the frozen set's sha256 covers, in this order (docs/analysis.md#the-random-control
@@ -36,9 +38,28 @@ class BenchmarkError(ServiceError):
 
 @transaction.atomic
 def benchmark_create(
-    *, name: str, description: str = "", roster: Roster | None = None, seed: int | None = None, user=None
+    *,
+    name: str,
+    description: str = "",
+    roster: Roster | None = None,
+    seed: int | None = None,
+    design: str = BenchmarkSet.Design.POOLED,
+    forecast_question: str = Run.Question.SHORT,
+    user=None,
 ) -> BenchmarkSet:
-    """A new, empty set. Without a seed one is drawn; it is recorded either way and seeds every run of the set."""
+    """A new, empty set. Without a seed one is drawn; it is recorded either way and seeds every run of the set.
+    Without a roster the set runs on the default roster."""
+    if design not in BenchmarkSet.Design.values:
+        raise BenchmarkError(
+            f"The design must be one of {', '.join(BenchmarkSet.Design.values)}.", code="invalid_design"
+        )
+    if forecast_question not in Run.Question.values:
+        raise BenchmarkError(f"The question must be one of {', '.join(Run.Question.values)}.", code="invalid_question")
+    if design == BenchmarkSet.Design.POOLED and forecast_question != Run.Question.SHORT:
+        raise BenchmarkError(
+            "The pooled design asks the protocol's short question; the other questions need the seed-001 design.",
+            code="invalid_question",
+        )
     name = name.strip()
     if not name:
         raise BenchmarkError("Give the set a name.")
@@ -52,6 +73,8 @@ def benchmark_create(
         name=name,
         description=description.strip(),
         roster=roster,
+        design=design,
+        forecast_question=forecast_question,
         seed=secrets.randbits(63) if seed is None else seed,
         created_by=user if user is not None and user.is_authenticated else None,
     )
@@ -106,6 +129,17 @@ def complete_roster_snapshot(roster: Roster) -> dict:
     return snapshot
 
 
+def set_roster(benchmark: BenchmarkSet) -> Roster:
+    """The roster the set runs on: its own, else the default roster."""
+    roster = benchmark.roster or Roster.objects.filter(is_default=True).first()
+    if roster is None:
+        raise BenchmarkError(
+            "The set has no roster and no default roster is set up: choose a roster (or run manage.py setup_roster).",
+            code="no_roster",
+        )
+    return roster
+
+
 def benchmark_run(*, benchmark: BenchmarkSet) -> list[Run]:
     """Start one run per task that has neither a run nor hypotheses yet; returns the runs started.
 
@@ -114,9 +148,7 @@ def benchmark_run(*, benchmark: BenchmarkSet) -> list[Run]:
     broker_check()
     with transaction.atomic():
         benchmark = BenchmarkSet.objects.select_for_update().get(pk=benchmark.pk)
-        if benchmark.roster is None:
-            raise BenchmarkError("Choose the set's roster before running it.", code="no_roster")
-        roster = complete_roster_snapshot(benchmark.roster)
+        roster = complete_roster_snapshot(set_roster(benchmark))
         waiting = list(
             benchmark.benchmark_tasks.filter(run__isnull=True, hypotheses__isnull=True)
             .select_related("task")
@@ -134,18 +166,16 @@ def benchmark_run(*, benchmark: BenchmarkSet) -> list[Run]:
 def _task_run_start(benchmark: BenchmarkSet, benchmark_task: BenchmarkTask, roster: dict) -> Run:
     """Start the screening run of one task of the set (in the caller's transaction; enqueued when it commits)."""
     task = benchmark_task.task
-    run = Run.objects.create(
-        kind=Run.Kind.GENERATE,
+    run = run_start_for_set(
         question=task.question,
         background=task.background,
         shuffle_seed=task_shuffle_seed(benchmark.seed, task.key),
         roster=roster,
-        simulated=any(member["simulated"] for members in roster["roles"].values() for member in members),
-        steps={step: {"state": "pending"} for step in STEPS},
+        design=BenchmarkSet.RUN_DESIGN[benchmark.design],
+        forecast_question=benchmark.forecast_question,
     )
     benchmark_task.run = run
     benchmark_task.save(update_fields=["run"])
-    enqueue_on_commit(RUN_ADVANCE_TASK, run.pk)
     return run
 
 
@@ -160,11 +190,33 @@ def benchmark_task_rerun(*, benchmark: BenchmarkSet, task_key: str) -> Run:
             raise BenchmarkError(f"The set has no task “{task_key}”.", code="not_found", status=404)
         if benchmark_task.run is None or not benchmark_task.run.status.startswith("failed"):
             raise BenchmarkError("Only a task whose run failed can be run again.", code="run_not_failed", status=409)
-        if benchmark.roster is None:
-            raise BenchmarkError("Choose the set's roster before running it.", code="no_roster")
+        roster = complete_roster_snapshot(set_roster(benchmark))
         benchmark_task.hypotheses.all().delete()
         RandomControlDraw.objects.filter(benchmark_task=benchmark_task).delete()
-        return _task_run_start(benchmark, benchmark_task, complete_roster_snapshot(benchmark.roster))
+        return _task_run_start(benchmark, benchmark_task, roster)
+
+
+def benchmark_forecasts_repeat(*, benchmark: BenchmarkSet) -> list[tuple[str, int]]:
+    """Send every forecast request of the set's runs again, byte for byte and in the same order, for each task whose
+    run has made its selection and was not asked again yet (docs/protocol.md#repeating-the-forecasts); the answers
+    are stored as round 2 beside the first. Returns (task key, requests queued) per task."""
+    broker_check()
+    with transaction.atomic():
+        benchmark = BenchmarkSet.objects.select_for_update().get(pk=benchmark.pk)
+        repeated = RunWorkItem.objects.filter(step=RunWorkItem.Step.REPEAT).values("run_id")
+        due = list(
+            benchmark.benchmark_tasks.filter(run__status__in=Run.SELECTION_MADE_STATUSES)
+            .exclude(run__in=repeated)
+            .select_related("task", "run")
+            .order_by("position", "pk")
+        )
+        if not due:
+            raise BenchmarkError(
+                "No task's run has made its selection without having been asked again already.",
+                code="nothing_to_repeat",
+                status=409,
+            )
+        return [(bt.task.key, run_forecasts_repeat(run=cast(Run, bt.run))) for bt in due]
 
 
 # The random control --------------------------------------------------------------------------------------
@@ -182,27 +234,52 @@ def frozen_set_sha256(hypotheses: list[dict]) -> str:
     return hashlib.sha256(canonical.encode()).hexdigest()
 
 
-def random_control_draw(*, benchmark_task: BenchmarkTask, hypotheses: list[dict]) -> RandomControlDraw:
-    """Draw and store one random yes/no per hypothesis (keys in pool order) for a task, once."""
-    answers = {hypothesis["id"]: secrets.randbelow(2) == 1 for hypothesis in hypotheses}
+def random_control_draw(*, benchmark_task: BenchmarkTask, count: int) -> RandomControlDraw:
+    """Draw and store one random yes/no per hypothesis for a task, once, before its pool is shuffled and numbered."""
     draw, _ = RandomControlDraw.objects.get_or_create(
         benchmark_task=benchmark_task,
         defaults={
             "drawn_at": timezone.now(),
-            "hypotheses_sha256": frozen_set_sha256(hypotheses),
-            "hypothesis_count": len(hypotheses),
-            "answers": answers,
+            "hypothesis_count": count,
+            "sequence": [secrets.randbelow(2) == 1 for _ in range(count)],
             "generator": RANDOM_CONTROL_GENERATOR,
         },
     )
     return draw
 
 
+def random_control_freeze(*, draw: RandomControlDraw, hypotheses: list[dict], frozen_at) -> None:
+    """Give the drawn answers out in pool order (the n-th to the n-th hypothesis) once the pool is frozen, and
+    fingerprint the frozen set. A draw given out already is left as it is."""
+    if draw.frozen_at is not None:
+        return
+    if len(hypotheses) != len(draw.sequence):
+        raise BenchmarkError(f"{len(draw.sequence)} answers were drawn for a pool of {len(hypotheses)} hypotheses.")
+    draw.answers = {hypothesis["id"]: answer for hypothesis, answer in zip(hypotheses, draw.sequence, strict=True)}
+    draw.hypotheses_sha256 = frozen_set_sha256(hypotheses)
+    draw.frozen_at = frozen_at
+    draw.save(update_fields=["answers", "hypotheses_sha256", "frozen_at"])
+
+
+def _set_task_of(run: Run) -> BenchmarkTask | None:
+    return BenchmarkTask.objects.select_related("task").filter(run=run).first()
+
+
+def benchmark_run_pooling(*, run: Run, count: int) -> None:
+    """Called by the screening state machine when a run's generation ends, inside the transaction that pools its
+    hypotheses and before they are shuffled and numbered: a set's run draws its random control here
+    (docs/protocol.md#drawn-answers). Any other run is left alone."""
+    benchmark_task = _set_task_of(run)
+    if benchmark_task is not None:
+        random_control_draw(benchmark_task=benchmark_task, count=count)
+
+
 def benchmark_run_pooled(*, run: Run) -> None:
     """Called by the screening state machine right after it pooled and numbered a run's hypotheses, inside that
-    transaction and before the stage-1 request exists: a set's run records its hypotheses and draws its random
-    control here, and sets the run's literature cutoff to its task's publication date. Any other run is left alone."""
-    benchmark_task = BenchmarkTask.objects.select_related("task").filter(run=run).first()
+    transaction and before the stage-1 request exists: a set's run records its hypotheses, gives out the random
+    control's answers in pool order, and sets the run's literature cutoff to its task's publication date. Any other
+    run is left alone."""
+    benchmark_task = _set_task_of(run)
     if benchmark_task is None:
         return
     # The run answers the task: only what was published before the task's article counts in its literature check.
@@ -223,8 +300,12 @@ def benchmark_run_pooled(*, run: Run) -> None:
     except IntegrityError:
         # Already recorded: the pooling transition happens once, but a retried call must not fail the run.
         pass
-    random_control_draw(
-        benchmark_task=benchmark_task,
+    draw = RandomControlDraw.objects.filter(benchmark_task=benchmark_task).first()
+    if draw is None:
+        # A pool made before draws came first (or by another path): drawn now, still before any forecast.
+        draw = random_control_draw(benchmark_task=benchmark_task, count=len(pooled))
+    random_control_freeze(
+        draw=draw,
         hypotheses=[
             {
                 "id": h.label,
@@ -236,4 +317,5 @@ def benchmark_run_pooled(*, run: Run) -> None:
             }
             for h in pooled
         ],
+        frozen_at=run.pooled_at or timezone.now(),
     )

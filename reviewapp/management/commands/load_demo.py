@@ -1,15 +1,26 @@
-from django.conf import settings
 from django.contrib.auth.models import User
 from django.core.management.base import BaseCommand, CommandError
 
-from reviewapp.demo import demo_load, demo_panel_start
+from reviewapp.demo.banner import banner_text, banner_write
+from reviewapp.demo.cohort import demo_load
+from reviewapp.demo.work import demo_work_start
 from reviewapp.services.cohorts import CohortError
 from reviewapp.services.imports import ImportInvalid
 from reviewapp.services.reviews import ReviewError
 
 
 class Command(BaseCommand):
-    help = "Load the demo cohort (biology of ageing, written for demonstration) and print fresh demo logins."
+    help = (
+        "Load the demo (biology of ageing, written for demonstration), queue its simulated automated work and write "
+        "fresh demo logins to the start-up banner file."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument(
+            "--no-logins",
+            action="store_true",
+            help="write the logins only to the banner file (bin/run-local prints it once the servers are up)",
+        )
 
     def handle(self, *args, **options):
         try:
@@ -29,18 +40,19 @@ class Command(BaseCommand):
             "",
             f"Demo cohort “{cohort.name}” ({state}): {cohort.proposals.count()} proposals over {tasks} research "
             f"tasks, {cohort.reviewers_per_proposal} reviewers per proposal, {cohort.get_status_display().lower()}.",
-            "",
-            f"Open http://127.0.0.1:{settings.PORT}/ and log in with a demo account:",
-            f"  {'username':<18} {'role':<12} password",
-            *(f"  {login.username:<18} {login.role:<12} {login.password}" for login in loaded.logins),
-            "These passwords are new each time `make run` starts (each run of load_demo); earlier ones stop working.",
         ]
-        if demo_panel_start(cohort):
-            lines += [
-                "",
-                "The simulated AI review panel and its pairwise critique of the demo cohort are queued; the worker "
-                "fills the cohort's AI panel pages within a minute (labelled simulated).",
-            ]
+        work = demo_work_start(cohort)
+        if work.queued:
+            lines += ["Queued for the worker (simulated models, labelled simulated wherever they show):"]
+            lines += [f"  - {label}" for label in work.queued]
+            lines += ["Their pages fill within a few minutes of the start."]
+        lines += [f"Not queued: {reason}" for reason in work.skipped]
         if not User.objects.filter(is_superuser=True).exists():
             lines.append("No administrator account exists yet; create one with `python manage.py createsuperuser`.")
+        banner = banner_text(loaded.logins)
+        path = banner_write(banner)
+        if options["no_logins"]:
+            lines.append(f"The demo logins are in {path}; they are printed once the servers are up.")
+        else:
+            lines += ["", banner.rstrip("\n")]
         self.stdout.write("\n".join([*lines, ""]))

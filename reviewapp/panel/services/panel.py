@@ -34,7 +34,6 @@ from reviewapp.selectors.exports import spreadsheet_text
 from reviewapp.selectors.packets import ProposalPacket, proposal_packets
 from reviewapp.selectors.revisions import first_parents
 from reviewapp.services.jobs import JobError, JobResult, ProgressCallback, job_create
-from screening.llm import roster_endpoint
 from screening.models import Hypothesis, Run
 
 PURPOSE_REVIEW, PURPOSE_REVISION = "panel_review", "panel_revision"
@@ -58,8 +57,10 @@ def _refuse_if_running(**params) -> None:
 
 def panel_start_for_cohort(*, cohort: Cohort, redo: bool = False, user) -> BackgroundJob:
     """Review every proposal of the cohort (those with a complete panel only again when `redo`), then judge each
-    revised proposal against its predecessor."""
-    role_endpoints(ROLES)
+    revised proposal against its predecessor. Refused (503 not_configured) when the roster lacks a panel role, or
+    the revision judge while the cohort has revised proposals: the panel is never run with a part silently left out."""
+    revised = first_parents(child_ids=cohort.proposals.values("pk"))
+    role_endpoints(ROLES + ((prompts.REVISION_JUDGE,) if revised else ()))
     with transaction.atomic():
         Cohort.objects.select_for_update().filter(pk=cohort.pk).first()
         if not cohort.proposals.exists():
@@ -125,8 +126,10 @@ def panel_job_run(job: BackgroundJob, report_progress: ProgressCallback) -> JobR
         packets = {subjects[pk]: packet for pk, packet in proposal_packets(proposal_ids=list(subjects)).items()}
     else:
         packets = subject_packets(job.params.get("subject_ids", []))
+    revisions = _revision_work(cohort, subjects, redo) if cohort is not None else []
+    roles = ROLES + ((prompts.REVISION_JUDGE,) if revisions else ())
     try:
-        answerers = {role: Answerer(endpoint, stored_prompt(role)) for role, endpoint in role_endpoints(ROLES).items()}
+        answerers = {role: Answerer(endpoint, stored_prompt(role)) for role, endpoint in role_endpoints(roles).items()}
     except PanelError as exc:
         raise JobError(exc.message) from exc
     done = set()
@@ -139,10 +142,7 @@ def panel_job_run(job: BackgroundJob, report_progress: ProgressCallback) -> JobR
     items: list = [
         ("review", subject, role) for subject in sorted(packets) for role in ROLES if (subject, role) not in done
     ]
-    revisions = _revision_work(cohort, subjects, redo) if cohort is not None else []
-    revision_judge = roster_endpoint(prompts.REVISION_JUDGE) if revisions else None
-    if revision_judge is not None:
-        answerers[prompts.REVISION_JUDGE] = Answerer(revision_judge, stored_prompt(prompts.REVISION_JUDGE))
+    if revisions:
         parents = {parent for _, _, parent in revisions}
         parent_packets = proposal_packets(proposal_ids=parents - set(subjects))
         by_proposal = {pk: packets[subject] for pk, subject in subjects.items()}

@@ -5,13 +5,15 @@ outside `transaction.atomic`: concurrency slots and call records must be visible
 """
 
 import hashlib
+import json
 import os
+from dataclasses import dataclass
 
 from screening.llm.models import ModelCall, ModelEndpoint
 from screening.llm.providers import anthropic, gemini, openai_compat
 from screening.llm.providers.transport import Completion, call_with_retries, encode_body
 
-__all__ = ["Completion", "complete", "request_body", "request_seed"]
+__all__ = ["CallTranscript", "Completion", "call_transcript", "complete", "request_body", "request_seed"]
 
 ADAPTERS = {
     ModelEndpoint.Protocol.OPENAI: openai_compat,
@@ -94,3 +96,24 @@ def complete(
         run=run,
         protocol_attempt=protocol_attempt,
     )
+
+
+@dataclass(frozen=True)
+class CallTranscript:
+    """A recorded call as people read it: the prompt sent and the reply's text (None when the body holds none)."""
+
+    system: str
+    user: str
+    reply: str | None
+
+
+def call_transcript(call: ModelCall) -> CallTranscript:
+    """The prompt and reply of a recorded call, read with the adapter of its endpoint's wire protocol."""
+    adapter = ADAPTERS[call.endpoint.protocol]
+    system, user = adapter.read_messages(call.request_body if isinstance(call.request_body, dict) else {})
+    try:
+        data = json.loads(call.response_body) if call.response_body else None
+    except ValueError:
+        data = None
+    reply = adapter.read_reply(data).text if isinstance(data, dict) else None
+    return CallTranscript(system=system, user=user, reply=reply)

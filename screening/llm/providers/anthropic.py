@@ -46,6 +46,14 @@ def build_body(endpoint, *, system: str, user: str, json_mode: bool, json_schema
     return body
 
 
+def read_messages(body: dict) -> tuple[str, str]:
+    """(system, user) of a request body this adapter built, for the readable list of a run's calls."""
+    messages = body.get("messages") if isinstance(body.get("messages"), list) else []
+    user = "".join(m.get("content", "") for m in messages if isinstance(m, dict) and isinstance(m.get("content"), str))
+    system = body.get("system")
+    return (system if isinstance(system, str) else ""), user
+
+
 def read_reply(data: dict) -> Reply:
     usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
     # All input counts: uncached, written to the cache and read from it.

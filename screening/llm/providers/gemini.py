@@ -36,6 +36,17 @@ def build_body(endpoint, *, system: str, user: str, json_mode: bool, json_schema
     }
 
 
+def _parts_text(content) -> str:
+    parts = content.get("parts") if isinstance(content, dict) and isinstance(content.get("parts"), list) else []
+    return "".join(part.get("text", "") for part in parts if isinstance(part, dict))
+
+
+def read_messages(body: dict) -> tuple[str, str]:
+    """(system, user) of a request body this adapter built, for the readable list of a run's calls."""
+    contents = body.get("contents") if isinstance(body.get("contents"), list) else []
+    return _parts_text(body.get("systemInstruction")), "".join(_parts_text(content) for content in contents)
+
+
 def read_reply(data: dict) -> Reply:
     usage = data.get("usageMetadata") if isinstance(data.get("usageMetadata"), dict) else {}
     # Output is the answer and the thinking; candidatesTokenCount is absent when the whole budget went on thinking.

@@ -34,6 +34,18 @@ def build_body(endpoint, *, system: str, user: str, json_mode: bool, json_schema
     return body
 
 
+def read_messages(body: dict) -> tuple[str, str]:
+    """(system, user) of a request body this adapter built, for the readable list of a run's calls."""
+    messages = body.get("messages") if isinstance(body.get("messages"), list) else []
+    texts = {role: "" for role in ("system", "user")}
+    for message in messages:
+        if isinstance(message, dict):
+            role = "system" if message.get("role") in ("system", "developer") else message.get("role")
+            if role in texts:
+                texts[role] += _content_text(message.get("content"))
+    return texts["system"], texts["user"]
+
+
 def _content_text(content) -> str:
     if isinstance(content, str):
         return content

@@ -1,0 +1,1246 @@
+"""The tables of the appendices' analyses (reviewapp.benchmarks.study), each shown on the statistics page, offered as
+CSV and written into the bundle's analysis.json: one table builder per analysis, one formatting of every kind of
+value (docs/protocol.md#reporting).
+
+A Table holds typed columns and rows of raw values; an interval is an Estimate, which a CSV spreads over four
+columns (value, low, high, undefined resamples) and a page prints as "73.7% [50.0; 90.9]".
+"""
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from reviewapp.analysis import DIMENSIONS
+from reviewapp.benchmarks.statistics import BenchmarkStatistics
+from reviewapp.benchmarks.study import GeneratorStudy, MatrixStatus, StudyStatistics
+from reviewapp.figures import COLOURS, new_figure, no_data
+
+# Kinds of column: how a value prints and how many CSV columns it takes.
+TEXT, INT, SHARE, RATIO, NUMBER, P, FLAG = "text", "int", "share", "ratio", "number", "p", "flag"
+ESTIMATE_SHARE, ESTIMATE_RATIO, ESTIMATE_NUMBER = "estimate_share", "estimate_ratio", "estimate_number"
+ESTIMATES = (ESTIMATE_SHARE, ESTIMATE_RATIO, ESTIMATE_NUMBER)
+# A table with more rows than this is folded on the page (the CSV has them all).
+FOLD_ROWS = 25
+
+
+def _rounded(value, digits: int = 4):
+    return None if value is None else round(float(value), digits)
+
+
+def _shown(value, kind: str) -> str:
+    if value is None:
+        return "–"
+    if kind in ESTIMATES:
+        if value.value is None:
+            return "–"
+        scale, digits, unit = (100, 1, "%") if kind == ESTIMATE_SHARE else (1, 2, "")
+        text = f"{value.value * scale:.{digits}f}{unit}"
+        if value.low is not None:
+            text += f" [{value.low * scale:.{digits}f}; {value.high * scale:.{digits}f}]"
+        return text
+    if kind == SHARE:
+        return f"{value * 100:.1f}%"
+    if kind in (RATIO, NUMBER):
+        return f"{value:.2f}"
+    if kind == P:
+        return f"{value:.4f}" if value >= 0.0001 else f"{value:.1e}"
+    if kind == FLAG:
+        return "yes" if value else "no"
+    return str(value)
+
+
+@dataclass(frozen=True)
+class Column:
+    key: str
+    label: str
+    kind: str = TEXT
+
+
+@dataclass(frozen=True)
+class Table:
+    columns: tuple[Column, ...]
+    rows: list[dict] = field(default_factory=list)
+    notes: tuple[str, ...] = ()  # what the set lacks, said plainly instead of computing something else
+
+    def header(self) -> list[str]:
+        names = []
+        for column in self.columns:
+            names.append(column.key)
+            if column.kind in ESTIMATES:
+                names += [f"{column.key}_low", f"{column.key}_high", f"{column.key}_undefined_resamples"]
+        return names
+
+    def csv_rows(self) -> list[list]:
+        """The header, then one list of raw values per row (intervals as four columns)."""
+        out = [self.header()]
+        for row in self.rows:
+            values = []
+            for column in self.columns:
+                value = row.get(column.key)
+                if column.kind in ESTIMATES:
+                    if value is None:
+                        values += [None, None, None, None]
+                    else:
+                        values += [_rounded(value.value), _rounded(value.low), _rounded(value.high)]
+                        values.append(value.undefined_resamples)
+                elif column.kind in (SHARE, RATIO, NUMBER, P):
+                    values.append(_rounded(value, 6 if column.kind == P else 4))
+                else:
+                    values.append(value)
+            out.append(values)
+        return out
+
+    def display_rows(self) -> list[list[str]]:
+        return [[_shown(row.get(column.key), column.kind) for column in self.columns] for row in self.rows]
+
+    @property
+    def folded(self) -> bool:
+        return len(self.rows) > FOLD_ROWS
+
+    def as_json(self) -> dict:
+        rows = self.csv_rows()
+        return {"columns": rows[0], "rows": rows[1:], "notes": list(self.notes)}
+
+
+def _study(statistics: BenchmarkStatistics) -> StudyStatistics | None:
+    return statistics.study
+
+
+def _seed(statistics: BenchmarkStatistics, family: str) -> int:
+    return statistics.seeds.get(family, 0)
+
+
+def _lacking(study: GeneratorStudy) -> str:
+    matrix: MatrixStatus = study.matrix
+    if not matrix.models:
+        return f"{study.generator}: no forecasts."
+    return (
+        f"{study.generator}: the set lacks the full forecast matrix ({matrix.missing_answers} of "
+        f"{matrix.hypotheses * len(matrix.models)} answers of {', '.join(matrix.models)} are missing; a set of pooled "
+        "runs asks the second-stage models only about what the first stage kept)."
+    )
+
+
+def _p_columns(prefix: str = "") -> tuple[Column, ...]:
+    return (
+        Column(f"{prefix}p_value", "p", P),
+        Column(f"{prefix}method", "method"),
+        Column(f"{prefix}differing_tasks", "tasks differing", INT),
+        Column(f"{prefix}holm_p_value", "p (Holm)", P),
+    )
+
+
+def _p_values(test, holm_p) -> dict:
+    if test is None:
+        return {}
+    return {
+        "p_value": test.p_value,
+        "method": test.method,
+        "differing_tasks": test.differing_tasks,
+        "holm_p_value": holm_p,
+        "difference": test.difference,
+    }
+
+
+SEED = Column("seed", "seed", INT)
+
+
+# Е/М.6: generation ---------------------------------------------------------------------------------------------
+
+
+def generation_table(statistics: BenchmarkStatistics) -> Table:
+    columns = (
+        Column("generator", "Generator"),
+        Column("tasks", "Tasks", INT),
+        Column("judged", "Judged", INT),
+        Column("matches", "Matches", INT),
+        Column("match_rate", "Match rate", ESTIMATE_SHARE),
+        Column("strict_matches", "Strict matches", INT),
+        Column("strict_match_rate", "Strict match rate", ESTIMATE_SHARE),
+        SEED,
+    )
+    study = _study(statistics)
+    rows = [
+        {
+            "generator": rate.generator,
+            "tasks": rate.tasks,
+            "judged": rate.hypotheses,
+            "matches": rate.primary_matches,
+            "match_rate": rate.primary,
+            "strict_matches": rate.strict_matches,
+            "strict_match_rate": rate.strict,
+            "seed": _seed(statistics, "generation"),
+        }
+        for rate in (study.generation if study else ())
+    ]
+    return Table(columns, rows, () if rows else ("No judged hypotheses yet.",))
+
+
+def generator_comparisons_table(statistics: BenchmarkStatistics) -> Table:
+    columns = (
+        Column("first", "First"),
+        Column("second", "Second"),
+        Column("tasks", "Common tasks", INT),
+        Column("first_rate", "First's match rate", SHARE),
+        Column("second_rate", "Second's match rate", SHARE),
+        Column("difference", "Difference", ESTIMATE_SHARE),
+        *_p_columns(),
+        SEED,
+    )
+    study = _study(statistics)
+    rows = []
+    for item in study.generator_comparisons if study else ():
+        rows.append(
+            {
+                "first": item.first,
+                "second": item.second,
+                "tasks": item.tasks,
+                "first_rate": item.first_rate,
+                "second_rate": item.second_rate,
+                **_p_values(item.test, item.holm_p_value),
+                "difference": item.difference,
+                "seed": _seed(statistics, "generation"),
+            }
+        )
+    return Table(columns, rows, () if rows else ("Comparisons need two generators with judged hypotheses.",))
+
+
+# Д: majority and unanimity -------------------------------------------------------------------------------------
+
+_SELECTION_COLUMNS = (
+    Column("judged", "Judged", INT),
+    Column("selected", "Selected", INT),
+    Column("selected_matches", "Selected matches", INT),
+    Column("precision", "Precision", ESTIMATE_SHARE),
+    Column("base_rate", "Base rate", ESTIMATE_SHARE),
+    Column("enrichment", "Enrichment", ESTIMATE_RATIO),
+    Column("sensitivity", "Sensitivity", ESTIMATE_SHARE),
+)
+
+
+def _selection_values(summary) -> dict:
+    if summary is None:
+        return {}
+    return {
+        "judged": summary.hypotheses,
+        "selected": summary.selected,
+        "selected_matches": summary.selected_matches,
+        "precision": summary.precision,
+        "base_rate": summary.base_rate,
+        "enrichment": summary.enrichment,
+        "sensitivity": summary.sensitivity,
+    }
+
+
+RULE_NAMES = {"own": "own forecast", "model": "outside forecaster", "majority": "majority", "unanimity": "unanimity"}
+
+
+def forecast_rules_table(statistics: BenchmarkStatistics) -> Table:
+    columns = (
+        Column("generator", "Generator"),
+        Column("rule", "Rule"),
+        Column("forecasters", "Forecasters counted"),
+        *_SELECTION_COLUMNS,
+        SEED,
+    )
+    study = _study(statistics)
+    rows, notes = [], []
+    for g in study.generators if study else ():
+        if g.forecast_rules is None:
+            notes.append(_lacking(g))
+            continue
+        if g.own_model is None:
+            notes.append(f"{g.generator}: no forecaster of {g.company or 'its company'} is known, so no own forecast.")
+        for rule in g.forecast_rules.rules:
+            rows.append(
+                {
+                    "generator": g.generator,
+                    "rule": RULE_NAMES[rule.rule],
+                    "forecasters": ", ".join(rule.models),
+                    **_selection_values(rule.summary),
+                    "seed": _seed(statistics, "selection"),
+                }
+            )
+    return Table(columns, rows, tuple(notes))
+
+
+# Ж: trimmed lists ----------------------------------------------------------------------------------------------
+
+
+def trimmed_lists_table(statistics: BenchmarkStatistics) -> Table:
+    columns = (
+        Column("generator", "Generator"),
+        Column("model", "Model"),
+        Column("yes", "Its yes", INT),
+        Column("yes_matching", "Of which matching", INT),
+        Column("group_list_length", "Group list", INT),
+        Column("group_matches", "Group matches", INT),
+        Column("mean", "Random cut: mean", NUMBER),
+        Column("mean_share", "Mean share of the list", SHARE),
+        Column("low", "Range low", INT),
+        Column("high", "Range high", INT),
+        Column("simulated_mean", "Simulated mean", NUMBER),
+        Column("simulated_low", "Simulated low", INT),
+        Column("simulated_high", "Simulated high", INT),
+        Column("group_above_range", "Group above the range", FLAG),
+        SEED,
+    )
+    study = _study(statistics)
+    rows, notes = [], []
+    for g in study.generators if study else ():
+        if not g.matrix.complete:
+            notes.append(_lacking(g))
+            continue
+        trimmed = g.trimmed
+        if trimmed is None:
+            notes.append(f"{g.generator}: no judged selection yet.")
+            continue
+        whole = trimmed.whole_set
+        rows.append(
+            {
+                "generator": g.generator,
+                "model": "whole set",
+                "yes": whole.population,
+                "yes_matching": whole.matching,
+                "group_list_length": trimmed.group_length,
+                "group_matches": trimmed.group_matches,
+                "mean": whole.mean,
+                "mean_share": whole.mean_share,
+                "low": whole.low,
+                "high": whole.high,
+                "group_above_range": trimmed.group_matches > whole.high,
+            }
+        )
+        for item in trimmed.models:
+            cut = item.trimmed
+            rows.append(
+                {
+                    "generator": g.generator,
+                    "model": item.model,
+                    "yes": item.positives,
+                    "yes_matching": item.positive_matches,
+                    "group_list_length": trimmed.group_length,
+                    "group_matches": trimmed.group_matches,
+                    **(
+                        {
+                            "mean": cut.exact.mean,
+                            "mean_share": cut.exact.mean_share,
+                            "low": cut.exact.low,
+                            "high": cut.exact.high,
+                            "simulated_mean": cut.simulated_mean,
+                            "simulated_low": cut.simulated_low,
+                            "simulated_high": cut.simulated_high,
+                            "group_above_range": cut.group_above_range,
+                            "seed": cut.seed,
+                        }
+                        if cut
+                        else {}
+                    ),
+                }
+            )
+            if cut is None:
+                notes.append(f"{g.generator}: {item.model} said yes less often than the group selected.")
+    return Table(columns, rows, tuple(notes))
+
+
+def trimmed_lists_plot(statistics: BenchmarkStatistics):
+    table = trimmed_lists_table(statistics)
+    rows = [row for row in table.rows if row.get("low") is not None]
+    figure = new_figure(7.5, 1.4 + 0.38 * max(1, len(rows)))
+    axes = figure.add_subplot()
+    if not rows:
+        return no_data(figure, axes, "Random cuts need the full forecast matrix and a judged selection.")
+    for index, row in enumerate(rows):
+        axes.plot([row["low"], row["high"]], [index, index], color=COLOURS[0], linewidth=3)
+        axes.plot(row["mean"], index, "o", color=COLOURS[0])
+        axes.plot(row["group_matches"], index, "D", color=COLOURS[1])
+    axes.set_yticks(range(len(rows)), [f"{row['generator']} · {row['model']}" for row in rows], fontsize=8)
+    axes.invert_yaxis()
+    axes.set_xlabel("Matches in a random list of the group's length: mean and central 95% range (◆ the group)")
+    axes.set_title("Single-model lists cut to the group's length", fontsize=11)
+    return figure
+
+
+# З: balanced accuracy ------------------------------------------------------------------------------------------
+
+
+def balanced_accuracy_table(statistics: BenchmarkStatistics) -> Table:
+    columns = (
+        Column("rule", "Forecaster or rule"),
+        Column("statements", "Statements", INT),
+        Column("confirmed", "Confirmed", INT),
+        Column("refuted", "Refuted", INT),
+        Column("balanced_set", "50/50", FLAG),
+        Column("balanced_accuracy", "Balanced accuracy", ESTIMATE_SHARE),
+        Column("accuracy", "Accuracy", ESTIMATE_SHARE),
+        Column("sensitivity", "Sensitivity", ESTIMATE_SHARE),
+        Column("specificity", "Specificity", ESTIMATE_SHARE),
+        SEED,
+    )
+    study = _study(statistics)
+    rows = [
+        {
+            "rule": item.rule,
+            "statements": item.result.statements,
+            "confirmed": item.result.confirmed,
+            "refuted": item.result.refuted,
+            "balanced_set": item.result.balanced_set,
+            "balanced_accuracy": item.result.balanced_accuracy,
+            "accuracy": item.result.accuracy,
+            "sensitivity": item.result.sensitivity,
+            "specificity": item.result.specificity,
+            "seed": item.result.seed,
+        }
+        for item in (study.balanced_accuracy if study else ())
+    ]
+    note = "The set has no statements with a known result (import hypotheses with “confirmed”)."
+    return Table(columns, rows, () if rows else (note,))
+
+
+# И/М.7: task selection -----------------------------------------------------------------------------------------
+
+_NO_LOG = "The set has no task-selection log (import the selection_log and selection_records tables)."
+
+
+def task_selection_table(statistics: BenchmarkStatistics) -> Table:
+    columns = (Column("item", "Item"), Column("value", "Value"))
+    study = _study(statistics)
+    selection = study.task_selection if study else None
+    if selection is None:
+        return Table(columns, [], (_NO_LOG,))
+    check = selection.check
+    mismatch = check.first_mismatch
+    items = [
+        ("query", selection.query),
+        ("searched on", selection.searched_on or "–"),
+        ("salt", selection.salt),
+        ("records found", check.found),
+        ("excluded by the pre-filter", check.excluded),
+        ("candidates", check.candidates),
+        ("found = excluded + candidates", "yes" if check.counts_add_up else "no"),
+        ("final tasks", check.final),
+        ("final tasks in this set", selection.final_tasks_in_set),
+        ("stored order reproduces", "yes" if check.order_reproduces else "no"),
+        (
+            "first difference",
+            f"position {mismatch.position}: stored {mismatch.stored}, SHA-256 order {mismatch.expected}"
+            if mismatch
+            else "–",
+        ),
+        ("final records that are not candidates", ", ".join(check.final_not_candidates) or "–"),
+    ]
+    return Table(columns, [{"item": item, "value": value} for item, value in items])
+
+
+def task_selection_exclusions_table(statistics: BenchmarkStatistics) -> Table:
+    columns = (Column("reason", "Reason"), Column("records", "Records", INT))
+    study = _study(statistics)
+    selection = study.task_selection if study else None
+    if selection is None:
+        return Table(columns, [], (_NO_LOG,))
+    return Table(columns, [{"reason": r, "records": n} for r, n in selection.check.exclusion_reasons])
+
+
+def task_selection_candidates_table(statistics: BenchmarkStatistics) -> Table:
+    columns = (
+        Column("stored_position", "Stored position", INT),
+        Column("pmid", "PubMed id"),
+        Column("sha256", "SHA-256 of salt + id"),
+        Column("reproduced_position", "SHA-256 position", INT),
+        Column("final", "Final task", FLAG),
+        Column("task", "Task"),
+        Column("task_in_set", "Task in this set", FLAG),
+    )
+    study = _study(statistics)
+    selection = study.task_selection if study else None
+    if selection is None:
+        return Table(columns, [], (_NO_LOG,))
+    rows = [
+        {
+            "stored_position": c.stored_position,
+            "pmid": c.pmid,
+            "sha256": c.sha256,
+            "reproduced_position": c.reproduced_position,
+            "final": c.final,
+            "task": c.task_key,
+            "task_in_set": c.task_in_set,
+        }
+        for c in selection.candidates
+    ]
+    return Table(columns, rows)
+
+
+# Л.1: ranking --------------------------------------------------------------------------------------------------
+
+
+def ranking_table(statistics: BenchmarkStatistics) -> Table:
+    columns = (
+        Column("generator", "Generator"),
+        Column("model", "Model"),
+        Column("ranked", "Ranked", INT),
+        Column("decided", "Of the generator's judged", INT),
+        Column("matches", "Matches", INT),
+        Column("auc", "AUC", ESTIMATE_RATIO),
+        Column("k", "k", INT),
+        Column("expected_matches", "Expected matches in the top k", NUMBER),
+        Column("precision_at_k", "Precision of the top k", SHARE),
+        SEED,
+    )
+    study = _study(statistics)
+    rows = []
+    for g in study.generators if study else ():
+        for ranking in g.ranking:
+            base = {
+                "generator": g.generator,
+                "model": ranking.model,
+                "ranked": ranking.ranked,
+                "decided": ranking.decided,
+                "matches": ranking.auc.matches,
+                "auc": ranking.auc.auc,
+                "seed": ranking.auc.seed,
+            }
+            for at_k in ranking.at_k or (None,):
+                rows.append(
+                    {
+                        **base,
+                        **(
+                            {"k": at_k.k, "expected_matches": at_k.expected_matches, "precision_at_k": at_k.precision}
+                            if at_k
+                            else {}
+                        ),
+                    }
+                )
+    note = "No hypothesis has a numerical forecast (the detailed instruction's p_experimental_support)."
+    return Table(columns, rows, () if rows else (note,))
+
+
+def ranking_vs_rule_table(statistics: BenchmarkStatistics) -> Table:
+    columns = (
+        Column("generator", "Generator"),
+        Column("model", "Model"),
+        Column("k", "k (the rule's list)", INT),
+        Column("rule_precision", "Rule's precision", SHARE),
+        Column("ranking_precision", "Top k's precision", SHARE),
+        Column("difference", "Rule minus ranking", SHARE),
+        *_p_columns(),
+        SEED,
+    )
+    study = _study(statistics)
+    rows = [
+        {
+            "generator": g.generator,
+            "model": r.model,
+            "k": r.rule_k,
+            "rule_precision": r.rule_precision,
+            "ranking_precision": r.ranking_precision,
+            **_p_values(r.test, r.holm_p_value),
+            "seed": _seed(statistics, "auc"),
+        }
+        for g in (study.generators if study else ())
+        for r in g.ranking
+        if r.test is not None
+    ]
+    return Table(columns, rows, () if rows else ("No ranked hypotheses with a decided selection.",))
+
+
+def ranking_plot(statistics: BenchmarkStatistics):
+    study = _study(statistics)
+    items = [(g.generator, r) for g in (study.generators if study else ()) for r in g.ranking if r.auc.auc.value]
+    figure = new_figure(7.0, 1.4 + 0.4 * max(1, len(items)))
+    axes = figure.add_subplot()
+    if not items:
+        return no_data(figure, axes, "No numerical forecasts to rank by.")
+    for index, (_, ranking) in enumerate(items):
+        value = ranking.auc.auc
+        low = value.value - value.low if value.low is not None else 0
+        high = value.high - value.value if value.high is not None else 0
+        axes.errorbar(value.value, index, xerr=[[low], [high]], fmt="o", color=COLOURS[0], capsize=3)
+    axes.axvline(0.5, color="#888", linestyle="--", linewidth=1)
+    axes.set_yticks(range(len(items)), [f"{name} · {r.model}" for name, r in items], fontsize=8)
+    axes.invert_yaxis()
+    axes.set_xlabel(f"AUC of the probability against the match (95% interval, seed {_seed(statistics, 'auc')})")
+    axes.set_title("Ranking by numerical forecast", fontsize=11)
+    return figure
+
+
+# Л.2: best single model ----------------------------------------------------------------------------------------
+
+
+def best_single_model_table(statistics: BenchmarkStatistics) -> Table:
+    columns = (
+        Column("generator", "Generator"),
+        Column("model", "Model"),
+        Column("yes", "Its yes (judged)", INT),
+        Column("yes_matching", "Of which matching", INT),
+        Column("precision", "Precision", SHARE),
+        Column("best", "Best", FLAG),
+        Column("group_selected", "Group list", INT),
+        Column("group_matches", "Group matches", INT),
+        Column("group_precision", "Group precision", SHARE),
+        Column("difference", "Group minus best", SHARE),
+        *_p_columns(),
+        SEED,
+    )
+    study = _study(statistics)
+    rows, notes = [], []
+    for g in study.generators if study else ():
+        best = g.best_model
+        if best is None:
+            notes.append(_lacking(g) if not g.matrix.complete else f"{g.generator}: no selection yet.")
+            continue
+        for item in best.models:
+            is_best = item.model == best.best
+            rows.append(
+                {
+                    "generator": g.generator,
+                    "model": item.model,
+                    "yes": item.selected,
+                    "yes_matching": item.selected_matches,
+                    "precision": item.precision,
+                    "best": is_best,
+                    "group_selected": best.group_selected,
+                    "group_matches": best.group_matches,
+                    "group_precision": best.group_precision,
+                    **(_p_values(best.test, g.best_model_holm_p_value) if is_best else {}),
+                    "seed": _seed(statistics, "selection"),
+                }
+            )
+    return Table(columns, rows, tuple(notes))
+
+
+# Л.3: without the generator company's forecaster ---------------------------------------------------------------
+
+
+def without_company_table(statistics: BenchmarkStatistics) -> Table:
+    columns = (
+        Column("generator", "Generator"),
+        Column("left_out", "Forecaster left out"),
+        Column("full_selected", "Full group: selected", INT),
+        Column("full_precision", "Full group: precision", ESTIMATE_SHARE),
+        Column("without_selected", "Without: selected", INT),
+        Column("without_precision", "Without: precision", ESTIMATE_SHARE),
+        Column("precision_change", "Change in precision", ESTIMATE_SHARE),
+        Column("full_sensitivity", "Full group: sensitivity", ESTIMATE_SHARE),
+        Column("without_sensitivity", "Without: sensitivity", ESTIMATE_SHARE),
+        Column("sensitivity_change", "Change in sensitivity", ESTIMATE_SHARE),
+        Column("added", "Selected only without", INT),
+        Column("technical_gaps", "Technical gaps", INT),
+        SEED,
+    )
+    study = _study(statistics)
+    rows, notes = [], []
+    for g in study.generators if study else ():
+        result = g.without_company
+        if result is None:
+            notes.append(f"{g.generator}: {g.without_company_note}")
+            continue
+        rows.append(
+            {
+                "generator": g.generator,
+                "left_out": ", ".join(result.excluded_predictors) or "none (no forecaster of its company)",
+                "full_selected": result.full.selected,
+                "full_precision": result.full.precision,
+                "without_selected": result.without.selected,
+                "without_precision": result.without.precision,
+                "precision_change": result.precision_change,
+                "full_sensitivity": result.full.sensitivity,
+                "without_sensitivity": result.without.sensitivity,
+                "sensitivity_change": result.sensitivity_change,
+                "added": result.added,
+                "technical_gaps": result.technical_gaps,
+                "seed": result.full.seed,
+            }
+        )
+    return Table(columns, rows, tuple(notes))
+
+
+# Н.7: leave one judge out --------------------------------------------------------------------------------------
+
+
+def judge_left_out_table(statistics: BenchmarkStatistics) -> Table:
+    columns = (
+        Column("generator", "Generator"),
+        Column("judge_left_out", "Judge left out"),
+        Column("company", "Company"),
+        *_SELECTION_COLUMNS,
+        Column("changed_outcomes", "Outcomes changed", INT),
+        Column("changed_selected", "Of them selected", INT),
+        SEED,
+    )
+    study = _study(statistics)
+    rows, notes = [], []
+    for g in study.generators if study else ():
+        result = g.judge_left_out
+        if result is None:
+            notes.append(f"{g.generator}: no judged selection yet.")
+            continue
+        rows.append(
+            {
+                "generator": g.generator,
+                "judge_left_out": "none",
+                **_selection_values(result.all_judges),
+                "seed": result.all_judges.seed,
+            }
+        )
+        for item in result.left_out:
+            rows.append(
+                {
+                    "generator": g.generator,
+                    "judge_left_out": item.judge,
+                    "company": item.company,
+                    **_selection_values(item.summary),
+                    "changed_outcomes": item.changed_outcomes,
+                    "changed_selected": item.changed_selected,
+                    "seed": item.summary.seed,
+                }
+            )
+    return Table(columns, rows, tuple(notes))
+
+
+# Л.7: re-run agreement -----------------------------------------------------------------------------------------
+
+_NO_RERUN = (
+    "The set has one forecast round: the re-run agreement needs a second round of the same requests "
+    "(import the repeat_forecasts table)."
+)
+
+
+def rerun_table(statistics: BenchmarkStatistics) -> Table:
+    columns = (
+        Column("model", "Model"),
+        Column("hypotheses", "Forecast in both rounds", INT),
+        Column("only_first", "Only in the first", INT),
+        Column("only_second", "Only in the second", INT),
+        Column("yes_first", "Yes, first", INT),
+        Column("yes_second", "Yes, second", INT),
+        Column("yes_both", "Yes in both", INT),
+        Column("agreement", "Equal decisions", SHARE),
+        Column("kappa", "Cohen's κ", NUMBER),
+    )
+    study = _study(statistics)
+    rows = [
+        {"model": item.model, **{key: getattr(item.agreement, key) for key in [c.key for c in columns[1:]]}}
+        for item in (study.rerun_models if study else ())
+    ]
+    return Table(columns, rows, () if rows else (_NO_RERUN,))
+
+
+def rerun_selection_table(statistics: BenchmarkStatistics) -> Table:
+    columns = (
+        Column("generator", "Generator"),
+        Column("hypotheses", "Hypotheses in both rounds", INT),
+        Column("selected_first", "Selected, first", INT),
+        Column("selected_repeat", "Selected, repeat", INT),
+        Column("selected_both", "Selected in both", INT),
+        Column("precision_first", "Precision, first", ESTIMATE_SHARE),
+        Column("precision_repeat", "Precision, repeat", ESTIMATE_SHARE),
+        SEED,
+    )
+    study = _study(statistics)
+    rows = [
+        {
+            "generator": g.generator,
+            "hypotheses": g.rerun.hypotheses,
+            "selected_first": g.rerun.selected_first,
+            "selected_repeat": g.rerun.selected_repeat,
+            "selected_both": g.rerun.selected_both,
+            "precision_first": g.rerun.first.precision if g.rerun.first else None,
+            "precision_repeat": g.rerun.repeat.precision if g.rerun.repeat else None,
+            "seed": _seed(statistics, "sensitivity"),
+        }
+        for g in (study.generators if study else ())
+        if g.rerun is not None
+    ]
+    return Table(columns, rows, () if rows else (_NO_RERUN,))
+
+
+# Л.8: key elements ---------------------------------------------------------------------------------------------
+
+
+def key_elements_table(statistics: BenchmarkStatistics) -> Table:
+    columns = (
+        Column("hypotheses", "Hypotheses"),
+        Column("judged", "Judged", INT),
+        Column("matches", "Matching", INT),
+        Column("mean_share_matching", "Elements named: matching", SHARE),
+        Column("mean_share_other", "Elements named: others", SHARE),
+        Column("at_least_one_matching", "≥ 1 named: matching", INT),
+        Column("at_least_one_other", "≥ 1 named: others", INT),
+        Column("at_least_two_matching", "≥ 2 named: matching", INT),
+        Column("at_least_two_other", "≥ 2 named: others", INT),
+        Column("auc", "AUC of the share named", ESTIMATE_RATIO),
+        Column("odds_ratio", "Odds ratio, ≥ 1 named", ESTIMATE_RATIO),
+        SEED,
+    )
+    study = _study(statistics)
+    elements = study.key_elements if study else None
+    if elements is None:
+        return Table(columns, [], ("No task has key elements (import the key_elements table).",))
+    rows = []
+    for label, result in (("all", elements.all), ("selected", elements.selected)):
+        rows.append(
+            {
+                "hypotheses": label,
+                "judged": result.hypotheses,
+                "matches": result.matches,
+                "mean_share_matching": result.mean_share_matching,
+                "mean_share_other": result.mean_share_other,
+                "at_least_one_matching": result.at_least_one_matching,
+                "at_least_one_other": result.at_least_one_other,
+                "at_least_two_matching": result.at_least_two_matching,
+                "at_least_two_other": result.at_least_two_other,
+                "auc": result.auc.auc if result.auc else None,
+                "odds_ratio": result.odds_ratio,
+                "seed": result.seed,
+            }
+        )
+    return Table(columns, rows)
+
+
+# М.4: rule enumeration -----------------------------------------------------------------------------------------
+
+
+def rule_enumeration_table(statistics: BenchmarkStatistics) -> Table:
+    columns = (
+        Column("generator", "Generator"),
+        Column("kind", "Kind"),
+        Column("first_stage", "First stage"),
+        Column("models", "Models (vote) or second-stage group"),
+        Column("threshold", "Yes needed", INT),
+        Column("list_length", "List length", INT),
+        Column("matches", "Matches", INT),
+        Column("precision", "Precision", SHARE),
+        Column("enrichment", "Enrichment", RATIO),
+        Column("repeats_model", "Repeats the list of"),
+    )
+    study = _study(statistics)
+    rows, notes = [], []
+    for g in study.generators if study else ():
+        rules = g.rules
+        if rules is None:
+            notes.append(_lacking(g))
+            continue
+        notes.append(
+            f"{g.generator}: {len(rules.voting_rules)} voting rules and {len(rules.two_stage_schemes)} two-stage "
+            f"schemes over {len(rules.models)} models, {rules.repeating_schemes} of which repeat one model's list; "
+            f"{rules.hypotheses} judged hypotheses, {rules.technical_gaps} left out as technical gaps."
+        )
+        for rule in (*rules.voting_rules, *rules.two_stage_schemes):
+            rows.append(
+                {
+                    "generator": g.generator,
+                    "kind": "vote" if rule.kind == "vote" else "two-stage",
+                    "first_stage": rule.first_stage,
+                    "models": " + ".join(rule.models),
+                    "threshold": rule.threshold,
+                    "list_length": rule.selected,
+                    "matches": rule.selected_matches,
+                    "precision": rule.precision,
+                    "enrichment": rule.enrichment,
+                    "repeats_model": rule.repeats_model,
+                }
+            )
+    return Table(columns, rows, tuple(notes))
+
+
+def rule_enumeration_plot(statistics: BenchmarkStatistics):
+    study = _study(statistics)
+    generators = [g for g in (study.generators if study else ()) if g.rules is not None]
+    figure = new_figure(7.0, 4.2)
+    axes = figure.add_subplot()
+    if not generators:
+        return no_data(figure, axes, "The rule enumeration needs the full forecast matrix.")
+    for index, g in enumerate(generators):
+        colour = COLOURS[index % len(COLOURS)]
+        votes = [r for r in g.rules.voting_rules if r.precision is not None]
+        schemes = [r for r in g.rules.two_stage_schemes if r.precision is not None and r.repeats_model is None]
+        axes.scatter([r.selected for r in votes], [r.precision for r in votes], s=14, color=colour, label=g.generator)
+        axes.scatter(
+            [r.selected for r in schemes], [r.precision for r in schemes], s=22, marker="^", color=colour, alpha=0.6
+        )
+        if g.rules.base_rate is not None:
+            axes.axhline(g.rules.base_rate, color=colour, linestyle=":", linewidth=1)
+    axes.set_xlabel("List length (● voting rules, ▲ two-stage schemes that do not repeat one model)")
+    axes.set_ylabel("Precision (dotted: base rate)")
+    axes.legend(fontsize=8)
+    axes.set_title("Every voting rule and two-stage scheme", fontsize=11)
+    return figure
+
+
+# М.6: originality ----------------------------------------------------------------------------------------------
+
+_NO_QUALITY = "No originality, feasibility and clarity scores (import the quality_scores table)."
+_TO_SCORE = (
+    "No scores yet: these are the pairs to score (the deciding judges score both hypotheses of each pair 1–10, then "
+    "import them as the quality_scores table)."
+)
+
+
+def originality_table(statistics: BenchmarkStatistics) -> Table:
+    columns = (
+        Column("dimension", "Score"),
+        Column("pairs", "Pairs", INT),
+        Column("incomplete_pairs", "Pairs left out", INT),
+        Column("mean_selected", "Selected: mean", NUMBER),
+        Column("mean_excluded", "Excluded: mean", NUMBER),
+        Column("difference", "Selected minus excluded", ESTIMATE_NUMBER),
+        Column("p_value", "p (sign flips)", P),
+        Column("holm_p_value", "p (Holm)", P),
+        Column("permutations", "Permutations", INT),
+        SEED,
+    )
+    study = _study(statistics)
+    originality = study.originality if study else None
+    if originality is None or originality.comparison is None:
+        return Table(columns, [], (_NO_QUALITY,))
+    comparison = originality.comparison
+    rows = [
+        {
+            "dimension": d.dimension,
+            "pairs": d.pairs,
+            "incomplete_pairs": comparison.incomplete_pairs,
+            "mean_selected": d.mean_selected,
+            "mean_excluded": d.mean_excluded,
+            "difference": d.difference,
+            "p_value": d.p_value,
+            "holm_p_value": d.holm_p_value,
+            "permutations": comparison.permutations,
+            "seed": comparison.seed,
+        }
+        for d in comparison.dimensions
+    ]
+    return Table(columns, rows)
+
+
+def originality_pairs_table(statistics: BenchmarkStatistics) -> Table:
+    columns = (
+        Column("generator", "Generator"),
+        Column("task", "Task"),
+        Column("selected", "Selected"),
+        Column("excluded", "Excluded (by hash)"),
+        *(Column(f"selected_{d}", f"Selected: {d}", NUMBER) for d in DIMENSIONS),
+        *(Column(f"excluded_{d}", f"Excluded: {d}", NUMBER) for d in DIMENSIONS),
+    )
+    study = _study(statistics)
+    originality = study.originality if study else None
+    if originality is None:
+        return Table(columns, [], ("No selection yet: pairs are made of selected and excluded hypotheses.",))
+    notes = () if originality.comparison is not None else (_TO_SCORE,)
+    rows = []
+    for pair in originality.pairs:
+        row = {"generator": pair.generator, "task": pair.task, "selected": pair.selected, "excluded": pair.excluded}
+        for prefix, scores in (("selected", pair.selected_scores), ("excluded", pair.excluded_scores)):
+            for d in DIMENSIONS:
+                row[f"{prefix}_{d}"] = scores[d] if scores else None
+        rows.append(row)
+    return Table(columns, rows, notes)
+
+
+def originality_logit_table(statistics: BenchmarkStatistics) -> Table:
+    columns = (
+        Column("term", "Term"),
+        Column("estimate", "Coefficient", NUMBER),
+        Column("std_error", "Clustered SE", NUMBER),
+        Column("odds_ratio", "Odds ratio", RATIO),
+        Column("odds_ratio_low", "OR low", RATIO),
+        Column("odds_ratio_high", "OR high", RATIO),
+        Column("p_value", "p", P),
+        Column("observations", "Hypotheses", INT),
+        Column("clusters", "Generator × task clusters", INT),
+    )
+    study = _study(statistics)
+    originality = study.originality if study else None
+    if originality is None or originality.comparison is None:
+        return Table(columns, [], (_NO_QUALITY,))
+    fit = originality.logit
+    if fit is None:
+        return Table(columns, [], (originality.logit_note,))
+    rows = [
+        {
+            "term": term,
+            "estimate": c.estimate,
+            "std_error": c.std_error,
+            "odds_ratio": c.odds_ratio,
+            "odds_ratio_low": c.odds_ratio_low,
+            "odds_ratio_high": c.odds_ratio_high,
+            "p_value": c.p_value,
+            "observations": fit.observations,
+            "clusters": fit.clusters,
+        }
+        for term, c in fit.coefficients.items()
+    ]
+    return Table(columns, rows)
+
+
+def originality_plot(statistics: BenchmarkStatistics):
+    table = originality_table(statistics)
+    figure = new_figure(6.5, 2.8)
+    axes = figure.add_subplot()
+    rows = [row for row in table.rows if row["difference"].value is not None]
+    if not rows:
+        return no_data(figure, axes, "No complete pairs of selected and excluded hypotheses with scores.")
+    for index, row in enumerate(rows):
+        value = row["difference"]
+        low = value.value - value.low if value.low is not None else 0
+        high = value.high - value.value if value.high is not None else 0
+        axes.errorbar(value.value, index, xerr=[[low], [high]], fmt="o", color=COLOURS[0], capsize=3)
+    axes.axvline(0, color="#888", linestyle="--", linewidth=1)
+    axes.set_yticks(range(len(rows)), [row["dimension"] for row in rows])
+    axes.invert_yaxis()
+    axes.set_xlabel("Selected minus excluded, mean of 1–10 scores (95% interval over task resamples)")
+    axes.set_title("Originality, feasibility and clarity of the selection", fontsize=11)
+    return figure
+
+
+# М.6: hint degree ----------------------------------------------------------------------------------------------
+
+_NO_HINTS = "No task has a hint score (import the hints table)."
+
+
+def hint_degree_table(statistics: BenchmarkStatistics) -> Table:
+    columns = (
+        Column("tasks", "Tasks", INT),
+        Column("rho", "Spearman's ρ", ESTIMATE_NUMBER),
+        Column("p_value", "p (whole-task permutations)", P),
+        Column("permutations", "Permutations", INT),
+        Column("resamples", "Resamples", INT),
+        SEED,
+    )
+    study = _study(statistics)
+    hints = study.hints if study else None
+    if hints is None:
+        return Table(columns, [], (_NO_HINTS,))
+    c = hints.correlation
+    row = {"tasks": c.tasks, "rho": c.rho, "p_value": c.p_value, "permutations": c.permutations}
+    notes = () if c.p_value is not None else ("ρ needs three tasks whose hint scores and match rates both vary.",)
+    return Table(columns, [{**row, "resamples": c.resamples, "seed": c.seed}], notes)
+
+
+def hint_tasks_table(statistics: BenchmarkStatistics) -> Table:
+    columns = (
+        Column("task", "Task"),
+        Column("hint_score", "Hint score", NUMBER),
+        Column("match_rate", "Match rate (mean over generators)", SHARE),
+        Column("generators", "Generators", INT),
+    )
+    study = _study(statistics)
+    hints = study.hints if study else None
+    if hints is None:
+        return Table(columns, [], (_NO_HINTS,))
+    return Table(columns, [t.__dict__ for t in hints.tasks])
+
+
+def hint_degree_plot(statistics: BenchmarkStatistics):
+    study = _study(statistics)
+    hints = study.hints if study else None
+    figure = new_figure(6.0, 4.0)
+    axes = figure.add_subplot()
+    if hints is None or not hints.tasks:
+        return no_data(figure, axes, "No task has both a hint score and judged hypotheses.")
+    axes.scatter([t.hint_score for t in hints.tasks], [t.match_rate for t in hints.tasks], color=COLOURS[0], s=18)
+    rho = hints.correlation.rho.value
+    axes.set_xlabel("Hint score of the task")
+    axes.set_ylabel("Match rate of its hypotheses")
+    axes.set_title("Hint degree and match rate" + (f" (ρ = {rho:.2f})" if rho is not None else ""), fontsize=11)
+    return figure
+
+
+# The sections of the page --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TableSpec:
+    slug: str
+    title: str
+    build: Callable[[BenchmarkStatistics], Table]
+    plot: Callable | None = None
+
+
+@dataclass(frozen=True)
+class Section:
+    slug: str
+    title: str
+    appendix: str
+    description: str
+    seed_family: str | None
+    tables: tuple[TableSpec, ...]
+
+
+SECTIONS = (
+    Section(
+        "generation",
+        "Match rates of the generators",
+        "Е, М.6, Н.1, Н.3",
+        "The share of each generator's judged hypotheses that match the reference statement, and the generators "
+        "compared on the tasks they share: the difference with joint task-resampled intervals and a within-task "
+        "permutation test (exact when at most 20 tasks differ), Holm over the pairs.",
+        "generation",
+        (
+            TableSpec("generation", "Match rates", generation_table),
+            TableSpec("generator-comparisons", "Generators compared", generator_comparisons_table),
+        ),
+    ),
+    Section(
+        "forecast-rules",
+        "Own forecast, majority and unanimity",
+        "Д",
+        "For each generator: the answer of the forecaster of the generator's company, each outside forecaster, and "
+        "the majority (more than half yes) and unanimity of the own forecast and every outside forecaster that "
+        "answered. Needs the full forecast matrix.",
+        "selection",
+        (TableSpec("forecast-rules", "Rules", forecast_rules_table),),
+    ),
+    Section(
+        "trimmed-lists",
+        "Single-model lists of the group's length",
+        "Ж, М.3, Н.6",
+        "Each forecasting model's own yes list over all of a generator's hypotheses, cut at random to the group's "
+        "list length: exact hypergeometric mean and central 95% range, checked by 100,000 simulated cuts; the "
+        "whole-set row is the group's random control. Needs the full forecast matrix.",
+        "selection",
+        (TableSpec("trimmed-lists", "Random cuts", trimmed_lists_table, trimmed_lists_plot),),
+    ),
+    Section(
+        "balanced-accuracy",
+        "Balanced accuracy on a 50/50 set",
+        "З",
+        "Statements with a known result (half confirmed, half refuted or reversed): balanced accuracy, half the sum "
+        "of sensitivity and specificity, equal to accuracy on a 50/50 set; intervals resample whole articles.",
+        "selection",
+        (TableSpec("balanced-accuracy", "Forecasters and rules", balanced_accuracy_table),),
+    ),
+    Section(
+        "task-selection",
+        "Task-selection log",
+        "И, М.7",
+        "The literature query, the records it found, the pre-filter's exclusions with their reasons, the candidates "
+        "in their stored order and the final tasks; the stored order is checked against the order of SHA-256 of "
+        "the salt immediately followed by each PubMed id.",
+        None,
+        (
+            TableSpec("task-selection", "Summary and check", task_selection_table),
+            TableSpec("task-selection-exclusions", "Exclusions by reason", task_selection_exclusions_table),
+            TableSpec("task-selection-candidates", "Candidates", task_selection_candidates_table),
+        ),
+    ),
+    Section(
+        "ranking",
+        "Ranking by numerical forecast",
+        "Л.1, М.6",
+        "AUC of each model's probability of support against the match (ties one half) and the expected precision "
+        "of its top k with ties at the cut, for k equal to each two-stage list length; then the two-stage list "
+        "against the top k of the same length on the same hypotheses, by within-task permutations with Holm over "
+        "the models.",
+        "auc",
+        (
+            TableSpec("ranking", "AUC and precision of the top k", ranking_table, ranking_plot),
+            TableSpec("ranking-vs-rule", "The two-stage list against the ranking", ranking_vs_rule_table),
+        ),
+    ),
+    Section(
+        "best-single-model",
+        "The group against its best single model",
+        "Л.2, М.6",
+        "The best model is the one with the highest precision among its yes answers; trimming its list at random "
+        "keeps that precision, so the group's precision is compared with it by within-task permutations, Holm over "
+        "the generators. Needs the full forecast matrix.",
+        "selection",
+        (TableSpec("best-single-model", "Models", best_single_model_table),),
+    ),
+    Section(
+        "without-company",
+        "Selection without the generator company's forecaster",
+        "Л.3, Н.7",
+        "The forecaster of the company that built the generator leaves the group; the first stage and the "
+        "unanimity of the others are kept. Changes have joint intervals.",
+        "sensitivity",
+        (TableSpec("without-company", "Selections", without_company_table),),
+    ),
+    Section(
+        "judge-left-out",
+        "Each judge left out",
+        "Н.7, М.6",
+        "The lists stay fixed; each judge is left out in turn, and a positive outcome then needs 3 or more from both "
+        "remaining deciding judges.",
+        "sensitivity",
+        (TableSpec("judge-left-out", "Selections", judge_left_out_table),),
+    ),
+    Section(
+        "rerun",
+        "Re-run agreement",
+        "Л.7",
+        "The same requests forecast again: per model the share of equal decisions and Cohen's κ on the hypotheses "
+        "forecast in both rounds, and per generator the selection (unanimity of every model) in each round.",
+        "sensitivity",
+        (
+            TableSpec("rerun", "Models", rerun_table),
+            TableSpec("rerun-selection", "Selections", rerun_selection_table),
+        ),
+    ),
+    Section(
+        "key-elements",
+        "Lexical check of key elements",
+        "Л.8",
+        "An element of the reference statement is named when at least two thirds of its content words occur in the "
+        "hypothesis (same words, not a paraphrase). AUC of the share named against the match and the odds ratio of "
+        "a match for naming at least one element, with task-resampled intervals; all hypotheses and the selected.",
+        "auc",
+        (TableSpec("key-elements", "Key elements", key_elements_table),),
+    ),
+    Section(
+        "rule-enumeration",
+        "Every voting rule and two-stage scheme",
+        "М.4",
+        "Every combination of k models with every threshold of yes answers (n·2^(n−1) rules: 80 for five models), and "
+        "every two-stage scheme (a first-stage model's yes, then at least one yes in a second-stage group), with "
+        "list length, precision and enrichment; a scheme whose first-stage model is in its group merely repeats that "
+        "model's list. Needs the full forecast matrix.",
+        None,
+        (TableSpec("rule-enumeration", "Rules", rule_enumeration_table, rule_enumeration_plot),),
+    ),
+    Section(
+        "originality",
+        "Originality of selected and excluded hypotheses",
+        "Л.6, М.6, Н.7",
+        "Each selected hypothesis is matched by hash with an excluded one of the same generator and task; the "
+        "deciding judges' 1–10 scores are averaged. Differences selected minus excluded with task-resampled "
+        "intervals and a within-task sign-flip test (19,999 permutations, +1), Holm over the three scores; the "
+        "logistic regression of a match on selection and centred clarity, errors clustered by generator × task.",
+        "auc",
+        (
+            TableSpec("originality", "Differences", originality_table, originality_plot),
+            TableSpec("originality-logit", "Regression", originality_logit_table),
+            TableSpec("originality-pairs", "Pairs", originality_pairs_table),
+        ),
+    ),
+    Section(
+        "hint-degree",
+        "Hint degree of the tasks",
+        "М.6, Н.2",
+        "Spearman's ρ between each task's hint score and the mean of its generators' match rates; p from 99,999 "
+        "permutations of the scores across whole tasks (+1), interval from task resamples with the ranks recomputed.",
+        "sensitivity",
+        (
+            TableSpec("hint-degree", "Correlation", hint_degree_table, hint_degree_plot),
+            TableSpec("hint-tasks", "Tasks", hint_tasks_table),
+        ),
+    ),
+)
+TABLES = {spec.slug: spec for section in SECTIONS for spec in section.tables}
+
+
+def study_json(statistics: BenchmarkStatistics) -> dict:
+    """Every table of the appendices' analyses with its seed, for the bundle's analysis.json."""
+    return {
+        "seeds": dict(statistics.seeds),
+        "resamples": statistics.resamples,
+        "sections": {
+            section.slug: {
+                "title": section.title,
+                "appendix": section.appendix,
+                "seed_family": section.seed_family,
+                "seed": statistics.seeds.get(section.seed_family) if section.seed_family else None,
+                "tables": {spec.slug: spec.build(statistics).as_json() for spec in section.tables},
+            }
+            for section in SECTIONS
+        },
+    }

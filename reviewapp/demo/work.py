@@ -1,0 +1,192 @@
+"""The demo's automated work, queued for the worker that `make run` starts: the AI review panel and pairwise
+critique of the demo cohort, a benchmark set run and judged by the simulated models, one public Open Hypothesis run
+and an inspiration audit of the demo cohort.
+
+Everything here is started only when every model it asks is the simulated server (the demo never spends a real
+provider's money) and only once: each piece is recognised by its name or question, so a second `make run` queues
+nothing new. The work itself goes through the product's own services and the worker, as a coordinator's would.
+"""
+
+import json
+import logging
+from dataclasses import dataclass, field
+
+from django.contrib.auth.models import User
+from django.db import transaction
+
+from reviewapp.benchmarks.models import BenchmarkSet, BenchmarkTask
+from reviewapp.benchmarks.services.imports import benchmark_import_file
+from reviewapp.benchmarks.services.judging import judging_start
+from reviewapp.benchmarks.services.sets import benchmark_create, benchmark_run, judge_add
+from reviewapp.core.errors import ServiceError
+from reviewapp.demo.cohort import DEMO_COHORT_FILE, DEMO_COORDINATOR, DEMO_SEED
+from reviewapp.inspiration.models import InspirationAudit
+from reviewapp.inspiration.services import audit_create
+from reviewapp.models import BackgroundJob, Cohort
+from reviewapp.panel.services.critique import critique_start
+from reviewapp.panel.services.panel import panel_start_for_cohort
+from screening.llm import roster_endpoint
+from screening.llm.models import ModelEndpoint, Roster, RosterMember
+from screening.models import Run
+from screening.services.runs import run_create
+
+logger = logging.getLogger(__name__)
+
+DEMO_COMPARISONS_PER_PROPOSAL = 4
+PANEL_ROLES = ("rubric_judge", "domain_scientist", "methods_reviewer", "critic", "revision_judge")
+
+DEMO_BENCHMARK_NAME = "Demo: ageing benchmark (demonstration data)"
+DEMO_BENCHMARK_DESCRIPTION = (
+    "Four research tasks of the demo cohort with their reference statements, screened and judged by the simulated "
+    "models for demonstrating the product. Not research data: no real model generated, forecast or judged anything."
+)
+DEMO_BENCHMARK_TASKS = 4
+# One judge of each generator's company, so that three other-company judges decide every outcome.
+DEMO_JUDGES = ("GPT-6 Astra", "Grok 4.5", "Claude Sonnet 5.5", "Gemini 4 Argon")
+
+DEMO_RUN_QUESTION = (
+    "Demonstration run (simulated models): does the ageing muscle stem-cell niche limit regeneration through "
+    "declining NAD+ availability?"
+)
+DEMO_RUN_BACKGROUND = (
+    "Written for demonstrating the product. Muscle stem cells lose regenerative capacity with age; NAD+ levels fall "
+    "in aged tissue, and precursors such as nicotinamide riboside have been tested in aged mice."
+)
+# The demo's public run counts against the public limits like any other, under a documentation address (RFC 5737)
+# that no visitor has, so it takes nothing from the person trying the demo.
+DEMO_RUN_CLIENT_ADDRESS = "192.0.2.1"
+
+
+@dataclass
+class DemoWork:
+    """What one load queued (empty on a second load): lines for the person who started it."""
+
+    queued: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+
+
+def _all_simulated(endpoints) -> bool:
+    endpoints = list(endpoints)
+    return bool(endpoints) and all(endpoint is not None and endpoint.is_simulated for endpoint in endpoints)
+
+
+def _default_roster() -> Roster | None:
+    return Roster.objects.filter(is_default=True).first()
+
+
+def _roster_simulated(roster: Roster | None) -> bool:
+    if roster is None:
+        return False
+    return _all_simulated(member.endpoint for member in roster.members.select_related("endpoint"))
+
+
+def demo_panel_start(cohort: Cohort, coordinator: User) -> list[BackgroundJob]:
+    """Queue the AI panel and the pairwise critique of the demo cohort, once."""
+    if not _all_simulated(roster_endpoint(role) for role in PANEL_ROLES):
+        return []
+    if BackgroundJob.objects.filter(kind__in=("ai_panel", "ai_critique"), params__cohort_id=cohort.pk).exists():
+        return []
+    return [
+        panel_start_for_cohort(cohort=cohort, user=coordinator),
+        critique_start(cohort=cohort, per_proposal=DEMO_COMPARISONS_PER_PROPOSAL, seed=DEMO_SEED, user=coordinator),
+    ]
+
+
+def _demo_benchmark_file() -> bytes:
+    """The set's tasks: the first research tasks of the demo cohort's file, exactly as written there (so the import
+    reuses the cohort's research tasks)."""
+    tasks = json.loads(DEMO_COHORT_FILE.read_text(encoding="utf-8"))["tasks"][:DEMO_BENCHMARK_TASKS]
+    return json.dumps({"tasks": tasks}, ensure_ascii=False, sort_keys=True).encode()
+
+
+def demo_benchmark_start(coordinator: User) -> BenchmarkSet | None:
+    """Create the demo benchmark set (its tasks imported, four model judges) and run it; its judging starts when
+    every task's hypotheses are pooled (`demo_benchmark_pooled`)."""
+    roster = _default_roster()
+    judges = [ModelEndpoint.objects.filter(display_name=name).first() for name in DEMO_JUDGES]
+    if not _roster_simulated(roster) or not _all_simulated(judges):
+        return None
+    if BenchmarkSet.objects.filter(name=DEMO_BENCHMARK_NAME).exists():
+        return None
+    with transaction.atomic():
+        benchmark = benchmark_create(
+            name=DEMO_BENCHMARK_NAME,
+            description=DEMO_BENCHMARK_DESCRIPTION,
+            roster=roster,
+            seed=DEMO_SEED,
+            user=coordinator,
+        )
+        benchmark_import_file(
+            benchmark=benchmark, filename="demo-benchmark-tasks.json", content=_demo_benchmark_file(), user=coordinator
+        )
+        for endpoint in judges:
+            judge_add(benchmark=benchmark, endpoint=endpoint)
+        benchmark_run(benchmark=benchmark)
+    return benchmark
+
+
+def demo_benchmark_pooled(sender, run: Run, **kwargs) -> None:
+    """When the last run of the demo set has pooled its hypotheses, start the set's judging (the judges score the
+    pooled hypotheses while the runs go on forecasting). Sent inside the run's pooling transaction: the set's row
+    lock orders concurrent poolings, so exactly one of them sees every task pooled. A refusal never fails the
+    run: it is logged, and the set's page can start the judging."""
+    benchmark_task = BenchmarkTask.objects.filter(run=run, benchmark__name=DEMO_BENCHMARK_NAME).first()
+    if benchmark_task is None:
+        return
+    try:
+        with transaction.atomic():
+            benchmark = BenchmarkSet.objects.select_for_update().get(pk=benchmark_task.benchmark_id)
+            if benchmark.benchmark_tasks.filter(hypotheses__isnull=True).exists():
+                return
+            if BackgroundJob.objects.filter(kind="benchmark_judging", params__benchmark_id=benchmark.pk).exists():
+                return
+            judging_start(benchmark=benchmark, user=benchmark.created_by)
+    except ServiceError:
+        logger.exception("The demo benchmark set's judging could not be started; start it from the set's page")
+
+
+def demo_public_run_start() -> Run | None:
+    """One public Open Hypothesis run of a demo question, through the public service and its limits."""
+    if not _roster_simulated(_default_roster()):
+        return None
+    if Run.objects.filter(question=DEMO_RUN_QUESTION).exists():
+        return None
+    return run_create(
+        question=DEMO_RUN_QUESTION, background=DEMO_RUN_BACKGROUND, client_address=DEMO_RUN_CLIENT_ADDRESS
+    )
+
+
+def demo_audit_start(cohort: Cohort, coordinator: User) -> InspirationAudit | None:
+    """An inspiration audit of the demo cohort (the demo cutoffs are recorded by demo_load)."""
+    if not _all_simulated([roster_endpoint(RosterMember.Role.INSPIRATION_JUDGE)]):
+        return None
+    if InspirationAudit.objects.filter(cohort=cohort).exists():
+        return None
+    return audit_create(cohort=cohort, user=coordinator)
+
+
+def demo_work_start(cohort: Cohort) -> DemoWork:
+    """Queue every piece of the demo's automated work that is not there yet (see the module's docstring)."""
+    coordinator = User.objects.get(username=DEMO_COORDINATOR)
+    work = DemoWork()
+    steps = (
+        (
+            "the simulated AI review panel and pairwise critique of the demo cohort",
+            lambda: demo_panel_start(cohort, coordinator),
+        ),
+        (
+            "the demo benchmark set's runs (judged as soon as they are pooled)",
+            lambda: demo_benchmark_start(coordinator),
+        ),
+        ("one public Open Hypothesis run on the simulated models", demo_public_run_start),
+        ("an inspiration audit of the demo cohort", lambda: demo_audit_start(cohort, coordinator)),
+    )
+    for label, start in steps:
+        try:
+            started = start()
+        except ServiceError as error:
+            work.skipped.append(f"{label}: {error.message}")
+            continue
+        if started:
+            work.queued.append(label)
+    return work

@@ -1,0 +1,157 @@
+"""The API's OpenAPI schema (/api/v1/schema) and its reference page (/api/v1/docs).
+
+The schema is generated from the views: a view that does not say what it takes and answers makes drf-spectacular
+warn, and a warning fails here, as does any URL under /api/v1/ missing from the schema or an operation without its
+bodies and error codes.
+"""
+
+import io
+import re
+
+import pytest
+import yaml
+from django.conf import settings
+from django.contrib.staticfiles import finders
+from django.core.management import call_command
+from django.urls import URLPattern, URLResolver, get_resolver
+
+from reviewapp.core.schema import ErrorSerializer
+
+DOCUMENTATION_URLS = {"api-schema", "api-docs"}
+BODY_METHODS = {"post", "put", "patch"}
+# A body-less POST: the action is the whole request.
+WITHOUT_BODY = {
+    ("/api/v1/benchmarks/{benchmark_id}/run", "post"),
+    ("/api/v1/cohorts/{cohort_id}/ratings/recompute", "post"),
+}
+
+
+def _api_routes(patterns=None, prefix=""):
+    """(OpenAPI path, methods) of every URL pattern under api/v1/."""
+    for entry in get_resolver().url_patterns if patterns is None else patterns:
+        route = prefix + str(entry.pattern)
+        if isinstance(entry, URLResolver):
+            yield from _api_routes(entry.url_patterns, route)
+        elif isinstance(entry, URLPattern) and route.startswith("api/v1/") and entry.name not in DOCUMENTATION_URLS:
+            views = getattr(entry.callback, "views_by_method", None)
+            if views:
+                methods = {method.lower() for method in views}
+            else:
+                cls = entry.callback.cls
+                methods = {m for m in ("get", "post", "put", "patch", "delete") if hasattr(cls, m)}
+            yield "/" + re.sub(r"<(?:\w+:)?(\w+)>", r"{\1}", route), methods
+
+
+@pytest.fixture(scope="module")
+def schema(django_db_blocker):
+    out = io.StringIO()
+    with django_db_blocker.unblock():
+        # --fail-on-warn: any warning or error of the generator (a view it cannot read) fails the command.
+        call_command("spectacular", "--fail-on-warn", "--validate", stdout=out, stderr=io.StringIO())
+    return yaml.safe_load(out.getvalue())
+
+
+def test_the_schema_is_generated_without_a_warning_and_is_valid_openapi(schema):
+    assert schema["openapi"].startswith("3.")
+    assert schema["info"]["title"] == "Open Hypothesis API"
+
+
+def test_every_api_url_is_in_the_schema_with_each_method(schema):
+    routes = dict(_api_routes())
+    assert len(routes) > 40
+    for path, methods in routes.items():
+        assert path in schema["paths"], f"{path} is not in the API schema"
+        assert methods <= set(schema["paths"][path]), (path, methods, set(schema["paths"][path]))
+
+
+def test_every_operation_documents_its_bodies_and_error_codes(schema):
+    for path, operations in schema["paths"].items():
+        for method, operation in operations.items():
+            where = f"{method.upper()} {path}"
+            responses = operation["responses"]
+            successes = [status for status in responses if status.startswith("2")]
+            assert successes, f"{where} documents no success"
+            for status in successes:
+                if status != "204":
+                    assert responses[status].get("content"), f"{where} {status} has no body"
+            if method in BODY_METHODS and (path, method) not in WITHOUT_BODY:
+                assert operation.get("requestBody", {}).get("content"), f"{where} documents no request body"
+            errors = [status for status in responses if status[0] in "45"]
+            assert "500" in errors, where
+            for status in errors:
+                assert re.search(r"Error codes: `\w+`", responses[status]["description"]), (where, status)
+                content = responses[status]["content"]["application/json"]["schema"]
+                assert content == {"$ref": "#/components/schemas/Error"}, (where, status)
+
+
+def test_the_error_body_is_documented_as_error_and_detail(schema):
+    error = schema["components"]["schemas"]["Error"]
+    assert set(error["properties"]) == set(ErrorSerializer().fields) == {"error", "detail"}
+
+
+def test_endpoint_specific_error_codes_are_listed(schema):
+    run_create = schema["paths"]["/api/v1/open-hypothesis/runs"]["post"]["responses"]
+    assert "`question_too_short`" in run_create["400"]["description"]
+    assert "`client_limit`" in run_create["429"]["description"]
+    assert "`queue_full`" in run_create["503"]["description"]
+    assign = schema["paths"]["/api/v1/cohorts/{cohort_id}/assignments"]["post"]["responses"]
+    assert "`assignment_impossible`" in assign["400"]["description"]
+    token = schema["paths"]["/api/v1/auth/token"]["post"]["responses"]
+    assert "`locked_out`" in token["429"]["description"] and "401" not in token
+    signed_in = schema["paths"]["/api/v1/cohorts"]["get"]["responses"]
+    assert "`password_change_required`" in signed_in["403"]["description"]
+
+
+def test_request_and_answer_bodies_come_from_the_views_serializers(schema):
+    components = schema["components"]["schemas"]
+    create = schema["paths"]["/api/v1/cohorts"]["post"]
+    body = create["requestBody"]["content"]["application/json"]["schema"]["$ref"].rsplit("/", 1)[-1]
+    assert set(components[body]["properties"]) == {"name", "description", "reviewers_per_proposal", "seed"}
+    answer = create["responses"]["201"]["content"]["application/json"]["schema"]["$ref"].rsplit("/", 1)[-1]
+    assert {"id", "status", "proposal_count", "is_demo"} <= set(components[answer]["properties"])
+    listed = schema["paths"]["/api/v1/cohorts"]["get"]["responses"]["200"]["content"]["application/json"]["schema"]
+    assert listed["type"] == "array"
+    table_s = schema["paths"]["/api/v1/benchmarks/{benchmark_id}/table-s.xlsx"]["get"]["responses"]["200"]
+    assert list(table_s["content"]) == ["application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"]
+
+
+def test_the_schema_is_served_to_anyone(client):
+    response = client.get("/api/v1/schema?format=json")
+    assert response.status_code == 200
+    assert "/api/v1/open-hypothesis/runs" in response.json()["paths"]
+
+
+def test_the_reference_page_loads_only_this_sites_assets_and_no_inline_script(client):
+    response = client.get("/api/v1/docs")
+    assert response.status_code == 200
+    html = response.content.decode()
+    sources = re.findall(r'<(?:script|link)[^>]*(?:src|href)="([^"]+)"', html)
+    assert any("swagger-ui-bundle.js" in source for source in sources)
+    assert all(source.startswith("/") and not source.startswith("//") for source in sources), sources
+    assert not re.search(r"<script(?![^>]*\bsrc=)[^>]*>", html), "an inline script"
+    assert "<style" not in html
+    policy = response["Content-Security-Policy"]
+    assert "script-src 'self'" in policy and "unsafe-inline" not in policy.split("script-src")[1].split(";")[0]
+    script = client.get(next(source for source in sources if "script" in source and "swagger" not in source))
+    assert script.status_code == 200 and script["Content-Type"].startswith("application/javascript")
+    assert "/api/v1/schema" in script.content.decode()
+    for source in sources:
+        if source.startswith(settings.STATIC_URL):
+            assert finders.find(source.removeprefix(settings.STATIC_URL)), f"{source} is not among the static files"
+
+
+@pytest.mark.browser
+def test_the_reference_page_shows_every_operation_under_the_sites_policy(live_server, page):
+    from playwright.sync_api import expect
+
+    problems = []
+    page.on("console", lambda message: problems.append(message.text) if message.type == "error" else None)
+    page.on("pageerror", lambda error: problems.append(str(error)))
+    outside = []
+    page.on("request", lambda request: None if request.url.startswith(live_server.url) else outside.append(request.url))
+    page.goto(f"{live_server.url}/api/v1/docs")
+    expect(page.locator(".swagger-ui .info .title")).to_contain_text("Open Hypothesis API")
+    expect(page.locator(".opblock-summary-path", has_text="/api/v1/open-hypothesis/runs").first).to_be_visible()
+    assert page.locator(".opblock").count() >= 50
+    assert not problems, problems  # a Content-Security-Policy refusal is a console error
+    assert not [url for url in outside if not url.startswith("data:")], outside

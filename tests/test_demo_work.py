@@ -1,0 +1,153 @@
+"""The demo gives every role real work: load_demo queues, on the simulated models only and only once, the AI panel and
+critique, a benchmark set's runs (judged once pooled), one public run and an inspiration audit; a real worker then
+does all of it through the product's own services, and every page a role opens has something to show."""
+
+import io
+
+import pytest
+from django.contrib.auth.models import User
+from django.core.management import call_command
+from django.test import Client
+
+from reviewapp.benchmarks.models import BenchmarkHypothesis, BenchmarkSet, Judge, JudgeScore, RandomControlDraw
+from reviewapp.demo.cohort import DEMO_COHORT_NAME, DEMO_REVIEWERS
+from reviewapp.demo.work import DEMO_BENCHMARK_NAME, DEMO_BENCHMARK_TASKS, DEMO_JUDGES, DEMO_RUN_QUESTION
+from reviewapp.inspiration.models import InspirationAudit
+from reviewapp.models import Assignment, BackgroundJob, Cohort, Review
+from screening.management.commands.setup_roster import roster_setup_default
+from screening.models import Run
+from tests.screening_support import (
+    PROVIDER_KEYS,
+    simulated_default_roster,
+    wait_for,
+    worker_on_test_redis,
+)
+
+
+def load_demo() -> str:
+    out = io.StringIO()
+    call_command("load_demo", stdout=out)
+    return out.getvalue()
+
+
+def demo_counts() -> dict[str, int]:
+    return {
+        "jobs": BackgroundJob.objects.count(),
+        "benchmark sets": BenchmarkSet.objects.count(),
+        "judges": Judge.objects.count(),
+        "runs": Run.objects.count(),
+        "audits": InspirationAudit.objects.count(),
+        "reviews": Review.objects.count(),
+        "assignments": Assignment.objects.count(),
+    }
+
+
+@pytest.fixture
+def simulated_roster(db, monkeypatch):
+    for name in PROVIDER_KEYS:
+        monkeypatch.delenv(name, raising=False)
+    roster_setup_default()
+
+
+def test_load_demo_queues_every_role_s_work_once(simulated_roster):
+    output = load_demo()
+
+    assert "Queued for the worker" in output
+    assert sorted(BackgroundJob.objects.values_list("kind", flat=True)) == ["ai_critique", "ai_panel"]
+    benchmark = BenchmarkSet.objects.get(name=DEMO_BENCHMARK_NAME)
+    assert "demonstration data" in benchmark.name and "Not research data" in benchmark.description
+    assert benchmark.benchmark_tasks.count() == DEMO_BENCHMARK_TASKS
+    assert benchmark.benchmark_tasks.filter(run__isnull=True).count() == 0, "every task's run is queued"
+    judges = list(benchmark.judges.select_related("endpoint"))
+    assert [judge.name for judge in judges] == list(DEMO_JUDGES)
+    assert len({judge.company for judge in judges}) == 4 and all(judge.endpoint.is_simulated for judge in judges)
+    public = Run.objects.get(question=DEMO_RUN_QUESTION)
+    assert public.simulated and public.status == Run.Status.QUEUED
+    assert not hasattr(public, "benchmark_task")
+    audit = InspirationAudit.objects.get()
+    assert audit.cohort.name == DEMO_COHORT_NAME
+
+    counts = demo_counts()
+    second = load_demo()
+    assert "Queued for the worker" not in second
+    assert demo_counts() == counts
+
+
+def test_load_demo_queues_nothing_for_a_real_provider(db, monkeypatch):
+    for name in PROVIDER_KEYS:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-real-key-for-the-test")
+    roster_setup_default()
+
+    load_demo()
+
+    assert not BenchmarkSet.objects.exists() and not Run.objects.exists() and not InspirationAudit.objects.exists()
+
+
+@pytest.fixture
+def worker(settings, monkeypatch, redis_url, transactional_db):
+    with worker_on_test_redis(settings, monkeypatch, redis_url, "demo", concurrency=6, shutdown_timeout=60):
+        yield
+
+
+def _all_done() -> bool:
+    jobs = set(BackgroundJob.objects.values_list("state", flat=True))
+    runs = set(Run.objects.values_list("status", flat=True))
+    audits = set(InspirationAudit.objects.values_list("state", flat=True))
+    judging = BackgroundJob.objects.filter(kind="benchmark_judging").count()
+    return (
+        judging == len(DEMO_JUDGES)
+        and jobs <= {"succeeded", "failed"}
+        and runs <= {"completed"}
+        and (audits <= {"done", "failed"})
+    )
+
+
+@pytest.mark.broker
+@pytest.mark.postgres
+def test_a_worker_turns_the_demo_into_real_work_for_every_role(needs_postgres, settings, monkeypatch, worker):
+    with simulated_default_roster(settings, monkeypatch, latency=0.0, seed=13):
+        load_demo()
+        wait_for(_all_done, timeout=600, what="the demo's work")
+
+    assert set(BackgroundJob.objects.values_list("state", flat=True)) == {"succeeded"}
+    assert set(Run.objects.values_list("status", flat=True)) == {"completed"}
+    # Analyst: a judged benchmark set with a random control, statistics, Table S and bundle.
+    benchmark = BenchmarkSet.objects.get(name=DEMO_BENCHMARK_NAME)
+    hypotheses = BenchmarkHypothesis.objects.filter(benchmark=benchmark).count()
+    assert hypotheses >= DEMO_BENCHMARK_TASKS * 10
+    assert JudgeScore.objects.filter(judge__benchmark=benchmark).count() == hypotheses * len(DEMO_JUDGES)
+    assert RandomControlDraw.objects.filter(benchmark_task__benchmark=benchmark).count() == DEMO_BENCHMARK_TASKS
+    analyst = Client()
+    analyst.force_login(User.objects.get(username="demo-analyst"))
+    statistics = analyst.get(f"/api/v1/benchmarks/{benchmark.pk}/statistics").json()
+    assert statistics["judged"] == hypotheses
+    assert all(generator["primary"] is not None for generator in statistics["generators"])
+    assert any(generator["drawn_control"] is not None for generator in statistics["generators"])
+    for suffix in ("table-s.xlsx", "bundle.zip"):
+        download = analyst.get(f"/api/v1/benchmarks/{benchmark.pk}/{suffix}")
+        assert download.status_code == 200 and len(download.getvalue()) > 1000
+    assert analyst.get(f"/benchmarks/{benchmark.pk}/statistics/").status_code == 200
+    # Everyone: one completed public run, labelled simulated.
+    public = Run.objects.get(question=DEMO_RUN_QUESTION)
+    body = Client().get(f"/api/v1/open-hypothesis/runs/{public.public_id}").json()
+    assert body["status"] == "completed" and body["simulated"] is True and body["counts"]["delivered"] > 0
+    # Coordinator and analyst: the AI panel, its ratings and an inspiration audit of the demo cohort.
+    cohort = Cohort.objects.get(name=DEMO_COHORT_NAME)
+    panel = analyst.get(f"/api/v1/cohorts/{cohort.pk}/ai-panel").json()
+    assert panel["simulated"] is True and all(row["reviews"] for row in panel["proposals"])
+    ratings = analyst.get(f"/api/v1/cohorts/{cohort.pk}/ratings").json()["ratings"]
+    assert len(ratings) == cohort.proposals.count()
+    audit = InspirationAudit.objects.get(cohort=cohort)
+    assert audit.state == "done" and audit.simulated and audit.summary["totals"]["versions"] == cohort.proposals.count()
+    # Reviewer: submitted reviews, a draft and reviews still to do.
+    submitted = Review.objects.filter(assignment__cohort=cohort, status=Review.Status.SUBMITTED).count()
+    assert submitted >= 55
+    waiting = Assignment.objects.filter(cohort=cohort, reviewer__username=DEMO_REVIEWERS[0], review__isnull=True)
+    assert waiting.exists()
+
+    # A second start queues nothing more.
+    counts = demo_counts()
+    with simulated_default_roster(settings, monkeypatch, latency=0.0, seed=13):
+        load_demo()
+    assert demo_counts() == counts
