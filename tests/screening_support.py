@@ -228,7 +228,9 @@ def drive(run: Run, max_rounds: int = 50) -> Run:
     for _ in range(max_rounds):
         run_advance(run_id=run.pk)
         pending = list(
-            RunWorkItem.objects.filter(run=run, state=RunWorkItem.State.PENDING).values_list("pk", flat=True)
+            RunWorkItem.objects.filter(run=run, state=RunWorkItem.State.PENDING)
+            .order_by("pk")
+            .values_list("pk", flat=True)
         )
         if not pending:
             break

@@ -23,6 +23,7 @@ BODY_METHODS = {"post", "put", "patch"}
 WITHOUT_BODY = {
     ("/api/v1/benchmarks/{benchmark_id}/run", "post"),
     ("/api/v1/cohorts/{cohort_id}/ratings/recompute", "post"),
+    ("/api/v1/benchmarks/{benchmark_id}/forecasts/repeat", "post"),
 }
 
 

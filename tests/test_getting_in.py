@@ -41,8 +41,8 @@ def banner_logins(path: Path) -> dict[str, str]:
     return {username: password for username, _, password in LOGIN_LINE.findall(path.read_text())}
 
 
-def test_the_banner_file_is_readable_by_its_owner_only_and_holds_the_current_logins(db, var_dir, monkeypatch):
-    monkeypatch.setenv("PORT", "8123")
+def test_the_banner_file_is_readable_by_its_owner_only_and_holds_the_current_logins(db, var_dir, settings):
+    settings.PORT = 8123
     output = load_demo()
 
     path = var_dir / BANNER_FILE_NAME

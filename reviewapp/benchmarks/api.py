@@ -240,27 +240,50 @@ class ForecastMatrixApi(APIView):
     requests asked again)."""
 
     permission_classes = [CanReadAll]
+    output_many = True
 
-    class InputSerializer(serializers.Serializer):
+    class FilterSerializer(serializers.Serializer):
         round = serializers.ChoiceField(choices=[1, 2], default=1)
+
+    class OutputSerializer(serializers.Serializer):
+        hypothesis = serializers.CharField(help_text="the hypothesis's key in the set")
+        generator = serializers.CharField()
+        task = serializers.CharField(help_text="the research task's key")
+        forecasts = serializers.DictField(
+            child=serializers.BooleanField(allow_null=True), help_text="model → true, false or null (no usable answer)"
+        )
+        requests = serializers.DictField(
+            child=serializers.IntegerField(allow_null=True), help_text="model → id of the model call that answered"
+        )
 
     def get(self, request, benchmark_id: int):
         benchmark = _benchmark(benchmark_id)
-        values = validated(self.InputSerializer, request.query_params)
-        return Response(selectors.benchmark_forecast_matrix(benchmark, round_=values["round"]))
+        values = validated(self.FilterSerializer, request.query_params)
+        matrix = selectors.benchmark_forecast_matrix(benchmark, round_=values["round"])
+        return Response(self.OutputSerializer(matrix, many=True).data)
 
 
 class ForecastsRepeatApi(APIView):
     """Ask every forecast request of the set's finished runs again, as it was (round 2)."""
 
     permission_classes = [IsCoordinator]
+    success_status = 202
+    error_codes = {409: ("nothing_to_repeat",), 503: ("queue_unavailable",)}
 
+    class OutputSerializer(serializers.Serializer):
+        class TaskSerializer(serializers.Serializer):
+            task = serializers.CharField(help_text="the research task's key")
+            requests = serializers.IntegerField(help_text="forecast requests sent again")
+
+        round = serializers.IntegerField()
+        tasks = TaskSerializer(many=True)
+
+    @extend_schema(request=None)
     def post(self, request, benchmark_id: int):
         benchmark = _benchmark(benchmark_id)
         queued = services.benchmark_forecasts_repeat(benchmark=benchmark)
-
-        tasks = [{"task": task, "requests": count} for task, count in queued]
-        return Response({"round": 2, "tasks": tasks}, status=status.HTTP_202_ACCEPTED)
+        answer = {"round": 2, "tasks": [{"task": task, "requests": count} for task, count in queued]}
+        return Response(self.OutputSerializer(answer).data, status=status.HTTP_202_ACCEPTED)
 
 
 class JudgeSerializer(serializers.Serializer):

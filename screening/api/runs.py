@@ -357,26 +357,61 @@ class ProtocolApi(APIView):
     authentication_classes = []
     permission_classes = [AllowAny]
 
+    class OutputSerializer(serializers.Serializer):
+        class MeasuredSerializer(serializers.Serializer):
+            class PrecisionSerializer(serializers.Serializer):
+                generator = serializers.CharField()
+                matches = serializers.IntegerField(help_text="selected hypotheses that matched the article's finding")
+                selected = serializers.IntegerField()
+                percent = serializers.IntegerField()
+
+            class RangeSerializer(serializers.Serializer):
+                low = serializers.IntegerField()
+                high = serializers.IntegerField()
+
+            class RosterSerializer(serializers.Serializer):
+                stage1 = serializers.ListField(child=serializers.CharField())
+                stage2 = serializers.ListField(child=serializers.CharField())
+
+            benchmark = serializers.CharField(help_text="where the rule was measured")
+            selection = PrecisionSerializer(many=True)
+            random_percent = RangeSerializer(help_text="matches among randomly chosen hypotheses, in percent")
+            roster = RosterSerializer(help_text="the forecasting models it was measured with")
+            summary = serializers.CharField()
+            caveat = serializers.CharField()
+
+        protocol = serializers.CharField()
+        description = serializers.CharField()
+        measured = MeasuredSerializer()
+        roster_is_measured = serializers.BooleanField(help_text="whether this service forecasts with that roster")
+
     def get(self, request):
         measured = MEASURED_SELECTION
         default = selectors.default_roster_forecasters()
         return Response(
-            {
-                "protocol": PROTOCOL,
-                "description": PROTOCOL_DESCRIPTION,
-                "measured": {
-                    "benchmark": measured.benchmark,
-                    "selection": [
-                        {"generator": p.generator, "matches": p.matches, "selected": p.selected, "percent": p.percent}
-                        for p in measured.precision
-                    ],
-                    "random_percent": {"low": measured.random_percent[0], "high": measured.random_percent[1]},
-                    "roster": {"stage1": list(measured.stage1), "stage2": list(measured.stage2)},
-                    "summary": measured.sentence,
-                    "caveat": measured.caveat,
-                },
-                "roster_is_measured": measured.holds_for(default),
-            }
+            self.OutputSerializer(
+                {
+                    "protocol": PROTOCOL,
+                    "description": PROTOCOL_DESCRIPTION,
+                    "measured": {
+                        "benchmark": measured.benchmark,
+                        "selection": [
+                            {
+                                "generator": p.generator,
+                                "matches": p.matches,
+                                "selected": p.selected,
+                                "percent": p.percent,
+                            }
+                            for p in measured.precision
+                        ],
+                        "random_percent": {"low": measured.random_percent[0], "high": measured.random_percent[1]},
+                        "roster": {"stage1": list(measured.stage1), "stage2": list(measured.stage2)},
+                        "summary": measured.sentence,
+                        "caveat": measured.caveat,
+                    },
+                    "roster_is_measured": measured.holds_for(default),
+                }
+            ).data
         )
 
 
