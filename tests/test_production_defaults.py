@@ -357,10 +357,13 @@ def test_make_run_takes_its_ports_from_the_env_file_like_every_setting(tmp_path)
     web_port, simulator_port = free_port(), free_port()
     process = start_run_local(tmp_path, web_port, simulator_port, env_file=tmp_path / "local.env")
     try:
-        deadline = time.monotonic() + 120
-        while not listening_addresses(web_port) and time.monotonic() < deadline and process.poll() is None:
+        # The servers start side by side: wait until both listen (or the start gives up).
+        deadline, web, simulator = time.monotonic() + 120, set(), set()
+        while time.monotonic() < deadline and process.poll() is None:
+            web, simulator = listening_addresses(web_port), listening_addresses(simulator_port)
+            if web and simulator:
+                break
             time.sleep(0.2)
-        web, simulator = listening_addresses(web_port), listening_addresses(simulator_port)
     finally:
         output = stop(process)
     assert web == {"0100007F"}, output
