@@ -227,10 +227,11 @@ def rewrite_sheet(content: bytes, rewrite) -> bytes:
 
 def refused_quickly(content: bytes, filename: str = "bomb.xlsx") -> list[dict]:
     cohort = factories.make_cohort()
-    started = time.monotonic()
+    # The work it takes, as CPU time of this process: what a busy neighbour does to the wall clock does not count.
+    started = time.process_time()
     with pytest.raises(ImportInvalid) as refused:
         cohort_import_file(cohort=cohort, filename=filename, content=content, user=None)
-    assert time.monotonic() - started < 1, "refused, but not within a second"
+    assert time.process_time() - started < 1, "refused, but not within a second of work"
     assert ResearchTask.objects.count() == 0
     return refused.value.rows
 

@@ -1,7 +1,6 @@
 """Automatic and manual assignment of reviewers to a cohort's proposals."""
 
 import hashlib
-import time
 from collections import Counter, defaultdict
 
 import pytest
@@ -404,12 +403,10 @@ def test_api_declares_conflicts_by_proposal_id_or_author(coordinator_api, review
     assert Conflict.objects.count() == 2
 
 
-# Speed
+# At full scale (its speed is measured by benchmarks/review_speed.py, not here)
 
 
-def test_ten_thousand_proposals_times_three_over_three_hundred_reviewers_within_five_seconds(
-    needs_postgres, coordinator
-):
+def test_ten_thousand_proposals_times_three_over_three_hundred_reviewers_are_balanced(needs_postgres, coordinator):
     task = factories.make_task()
     proposals = Proposal.objects.bulk_create(
         Proposal(
@@ -429,14 +426,10 @@ def test_ten_thousand_proposals_times_three_over_three_hundred_reviewers_within_
     group = Group.objects.get(name="reviewer")
     User.groups.through.objects.bulk_create(User.groups.through(user_id=r.pk, group_id=group.pk) for r in reviewers)
 
-    started = time.perf_counter()
     result = cohort_assign(cohort=cohort, reviewers=reviewers, per_proposal=3, seed=1, user=coordinator)
-    elapsed = time.perf_counter() - started
 
     assert result.created == 30_000
     assert max(result.loads.values()) - min(result.loads.values()) <= 1
-    print(f"assigned 10,000 proposals x 3 over 300 reviewers in {elapsed:.2f} s")
-    assert elapsed <= 5.0
 
 
 def test_assignment_positions_form_a_permutation_even_after_manual_changes(coordinator):
