@@ -308,7 +308,7 @@ def test_an_analysts_first_hour(live_server, phone, analysed):
 
     page.get_by_role("link", name="Statistics").click()
     page.wait_for_url(f"{live_server.url}/benchmarks/{benchmark.pk}/statistics/")
-    for section in ("#enrichment", "#single-model-lists", "#judge-votes", "#agreement", "#human-review"):
+    for section in ("#enrichment", "#judge-votes", "#agreement", "#trimmed-lists", "#human-review"):
         page.locator(section).scroll_into_view_if_needed()
         expect(page.locator(section)).to_be_visible()
     expect(page.locator("#enrichment tbody tr")).to_have_count(3)  # two generators and all of them

@@ -453,10 +453,11 @@ class StatisticsApi(APIView):
             OpenApiTypes.OBJECT,
             description="The fields of reviewapp.benchmarks.statistics.BenchmarkStatistics (docs/analysis.md): "
             "`hypotheses`, `judged`, `judges`, `generators` (per generator and all together: selection summaries "
-            "with estimates and intervals, random list, drawn control, single-model lists), `votes_primary`, "
-            "`votes_strict`, `agreement`, `study` (one entry per appendix analysis, "
-            "docs/analysis.md#the-appendices-analyses, each with the seed it used); null where a statistic is "
-            "undefined.",
+            "with estimates and intervals, random list, drawn control, the single-model lists of the group's "
+            "length `single_model_lists` with their check by draws and seed, and `models_without_full_list`, the "
+            "models that have none), `votes_primary`, `votes_strict`, `agreement`, `study` (the other analyses of "
+            "the appendices, docs/analysis.md#the-appendices-analyses, each with the seed it used); null where a "
+            "statistic is undefined.",
         )
     )
     def get(self, request, benchmark_id: int):

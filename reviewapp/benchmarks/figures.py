@@ -215,52 +215,22 @@ def agreement_plot(statistics: BenchmarkStatistics) -> "Figure":
     return figure
 
 
-def single_model_lists_table(statistics: BenchmarkStatistics) -> list[list]:
-    rows = [
-        [
-            "generator",
-            "model",
-            "model_yes",
-            "model_yes_matching",
-            "group_list_length",
-            "group_matches",
-            "random_cut_mean",
-            "random_cut_low",
-            "random_cut_high",
-            "group_above_range",
-        ]
-    ]
-    for g in statistics.generators:
-        for item in g.single_model_lists:
-            control = item.control
-            rows.append(
-                [
-                    spreadsheet_text(g.generator),
-                    spreadsheet_text(item.model),
-                    item.positives,
-                    item.positive_matches,
-                    item.group_length,
-                    item.group_matches,
-                    rounded(control.mean) if control else None,
-                    control.low if control else None,
-                    control.high if control else None,
-                    (item.group_matches > control.high) if control else None,
-                ]
-            )
-    return rows
-
-
 BENCHMARK_FIGURES = {
     "enrichment": FigureSpec("Enrichment per generator", enrichment_table, enrichment_plot),
     "judge-votes": FigureSpec("Judge-vote distribution", judge_votes_table, judge_votes_plot),
     "agreement": FigureSpec("Agreement between judges", agreement_table, agreement_plot),
-    "single-model-lists": FigureSpec("Single-model lists of the group's length", single_model_lists_table, None),
 }
 
 
 def _study_figure(slug: str) -> FigureSpec:
     spec = TABLES[slug]
-    return FigureSpec(spec.title, lambda statistics: spec.build(statistics).csv_rows(), spec.plot)
+
+    def table(statistics: BenchmarkStatistics) -> list[list]:
+        # Names of generators and models come from imports: no formula may start in a cell.
+        rows = spec.build(statistics).csv_rows()
+        return [[spreadsheet_text(value) if isinstance(value, str) else value for value in row] for row in rows]
+
+    return FigureSpec(spec.title, table, spec.plot)
 
 
 # The appendices' analyses (reviewapp.benchmarks.study_tables), each table a CSV and some a plot.

@@ -15,6 +15,8 @@ from reviewapp.benchmarks.study import StudyInputs, StudyStatistics, compute_stu
 from screening.prompts import hypothesis_text
 
 ALL_GENERATORS = "All generators"
+# Counts drawn to check the exact figures of each single-model list (docs/protocol.md#trimmed-positive-lists).
+TRIM_REPEATS = 100_000
 
 
 @dataclass(frozen=True)
@@ -76,14 +78,21 @@ class HypothesisRow:
 @dataclass(frozen=True)
 class SingleModelList:
     """One forecasting model's "yes" list cut at random to the group's list length
-    (docs/protocol.md#trimmed-positive-lists)."""
+    (docs/protocol.md#trimmed-positive-lists): the exact figures and their check by draws."""
 
     model: str
     positives: int
     positive_matches: int
     group_length: int
     group_matches: int
-    control: analysis.RandomControl | None  # None when the model said yes to fewer hypotheses than the group chose
+    # The rest is None when the model said yes to fewer hypotheses than the group chose (no cut, nothing drawn).
+    control: analysis.RandomControl | None  # the exact hypergeometric mean and central 95% range
+    group_above_range: bool | None
+    simulated_mean: float | None  # the check: TRIM_REPEATS counts drawn from the same distribution
+    simulated_low: int | None
+    simulated_high: int | None
+    repeats: int | None
+    seed: int | None
 
 
 @dataclass(frozen=True)
@@ -133,28 +142,39 @@ def _models_without_full_list(decided: list[HypothesisRow]) -> tuple[str, ...]:
     return tuple(sorted(model for model in models if any(model not in row.forecasts for row in judged)))
 
 
-def _single_model_lists(decided: list[HypothesisRow], partial: tuple[str, ...]) -> tuple[SingleModelList, ...]:
+def _single_model_lists(
+    decided: list[HypothesisRow], partial: tuple[str, ...], seed: int
+) -> tuple[SingleModelList, ...]:
     """Each model's judged "yes" list, against a random cut of it to the group's length; only for models asked
     about every judged hypothesis (docs/protocol.md#trimmed-positive-lists)."""
     judged = [row for row in decided if row.primary is not None]
     group = [row for row in judged if row.selected]
     if not group:
         return ()
+    group_matches = sum(row.primary for row in group)
     models = sorted({model for row in judged for model in row.forecasts} - set(partial))
     lists = []
     for model in models:
         positives = [row.primary for row in judged if row.forecasts.get(model) is True]
-        control = None
+        cut = None
         if len(positives) >= len(group):
-            control = analysis.random_control(len(positives), sum(positives), len(group))
+            cut = analysis.trim_to_group_length(
+                positives, len(group), group_matches=group_matches, repeats=TRIM_REPEATS, seed=seed
+            )
         lists.append(
             SingleModelList(
                 model=model,
                 positives=len(positives),
                 positive_matches=sum(positives),
                 group_length=len(group),
-                group_matches=sum(row.primary for row in group),
-                control=control,
+                group_matches=group_matches,
+                control=cut.exact if cut else None,
+                group_above_range=cut.group_above_range if cut else None,
+                simulated_mean=cut.simulated_mean if cut else None,
+                simulated_low=cut.simulated_low if cut else None,
+                simulated_high=cut.simulated_high if cut else None,
+                repeats=cut.repeats if cut else None,
+                seed=cut.seed if cut else None,
             )
         )
     return tuple(lists)
@@ -180,7 +200,7 @@ def _generator_statistics(
         strict=strict,
         random_list=random_list,
         drawn_control=_summary(drawn, resamples, seed),
-        single_model_lists=_single_model_lists(decided, partial),
+        single_model_lists=_single_model_lists(decided, partial, seed),
         models_without_full_list=partial,
     )
 

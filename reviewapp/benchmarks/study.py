@@ -18,8 +18,6 @@ from reviewapp import analysis
 from reviewapp.analysis._resampling import Estimate, estimate, ratio, resample_counts, task_sums
 from reviewapp.analysis.judges import company_key, other_company_scores
 
-TRIM_REPEATS = 100_000
-
 
 @dataclass(frozen=True)
 class TaskInputs:
@@ -79,23 +77,6 @@ class MatrixStatus:
 
 
 @dataclass(frozen=True)
-class TrimmedModel:
-    model: str
-    positives: int  # judged hypotheses the model said yes to
-    positive_matches: int
-    trimmed: analysis.TrimmedList | None  # None when the model said yes less often than the group selected
-
-
-@dataclass(frozen=True)
-class TrimmedLists:
-    group_length: int  # judged hypotheses the group selected
-    group_matches: int
-    whole_set: analysis.RandomControl  # the group's length drawn from all judged hypotheses
-    models: tuple[TrimmedModel, ...]
-    seed: int
-
-
-@dataclass(frozen=True)
 class ModelRanking:
     """One model's numerical forecasts as a ranking of a generator's hypotheses (docs/analysis.md#ranking)."""
 
@@ -128,7 +109,6 @@ class GeneratorStudy:
     matrix: MatrixStatus
     own_model: str | None
     forecast_rules: analysis.ForecastRules | None
-    trimmed: TrimmedLists | None
     rules: analysis.RuleEnumeration | None
     best_model: analysis.BestSingleModel | None
     best_model_holm_p_value: float | None
@@ -273,29 +253,6 @@ def _own_model(company: str, models: Sequence[str], forecaster_companies: Mappin
     return own[0] if own else None
 
 
-def _trimmed_lists(rows, models: Sequence[str], seed: int) -> TrimmedLists | None:
-    judged = [row for row in rows if row.primary is not None and row.selected is not None]
-    group = [row for row in judged if row.selected]
-    if not group:
-        return None
-    items = []
-    for model in models:
-        positives = [row.primary for row in judged if row.forecasts.get(model) is True]
-        trimmed = None
-        if len(positives) >= len(group):
-            trimmed = analysis.trim_to_group_length(
-                positives, len(group), group_matches=sum(r.primary for r in group), repeats=TRIM_REPEATS, seed=seed
-            )
-        items.append(TrimmedModel(model, len(positives), sum(positives), trimmed))
-    return TrimmedLists(
-        group_length=len(group),
-        group_matches=sum(row.primary for row in group),
-        whole_set=analysis.random_control(len(judged), sum(row.primary for row in judged), len(group)),
-        models=tuple(items),
-        seed=seed,
-    )
-
-
 def _ranking(rows, list_lengths: Sequence[int], resamples: int, seed: int) -> tuple[ModelRanking, ...]:
     decided = [row for row in rows if row.primary is not None and row.selected is not None]
     models = sorted({model for row in rows for model, value in row.probabilities.items() if value is not None})
@@ -433,7 +390,7 @@ def _generator_study(name, company, rows, inputs, list_lengths, rounds, resample
     matrix = _matrix_status(rows)
     models = matrix.models
     own = _own_model(company, models, inputs.forecaster_companies)
-    forecast_rules = trimmed = rules = best = None
+    forecast_rules = rules = best = None
     if matrix.complete:
         matrix_rows = [(row.task_key, row.forecasts, row.primary) for row in rows]
         forecast_rules = analysis.forecast_rules(
@@ -443,7 +400,6 @@ def _generator_study(name, company, rows, inputs, list_lengths, rounds, resample
             resamples=resamples,
             seed=seeds["selection"],
         )
-        trimmed = _trimmed_lists(rows, models, seeds["selection"])
         rules = analysis.rule_enumeration(matrix_rows, models)
         decided = [row for row in rows if row.selected is not None]
         if decided:
@@ -459,7 +415,6 @@ def _generator_study(name, company, rows, inputs, list_lengths, rounds, resample
         matrix=matrix,
         own_model=own,
         forecast_rules=forecast_rules,
-        trimmed=trimmed,
         rules=rules,
         best_model=best,
         best_model_holm_p_value=None,

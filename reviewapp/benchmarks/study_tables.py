@@ -263,10 +263,23 @@ def forecast_rules_table(statistics: BenchmarkStatistics) -> Table:
     return Table(columns, rows, tuple(notes))
 
 
-# Ж: trimmed lists ----------------------------------------------------------------------------------------------
+# Ж: single-model lists of the group's length -------------------------------------------------------------------
+
+_POOLED_LISTS = (
+    "This set uses the pooled design: stage-2 models are asked only about the hypotheses stage 1 kept, so where stage "
+    "1 discarded any of a generator's hypotheses they have no “yes” list of their own (their “yes” answers lie inside "
+    "the stage-1 model's list) and none is computed for them. A set of the seed-001 design, or an import with every "
+    "model's forecast on every hypothesis, gives every model's list."
+)
+_PARTIAL_LISTS = (
+    "A model's own list exists only where it was asked about every judged hypothesis of the generator; this set lacks "
+    "some of those forecasts."
+)
 
 
 def trimmed_lists_table(statistics: BenchmarkStatistics) -> Table:
+    """Per generator and for all generators: the group's length drawn from every judged hypothesis ("whole set"),
+    then each model's own list cut to that length (reviewapp.benchmarks.statistics.SingleModelList)."""
     columns = (
         Column("generator", "Generator"),
         Column("model", "Model"),
@@ -284,60 +297,63 @@ def trimmed_lists_table(statistics: BenchmarkStatistics) -> Table:
         Column("group_above_range", "Group above the range", FLAG),
         SEED,
     )
-    study = _study(statistics)
     rows, notes = [], []
-    for g in study.generators if study else ():
-        if not g.matrix.complete:
-            notes.append(_lacking(g))
-            continue
-        trimmed = g.trimmed
-        if trimmed is None:
+    if any(g.models_without_full_list for g in statistics.generators):
+        notes.append(_POOLED_LISTS if statistics.design == "pooled" else _PARTIAL_LISTS)
+    for g in statistics.generators:
+        if g.models_without_full_list:
+            notes.append(
+                f"{g.generator}: no own list for {', '.join(g.models_without_full_list)} (not asked about every "
+                "judged hypothesis of this generator)."
+            )
+        whole, group = g.random_list, g.primary
+        if whole is None or group is None or not whole.list_length:
             notes.append(f"{g.generator}: no judged selection yet.")
             continue
-        whole = trimmed.whole_set
+        group_matches = group.selected_matches
         rows.append(
             {
                 "generator": g.generator,
                 "model": "whole set",
                 "yes": whole.population,
                 "yes_matching": whole.matching,
-                "group_list_length": trimmed.group_length,
-                "group_matches": trimmed.group_matches,
+                "group_list_length": whole.list_length,
+                "group_matches": group_matches,
                 "mean": whole.mean,
                 "mean_share": whole.mean_share,
                 "low": whole.low,
                 "high": whole.high,
-                "group_above_range": trimmed.group_matches > whole.high,
+                "group_above_range": group_matches > whole.high,
             }
         )
-        for item in trimmed.models:
-            cut = item.trimmed
+        for item in g.single_model_lists:
+            control = item.control
             rows.append(
                 {
                     "generator": g.generator,
                     "model": item.model,
                     "yes": item.positives,
                     "yes_matching": item.positive_matches,
-                    "group_list_length": trimmed.group_length,
-                    "group_matches": trimmed.group_matches,
+                    "group_list_length": item.group_length,
+                    "group_matches": item.group_matches,
                     **(
                         {
-                            "mean": cut.exact.mean,
-                            "mean_share": cut.exact.mean_share,
-                            "low": cut.exact.low,
-                            "high": cut.exact.high,
-                            "simulated_mean": cut.simulated_mean,
-                            "simulated_low": cut.simulated_low,
-                            "simulated_high": cut.simulated_high,
-                            "group_above_range": cut.group_above_range,
-                            "seed": cut.seed,
+                            "mean": control.mean,
+                            "mean_share": control.mean_share,
+                            "low": control.low,
+                            "high": control.high,
+                            "simulated_mean": item.simulated_mean,
+                            "simulated_low": item.simulated_low,
+                            "simulated_high": item.simulated_high,
+                            "group_above_range": item.group_above_range,
+                            "seed": item.seed,
                         }
-                        if cut
+                        if control
                         else {}
                     ),
                 }
             )
-            if cut is None:
+            if control is None:
                 notes.append(f"{g.generator}: {item.model} said yes less often than the group selected.")
     return Table(columns, rows, tuple(notes))
 
@@ -348,7 +364,7 @@ def trimmed_lists_plot(statistics: BenchmarkStatistics):
     figure = new_figure(7.5, 1.4 + 0.38 * max(1, len(rows)))
     axes = figure.add_subplot()
     if not rows:
-        return no_data(figure, axes, "Random cuts need the full forecast matrix and a judged selection.")
+        return no_data(figure, axes, "Random cuts need a judged selection.")
     for index, row in enumerate(rows):
         axes.plot([row["low"], row["high"]], [index, index], color=COLOURS[0], linewidth=3)
         axes.plot(row["mean"], index, "o", color=COLOURS[0])
@@ -1093,9 +1109,11 @@ SECTIONS = (
         "trimmed-lists",
         "Single-model lists of the group's length",
         "Ж, М.3, Н.6",
-        "Each forecasting model's own yes list over all of a generator's hypotheses, cut at random to the group's "
-        "list length: exact hypergeometric mean and central 95% range, checked by 100,000 simulated cuts; the "
-        "whole-set row is the group's random control. Needs the full forecast matrix.",
+        "Each forecasting model's own yes list over all of a generator's judged hypotheses, cut at random to the "
+        "length of the group's selection: exact hypergeometric mean and central 95% range against the group's "
+        "matches, checked by 100,000 counts drawn from the same distribution; the whole-set row is the group's "
+        "length drawn from every judged hypothesis. A model has its own list only where it was asked about every "
+        "judged hypothesis of the generator.",
         "selection",
         (TableSpec("trimmed-lists", "Random cuts", trimmed_lists_table, trimmed_lists_plot),),
     ),

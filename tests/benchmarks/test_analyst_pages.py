@@ -106,13 +106,35 @@ def test_plots_download_as_png_and_svg(benchmark, client, coordinator):
         assert png.status_code == svg.status_code == 200
         assert png["Content-Type"] == "image/png" and png.content.startswith(PNG_MAGIC)
         assert svg["Content-Type"] == "image/svg+xml" and b"<svg" in svg.content
-    assert client.get(f"/benchmarks/{benchmark.pk}/figures/single-model-lists.png").status_code == 404
     assert client.get(f"/benchmarks/{benchmark.pk}/figures/nonsense.csv").status_code == 404
-    lists = _csv(client.get(f"/benchmarks/{benchmark.pk}/figures/single-model-lists.csv"))
+    lists = _csv(client.get(f"/benchmarks/{benchmark.pk}/figures/trimmed-lists.csv"))
     m1 = next(row for row in lists if row["model"] == "m1")
     # m1 said yes to a1, a2, a3 (matching a1, a2); cut to the group's two: mean 2 × 2/3.
-    assert (m1["model_yes"], m1["model_yes_matching"], m1["group_list_length"]) == ("3", "2", "2")
-    assert float(m1["random_cut_mean"]) == pytest.approx(4 / 3, abs=1e-4)
+    assert (m1["yes"], m1["yes_matching"], m1["group_list_length"]) == ("3", "2", "2")
+    assert float(m1["mean"]) == pytest.approx(4 / 3, abs=1e-4)
+
+
+def test_imported_names_start_no_formula_in_an_analysis_csv(db, client, analyst):
+    benchmark = make_set(
+        {
+            "tasks": [task("T1")],
+            "hypotheses": [
+                hypothesis(
+                    "T1",
+                    f"a{n}",
+                    generator="=Gen",
+                    generator_company="Alpha Labs",
+                    selected=selected,
+                    forecasts={"@model": True},
+                )
+                for n, selected in ((1, True), (2, False))
+            ],
+            "scores": scores("T1", "a1", [0, 4, 4, 1]) + scores("T1", "a2", [0, 3, 0, 3]),
+        }
+    )
+    client.force_login(analyst)
+    rows = _csv(client.get(f"/benchmarks/{benchmark.pk}/figures/trimmed-lists.csv"))
+    assert [(row["generator"], row["model"]) for row in rows] == [("'=Gen", "whole set"), ("'=Gen", "'@model")]
 
 
 def test_an_empty_set_still_has_its_pages_and_plots(db, client, analyst):

@@ -251,7 +251,11 @@ def test_trimming_reproduces_the_published_8_96_and_6_to_12_of_appendix_zh(study
     )
     assert round(float(astra["mean"]), 2) == 8.96 and float(astra["mean_share"]) == pytest.approx(0.4717, abs=1e-4)
     assert (astra["low"], astra["high"], astra["group_above_range"]) == ("6", "12", "True")
+    # The check by 100,000 counts drawn with the selection's seed agrees with the exact figures.
+    assert (astra["simulated_low"], astra["simulated_high"]) == ("6", "12")
+    assert float(astra["simulated_mean"]) == pytest.approx(8.96, abs=0.03)
     assert astra["seed"] == "20261026"
+    assert _csv(client, study, "trimmed-lists", "?seed_selection=7")[1]["seed"] == "7"
     whole = rows["whole set"]
     assert float(whole["mean"]) == pytest.approx(hypergeom(80, 30, 19).mean(), abs=1e-4)
 
@@ -427,9 +431,21 @@ def test_a_bad_seed_is_refused(study, client, analyst):
 def test_the_statistics_api_gives_the_same_numbers_as_the_pages(study, client, analyst):
     client.force_login(analyst)
     data = client.get(f"/api/v1/benchmarks/{study.pk}/statistics").json()
+    (lists,) = data["generators"]
+    assert lists["models_without_full_list"] == []
+    astra = next(item for item in lists["single_model_lists"] if item["model"] == "astra")
+    assert (astra["positives"], astra["positive_matches"], astra["group_length"], astra["group_matches"]) == (
+        53,
+        25,
+        19,
+        14,
+    )
+    assert round(astra["control"]["mean"], 2) == 8.96
+    assert (astra["control"]["low"], astra["control"]["high"], astra["group_above_range"]) == (6, 12, True)
+    assert (astra["simulated_low"], astra["simulated_high"], astra["repeats"]) == (6, 12, 100_000)
+    assert astra["seed"] == 20261026
     (generator,) = data["study"]["generators"]
-    astra = next(item for item in generator["trimmed"]["models"] if item["model"] == "astra")
-    assert astra["trimmed"]["exact"]["low"] == 6 and astra["trimmed"]["exact"]["high"] == 12
+    assert "trimmed" not in generator  # the lists are computed once, as the generators' single_model_lists
     assert len(generator["rules"]["voting_rules"]) == 32
     assert generator["matrix"]["complete"] is True
     assert data["study"]["task_selection"]["check"]["order_reproduces"] is True
@@ -474,8 +490,11 @@ def test_an_imported_set_without_the_full_matrix_says_so_instead_of_computing(db
     client.force_login(analyst)
     page = client.get(f"/benchmarks/{benchmark.pk}/statistics/").content.decode()
     assert "the set lacks the full forecast matrix (15 of 40 answers of astra, gemini, grok, sonnet are missing" in page
-    for figure in ("trimmed-lists", "forecast-rules", "rule-enumeration", "best-single-model"):
+    for figure in ("forecast-rules", "rule-enumeration", "best-single-model"):
         assert _csv(client, benchmark, figure) == []
+    # A single-model list needs only that model's answers: astra was asked about every hypothesis, the others not.
+    assert "Gen Alpha: no own list for gemini, grok, sonnet (not asked about every judged hypothesis" in page
+    assert [row["model"] for row in _csv(client, benchmark, "trimmed-lists")] == ["whole set", "astra"]
 
 
 def test_a_set_of_pooled_runs_lacks_the_matrix_and_the_page_says_so(db, scripted, client, analyst):
@@ -490,9 +509,7 @@ def test_a_set_of_pooled_runs_lacks_the_matrix_and_the_page_says_so(db, scripted
     data = client.get(f"/api/v1/benchmarks/{benchmark.pk}/statistics").json()
     statuses = [g["matrix"] for g in data["study"]["generators"]]
     assert any(not status["complete"] and status["missing_answers"] for status in statuses)
-    assert all(
-        g["trimmed"] is None and g["rules"] is None for g in data["study"]["generators"] if not g["matrix"]["complete"]
-    )
+    assert all(g["rules"] is None for g in data["study"]["generators"] if not g["matrix"]["complete"])
     page = client.get(f"/benchmarks/{benchmark.pk}/statistics/").content.decode()
     assert "lacks the full forecast matrix" in page and "a set of pooled runs asks the second-stage models" in page
 

@@ -3,6 +3,8 @@ forecast requests of five, every forecasting model asked about every hypothesis,
 stored matrix, and the same requests asked again as a second round. Models are a scripted OpenAI-compatible server
 on 127.0.0.1, reached over real HTTP."""
 
+import csv
+import io
 import json
 import re
 
@@ -435,14 +437,21 @@ def test_a_pooled_set_shows_no_single_model_list_for_models_asked_only_about_wha
     # Where stage 1 kept everything, every model was asked about every hypothesis: its list is its own.
     other = by_name[f"Model {GENERATORS[1]}"]
     assert other.models_without_full_list == () and len(other.single_model_lists) == len(FORECASTERS)
+    # The page's one section of these lists says why, for that generator and those models, and lists the others.
     client.force_login(analyst)
     page = client.get(f"/benchmarks/{benchmark.pk}/statistics/").content.decode()
-    section = page[page.index('id="single-model-lists"') : page.index('id="judge-votes"')]
-    assert "pooled design" in section and 'no "yes" list of their own' in section
-    first = section[section.index(f"<h3>Model {GENERATORS[0]}</h3>") :]
-    first = first[: first.index("</table>")]
-    assert f"No own list for {', '.join(sorted(STAGE2))}" in first
-    assert f"<td>{STAGE1}</td>" in first and not any(f"<td>{model}</td>" in first for model in STAGE2)
+    section = page[page.index('id="trimmed-lists"') :]
+    section = section[: section.index("</section>")]
+    assert "This set uses the pooled design" in section and "no “yes” list of their own" in section
+    assert f"Model {GENERATORS[0]}: no own list for {', '.join(sorted(STAGE2))}" in section
+    assert f"Model {GENERATORS[1]}: no own list" not in section
+    response = client.get(f"/benchmarks/{benchmark.pk}/figures/trimmed-lists.csv")
+    listed = {(row["generator"], row["model"]) for row in csv.DictReader(io.StringIO(response.content.decode()))}
+    assert {model for generator, model in listed if generator == f"Model {GENERATORS[0]}"} == {"whole set", STAGE1}
+    assert {model for generator, model in listed if generator == f"Model {GENERATORS[1]}"} == {
+        "whole set",
+        *FORECASTERS,
+    }
 
 
 def test_a_seed_001_set_has_every_forecasting_models_own_list(db, scripted):
