@@ -7,6 +7,9 @@ BENCHMARKS := $(sort $(wildcard benchmarks/*_speed.py))
 
 .PHONY: run test lint install install-dev demo worker bench clean
 
+# Where the benchmarks of one `make bench` append their figures, printed as one table at its end.
+bench: export OH_BENCH_ROWS := $(CURDIR)/var/bench-rows-$(shell date +%Y%m%d%H%M%S)-$(shell echo $$PPID).jsonl
+
 $(BIN)/python:
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python 3.11 or newer is needed (set PYTHON=...)")'
 	$(PYTHON) -m venv $(VENV)
@@ -52,7 +55,7 @@ lint: install-dev
 bench: install
 	@status=0; for script in $(BENCHMARKS); do \
 		echo "== $$script"; $(BIN)/python $$script || status=1; \
-	done; exit $$status
+	done; $(BIN)/python benchmarks/summary.py; exit $$status
 
 clean:
 	rm -rf var

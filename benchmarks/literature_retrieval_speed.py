@@ -25,7 +25,7 @@ import sys
 import tempfile
 import time
 
-from support import EXAMPLE_SERVER, child_figures, scratch_database, setup_django
+from support import EXAMPLE_SERVER, Results, child_figures, scratch_database, setup_django
 
 SCRATCH_DATABASE = "oh_bench_retrieval"
 TARGET_MEDIAN_MS = 100
@@ -179,19 +179,22 @@ def main() -> int:
         with scratch_database(server, SCRATCH_DATABASE, keep=args.keep) as scratch_url:
             figures.append(run_child(scratch_url, args))
 
-    failed = False
-    print(f"{'database':<11} {'references':>10} {'load s':>7} {'index s':>8} {'median ms':>10} {'p90 ms':>7} "
-          f"{'max ms':>7} {'target':>7} {'source first':>13} {'in top 5':>9}  result")  # fmt: skip
+    results = Results()
     for f in figures:
-        passed = f["median_ms"] <= TARGET_MEDIAN_MS
-        failed |= not passed
-        print(
-            f"{f['vendor']:<11} {f['references']:>10,} {f['load_s']:>7} {f['index_s']:>8} {f['median_ms']:>10} "
-            f"{f['p90_ms']:>7} {f['max_ms']:>7} {'≤ ' + str(TARGET_MEDIAN_MS):>7} "
-            f"{f['source_first']:>10}/{f['queries']:<2} {f['source_top5']:>6}/{f['queries']:<2}"
-            f"  {'PASS' if passed else 'FAIL'}"
+        details = (
+            f"({f['references']:,} references, loaded in {f['load_s']} s, indexed in {f['index_s']} s; p90 "
+            f"{f['p90_ms']} ms, max {f['max_ms']} ms; the source first {f['source_first']}/{f['queries']}, in the top "
+            f"5 {f['source_top5']}/{f['queries']})"
         )
-    return 1 if failed else 0
+        results.record(
+            f"retrieval on {f['vendor']}, median of {f['queries']}",
+            float(f["median_ms"]),
+            "ms",
+            f"≤ {TARGET_MEDIAN_MS} ms",
+            f["median_ms"] <= TARGET_MEDIAN_MS,
+            details,
+        )
+    return results.report(__file__)
 
 
 if __name__ == "__main__":
