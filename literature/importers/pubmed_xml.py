@@ -78,13 +78,21 @@ def parse_article(element: ET.Element, number: int, raw: str | None = None) -> P
         if holder is None:
             return Parsed(number, None, [Problem(number, "article", "The record has no <Article>.", pmid)])
         title = _text(holder.find("ArticleTitle")) or _text(holder.find("VernacularTitle"))
+        # One step at a time: a plain tag is looked up in C, a path by the Python ElementPath.
+        journal_element = holder.find("Journal")
+        issue = journal_element.find("JournalIssue") if journal_element is not None else None
+        journal_info = citation.find("MedlineJournalInfo")
         journal = clean(
-            holder.findtext("Journal/Title")
-            or holder.findtext("Journal/ISOAbbreviation")
-            or citation.findtext("MedlineJournalInfo/MedlineTA")
+            (
+                journal_element.findtext("Title") or journal_element.findtext("ISOAbbreviation")
+                if journal_element is not None
+                else None
+            )
+            or (journal_info.findtext("MedlineTA") if journal_info is not None else None)
         )
-        pub_date = holder.find("Journal/JournalIssue/PubDate")
-        ids = element.find("PubmedData/ArticleIdList")
+        pub_date = issue.find("PubDate") if issue is not None else None
+        data = element.find("PubmedData")
+        ids = data.find("ArticleIdList") if data is not None else None
     elif book is not None:
         holder = book
         pmid = clean(book.findtext("PMID"))
@@ -120,7 +128,9 @@ def parse_article(element: ET.Element, number: int, raw: str | None = None) -> P
 
 def _text(element: ET.Element | None) -> str:
     """All text inside an element, inline markup (<i>, <sup>, MathML) included."""
-    return clean("".join(element.itertext())) if element is not None else ""
+    if element is None:
+        return ""
+    return clean(element.text if len(element) == 0 else "".join(element.itertext()))
 
 
 def _abstract(abstract: ET.Element | None) -> str:
@@ -128,12 +138,13 @@ def _abstract(abstract: ET.Element | None) -> str:
     if abstract is None:
         return ""
     sections = []
-    for section in abstract.findall("AbstractText"):
-        text = _text(section)
-        if text:
-            label = clean(section.get("Label"))
-            sections.append(f"{label}: {text}" if label else text)
-    return " ".join(sections)
+    for section in abstract.iterfind("AbstractText"):
+        text = section.text if len(section) == 0 else "".join(section.itertext())
+        if text and not text.isspace():
+            label = section.get("Label")
+            sections.append(f"{clean(label)}: {text}" if label and not label.isspace() else text)
+    # One collapse of the whitespace of all the sections: the same text as collapsing each and joining them.
+    return clean(" ".join(sections))
 
 
 def _authors(author_list: ET.Element | None) -> list[str]:

@@ -185,12 +185,14 @@ def problems_of(
         value = getattr(reference, name)
         if len(value) > limit:
             problem(name, f"The {name} has {len(value)} characters; at most {limit} fit.")
-    for name, value in [(name, getattr(reference, name)) for name in _TEXT_FIELDS] + [
-        ("authors", author) for author in reference.authors
-    ]:
-        if message := control_character_problem(value):
-            problem(name, f"The {name}: {message[0].lower()}{message[1:]}")
-            break
+    texts = [(name, getattr(reference, name)) for name in _TEXT_FIELDS]
+    texts += [("authors", author) for author in reference.authors]
+    # One search over all of them (line feeds are allowed) before naming the field that holds one.
+    if control_character_problem("\n".join(value for _, value in texts)):
+        for name, value in texts:
+            if message := control_character_problem(value):
+                problem(name, f"The {name}: {message[0].lower()}{message[1:]}")
+                break
     return problems
 
 
