@@ -2,11 +2,11 @@
 
 import uuid
 
-from django.db.models import Count, Prefetch, Q
+from django.db.models import Count, OuterRef, Prefetch, Q, Subquery
 from django.utils import timezone
 
 from screening.llm.models import ModelCall, ModelEndpoint
-from screening.models import STEPS, Forecast, Hypothesis, Run, Translation
+from screening.models import STEPS, Forecast, Hypothesis, Run, RunBody, Translation
 
 _DELIVERED = Q(hypotheses__selected=True) & ~Q(hypotheses__literature_verdict__in=Hypothesis.NOT_DELIVERED_VERDICTS)
 
@@ -24,6 +24,17 @@ def run_get(run_id) -> Run | None:
     except ValueError:
         return None
     return Run.objects.filter(public_id=public_id).first()
+
+
+def run_with_stored_body(run_id, language: str) -> Run | None:
+    """The run with this public id, or None, in one query; `stored_body` holds its stored API body in `language` when
+    that body is still valid (see RunBody), else None."""
+    try:
+        public_id = run_id if isinstance(run_id, uuid.UUID) else uuid.UUID(str(run_id))
+    except ValueError:
+        return None
+    valid = RunBody.objects.filter(run=OuterRef("pk"), language=language, run_updated_at=OuterRef("updated_at"))
+    return Run.objects.filter(public_id=public_id).annotate(stored_body=Subquery(valid.values("body")[:1])).first()
 
 
 def run_hypotheses(run: Run) -> list[Hypothesis]:

@@ -6,7 +6,6 @@ run limits instead. Only the recorded calls of a run need a coordinator or analy
 """
 
 from django.conf import settings
-from django.core.cache import cache
 from django.http import HttpResponse
 from django.urls import reverse
 from rest_framework import serializers, status
@@ -21,13 +20,11 @@ from reviewapp.core.requests import BoundedJSONParser, client_address
 from reviewapp.core.roles import CanReadAll
 from screening import selectors
 from screening.models import Run, Translation
-from screening.services.runs import ClientHypothesis, run_create
+from screening.services.runs import ClientHypothesis, run_body_store, run_create
 
 QUESTION_MIN, QUESTION_MAX, BACKGROUND_MAX = 10, 2000, 8000
 HYPOTHESES_MAX = 100
 HYPOTHESIS_FIELD_MAX = 4000
-# How long a finished run's body is served from the cache.
-FINISHED_RUN_CACHE_SECONDS = 60
 
 
 class StrictCharField(serializers.CharField):
@@ -202,7 +199,8 @@ def _get_run(run_id) -> Run:
 class RunDetailApi(APIView):
     """GET /api/v1/open-hypothesis/runs/<id>[?lang=ru]
 
-    A finished run no longer changes, and clients poll it: its rendered body is cached for a while (per process)."""
+    A finished run hardly ever changes, and clients poll it: its rendered body is stored in the database the first
+    time it is asked for and served from there, in one query, while the run is unchanged (see RunBody)."""
 
     authentication_classes = []
     permission_classes = [AllowAny]
@@ -211,16 +209,17 @@ class RunDetailApi(APIView):
         language = request.query_params.get("lang") or None
         if language is not None and language not in Run.Language.values:
             raise ServiceError("lang must be en or ru.", code="invalid_body")
-        cache_key = f"open-hypothesis:run:{run_id}:{language or 'en'}"
-        body = cache.get(cache_key)
+        run = selectors.run_with_stored_body(run_id, language or Run.Language.EN)
+        if run is None:
+            raise NotFound("There is no run with this id.")
+        body = run.stored_body
         if body is None:
-            run = _get_run(run_id)
             representation = run_representation(run, language)
             body = JSONRenderer().render(representation)
             translation_state = representation.get("translation", {}).get("state")
             if run.is_finished and translation_state != Translation.State.PENDING:
-                cache.set(cache_key, body, FINISHED_RUN_CACHE_SECONDS)
-        return HttpResponse(body, content_type="application/json")
+                run_body_store(run=run, language=language or Run.Language.EN, body=body)
+        return HttpResponse(bytes(body), content_type="application/json")
 
 
 class RunCallsApi(APIView):
