@@ -18,6 +18,7 @@ from datetime import UTC, datetime
 from itertools import islice
 from typing import Any
 
+from django.contrib.auth import get_user_model
 from django.db import connection, transaction
 from openpyxl import Workbook
 from openpyxl.cell import WriteOnlyCell
@@ -241,8 +242,7 @@ def _copy_query(*, unblinded: bool, layout: str) -> str:
     line is the proposal's pk (for the registered columns), then the export's cells."""
     quote = connection.ops.quote_name
     review, assignment, proposal, task, user = (
-        quote(model._meta.db_table)
-        for model in (Review, Assignment, Proposal, ResearchTask, Assignment.reviewer.field.related_model)
+        quote(model._meta.db_table) for model in (Review, Assignment, Proposal, ResearchTask, get_user_model())
     )
     keys = [
         "%s::text",

@@ -22,7 +22,17 @@ from tests import factories
 
 # Each start a spreadsheet runs as a formula, then texts that only need quoting or nothing at all.
 FORMULA_TEXTS = ["=1+2", "+SUM(A1)", "-2+3", "@risk", "\tTAB", "\rCR", '=HYPERLINK("http://evil.example","x")']
-PLAIN_TEXTS = ["a, b", "ends[", "]starts", 'say "no"', "two\nlines", "crlf\r\nin the middle", "café Müller ✓", " leading space", "'quoted"]
+PLAIN_TEXTS = [
+    "a, b",
+    "ends[",
+    "]starts",
+    'say "no"',
+    "two\nlines",
+    "crlf\r\nin the middle",
+    "café Müller ✓",
+    " leading space",
+    "'quoted",
+]
 
 
 def _review(cohort, reviewer, proposal, *, position: int, **answers) -> Review:
