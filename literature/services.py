@@ -35,7 +35,11 @@ FORMATS = {
     "ris": "RIS",
     "csv": "CSV",
 }
-_READERS = {"pubmed_xml": pubmed_xml.read, "medline": medline.read, "ris": ris.read}
+_READERS: dict[str, Callable[..., Iterator[Parsed]]] = {
+    "pubmed_xml": pubmed_xml.read,
+    "medline": medline.read,
+    "ris": ris.read,
+}
 WRITE_BATCH = 1000
 PROGRESS_EVERY = 1000
 # SQLite refuses statements with too many parameters, so lookups by many ids go in chunks.
@@ -119,6 +123,10 @@ class ReferenceWriter:
         self.created = self.updated = self.unchanged = 0
         self._stage: _Stage | None = None
         self._written: set[tuple[str, str]] = set()  # on SQLite, what this writer wrote
+
+    def count_unchanged(self) -> None:
+        """A reference the corpus holds exactly so already (a KnownRecord): nothing to write."""
+        self.unchanged += 1
 
     def add(self, reference: ParsedReference) -> None:
         self.pending[(reference.source, reference.source_id)] = reference  # a later copy in one batch wins
@@ -255,7 +263,7 @@ class _Stage:
                 )
             cursor.execute(
                 f"WITH written AS (INSERT INTO {target} ({columns}, created_at, updated_at) "
-                f"SELECT {columns}, statement_timestamp(), statement_timestamp() FROM {self.table} ORDER BY seq "
+                f"SELECT {columns}, statement_timestamp(), statement_timestamp() FROM {self.table} "
                 f"ON CONFLICT (source, source_id) DO UPDATE SET {changed} "
                 f"WHERE {target}.content_sha256 <> EXCLUDED.content_sha256 RETURNING xmax = 0 AS inserted) "
                 "SELECT count(*) FILTER (WHERE inserted), count(*) FILTER (WHERE NOT inserted) FROM written"
@@ -405,6 +413,8 @@ def _reader(format: str, column_mapping) -> Callable[..., Iterator[Parsed]]:
     if format != "csv":
         if column_mapping:
             raise ImportInvalid([Problem(None, "mapping", "A column mapping applies to CSV files only.").as_dict()])
+        if format == "pubmed_xml" and connection.vendor == "postgresql":
+            return _pubmed_xml_against_the_corpus
         return _READERS[format]
     try:
         mapping = parse_mapping(column_mapping)
@@ -432,22 +442,25 @@ def _write_file(parsed_records: Iterator[Parsed], writer: ReferenceWriter, progr
             read += 1
             if progress and read % PROGRESS_EVERY == 0:
                 progress(read)
-            if parsed.reference is None:
+            record = parsed.reference or parsed.known
+            if record is None:
                 outcome.skipped += skipped_entries(parsed.problems)
                 continue
-            reference = parsed.reference
-            earlier = seen.get(reference.source_id)
+            earlier = seen.get(record.source_id)
             if earlier is not None:
-                if earlier[1] == reference.content_sha256:
+                if earlier[1] == record.content_sha256:
                     outcome.repeated += 1
                 else:
-                    reason = _repeat_message(earlier[0], reference.source_id)
-                    outcome.skipped.append({"record": parsed.number, "id": reference.source_id, "reason": reason})
+                    reason = _repeat_message(earlier[0], record.source_id)
+                    outcome.skipped.append({"record": parsed.number, "id": record.source_id, "reason": reason})
                 continue
-            seen[reference.source_id] = (parsed.number, reference.content_sha256)
+            seen[record.source_id] = (parsed.number, record.content_sha256)
             outcome.records += 1
             outcome.warnings += [warning.as_dict() for warning in parsed.warnings]
-            writer.add(reference)
+            if parsed.reference is not None:
+                writer.add(parsed.reference)
+            else:
+                writer.count_unchanged()
     except FileUnreadable as exc:
         raise ImportInvalid([Problem(None, "file", str(exc)).as_dict()]) from None
     if progress:
@@ -478,6 +491,24 @@ def _binary(file):
             yield stream
     else:
         yield file
+
+
+def _pubmed_xml_against_the_corpus(stream) -> Iterator[Parsed]:
+    """PubMed XML whose articles stored byte for byte are not read again (PostgreSQL digests the stored records)."""
+    return pubmed_xml.read(stream, known=_stored_pubmed_records)
+
+
+def _stored_pubmed_records(digests: dict[str, str]) -> dict[str, tuple[str, str]]:
+    """For pubmed_xml.read's `known`: PMID → (md5 of the stored raw record, the stored content hash), for the PMIDs
+    the corpus holds with exactly these raw records."""
+    table = connection.ops.quote_name(Reference._meta.db_table)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT source_id, md5(raw), content_sha256 FROM {table} WHERE source = %s AND source_id = ANY(%s) "
+            "AND md5(raw) = ANY(%s)",
+            [Reference.Source.PUBMED, list(digests), list(digests.values())],
+        )
+        return {source_id: (digest, sha) for source_id, digest, sha in cursor.fetchall()}
 
 
 def _known_hashes(batch: list[ParsedReference]) -> dict[tuple[str, str], str]:

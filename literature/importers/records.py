@@ -84,15 +84,25 @@ class ParsedReference:
         return hashlib.sha256("\x1f".join(content).encode()).hexdigest()
 
 
+@dataclass(frozen=True)
+class KnownRecord:
+    """A record the corpus already holds exactly as the file gives it (its raw text): not read again."""
+
+    source: str
+    source_id: str
+    content_sha256: str
+
+
 @dataclass
 class Parsed:
     """One record of a file, by its number: the reference, or every reason it cannot be used (`problems`); and what
-    was left out of a usable record (`warnings`)."""
+    was left out of a usable record (`warnings`). `known` instead of a reference: the corpus holds it already."""
 
     number: int
     reference: ParsedReference | None
     problems: list[Problem]
     warnings: list[Problem] = field(default_factory=list)
+    known: KnownRecord | None = None
 
 
 def clean(text: str | None) -> str:
@@ -220,7 +230,7 @@ def date_left_out(number: int, label: str, error: ValueError, warnings: list[Pro
 
 def identify(parsed: Parsed) -> Parsed:
     """The record's id on each of its problems and warnings (known only once the reference is built)."""
-    ident = parsed.reference.source_id if parsed.reference else ""
+    ident = parsed.reference.source_id if parsed.reference else parsed.known.source_id if parsed.known else ""
     for problem in [*parsed.problems, *parsed.warnings]:
         problem.id = problem.id or ident
     return parsed

@@ -8,9 +8,9 @@ import pytest
 from django.db import connection, transaction
 
 from literature.importers.records import ParsedReference
-from literature.models import Reference
-from literature.services import WRITE_BATCH, ReferenceWriter, references_import
-from tests.literature.test_literature_importers import pubmed_article, pubmed_set
+from literature.models import Reference, ReferenceImport
+from literature.services import WRITE_BATCH, ImportInvalid, ReferenceWriter, references_import
+from tests.literature.test_literature_importers import fixture, pubmed_article, pubmed_set
 
 
 def parsed(source_id: str, title: str, **fields) -> ParsedReference:
@@ -142,3 +142,72 @@ def test_stored_raw_records_are_compressed_as_the_corpus_column_says(needs_postg
         cursor.execute("SELECT pg_column_compression(raw) FROM literature_reference WHERE id = %s", [reference.pk])
         (compression,) = cursor.fetchone()
     assert compression == ("lz4" if column_compression == "l" else "pglz")
+
+
+# Re-imports: articles the corpus holds byte for byte ---------------------------------------------------------------
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("name", ["pubmed_efetch.xml", "pubmed_malformed.xml", "pubmed_titleless.xml"])
+def test_reimporting_an_unchanged_file_answers_as_the_first_import_did(name):
+    first = references_import(file=fixture(name), format="pubmed_xml")
+    again = references_import(file=fixture(name), format="pubmed_xml")
+
+    assert (again.records, again.created, again.updated, again.unchanged) == (first.records, 0, 0, first.records)
+    assert (again.skipped, again.warnings, again.repeated) == (first.skipped, first.warnings, first.repeated)
+
+
+@pytest.mark.django_db
+def test_a_known_article_repeated_in_a_file_is_skipped_as_a_repeat():
+    article = pubmed_article("71", "Known record")
+    references_import(file=io.BytesIO(pubmed_set(article)), format="pubmed_xml")
+    summary = references_import(
+        file=io.BytesIO(pubmed_set(article, article, pubmed_article("71", "Known record, changed"))),
+        format="pubmed_xml",
+    )
+    assert (summary.records, summary.unchanged, summary.repeated) == (1, 1, 1)
+    assert [entry["record"] for entry in summary.skipped] == [3]
+
+
+@pytest.mark.django_db
+def test_an_article_stored_byte_for_byte_is_counted_unchanged_without_being_read_again(needs_postgres):
+    references_import(file=fixture("pubmed_efetch.xml"), format="pubmed_xml")
+    # As if an earlier release had hashed the record's content otherwise: reading it again would update it.
+    Reference.objects.filter(source_id="7654321").update(content_sha256="0" * 64)
+
+    again = references_import(file=fixture("pubmed_efetch.xml"), format="pubmed_xml")
+    assert (again.created, again.updated, again.unchanged) == (0, 0, 5)
+
+    changed = (
+        fixture("pubmed_efetch.xml").read_bytes().replace(b'<PMID Version="1">7654321', b"<PMID Version='1'>7654321")
+    )
+    third = references_import(file=io.BytesIO(changed), format="pubmed_xml")
+    assert (third.updated, third.unchanged) == (1, 4)  # other bytes: read again, and its content hash differs
+    assert Reference.objects.get(source_id="7654321").content_sha256 != "0" * 64
+
+
+@pytest.mark.django_db
+def test_a_file_breaking_off_after_known_articles_imports_nothing():
+    articles = [pubmed_article(str(800 + n), f"Record {n}") for n in range(3)]
+    references_import(file=io.BytesIO(pubmed_set(*articles)), format="pubmed_xml")
+    content = pubmed_set(*articles, pubmed_article("900", "New record"))
+    with pytest.raises(ImportInvalid) as raised:
+        references_import(file=io.BytesIO(content[: content.rindex(b"</PubmedArticle>")]), format="pubmed_xml")
+    assert "not well-formed after record 3" in raised.value.problems[0]["message"]
+    assert not Reference.objects.filter(source_id="900").exists()
+    assert ReferenceImport.objects.count() == 1
+
+
+@pytest.mark.django_db
+def test_known_and_new_articles_in_long_runs_of_either_are_each_counted_once():
+    """Past a batch of known articles reading switches to new ones and back (pubmed_xml.KNOWN_BATCH)."""
+    known = [pubmed_article(str(1_000 + n), f"Known {n}") for n in range(700)]
+    new = [pubmed_article(str(5_000 + n), f"New {n}") for n in range(700)]
+    later = [pubmed_article(str(9_000 + n), f"Later {n}") for n in range(50)]
+    references_import(file=io.BytesIO(pubmed_set(*known)), format="pubmed_xml")
+
+    summary = references_import(file=io.BytesIO(pubmed_set(*known, *new, *known[:600], *later)), format="pubmed_xml")
+
+    assert (summary.records, summary.created, summary.unchanged, summary.repeated) == (1450, 750, 700, 600)
+    assert Reference.objects.count() == 1450
+    assert Reference.objects.get(source_id="9049").title == "Later 49"
