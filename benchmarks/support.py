@@ -214,12 +214,14 @@ class Processes:
         )
         wait_for_port(port)
 
-    def start_worker(self, concurrency: int) -> None:
+    def start_worker(self, concurrency: int, name: str = "worker") -> None:
         """A Celery worker with a threads pool (model calls mostly wait on the network)."""
         command = [str(BIN / "celery"), "-A", "reviewapp", "worker", "--pool", "threads", "--concurrency"]
         self.start(
-            "worker", [*command, str(concurrency), "--loglevel", "WARNING", "--without-gossip", "--without-mingle"]
-        )
+            name,
+            [*command, str(concurrency), "--hostname", f"{name}@%h", "--loglevel", "WARNING", "--without-gossip",
+             "--without-mingle"],
+        )  # fmt: skip
 
 
 def run_with_simulated_models(url: str, database: str, measure, *, keep: bool = False) -> "Results":
@@ -314,17 +316,20 @@ class Results(list):
         floor_name: str,
         note: str = "",
         scale: float = 1.0,
+        at_least: bool = False,
     ) -> float:
         """A figure as the median of its ratios to the floor measured beside it (values[i] / floors[i]), against
-        a goal on that ratio; the note gives the ratios' spread. scale converts the values to `unit`. Returns the
-        median ratio."""
+        a goal on that ratio (at most `goal`, or with at_least at least `goal`: a rate against the best one); the
+        note gives the ratios' spread. scale converts the values to `unit`. Returns the median ratio."""
         ratios = [value / floor for value, floor in zip(values, floors, strict=True)]
         ratio, low, high = median_and_spread(ratios)
         spread = f"ratio {low:.2f}–{high:.2f} over {len(ratios)}" if len(ratios) > 1 else "one measurement"
         note = f"({spread}; floor: {floor_name}){' ' + note if note else ''}"
         measured = _shown(statistics.median(values) * scale, unit)
         floor = _shown(statistics.median(floors) * scale, unit)
-        self.append(Row(figure, measured, floor, f"{ratio:.2f}×", f"≤ {goal:g}×", ratio <= goal, note))
+        passed = ratio >= goal if at_least else ratio <= goal
+        goal_text = f"≥ {goal:g}×" if at_least else f"≤ {goal:g}×"
+        self.append(Row(figure, measured, floor, f"{ratio:.2f}×", goal_text, passed, note))
         print(f"  {figure}: {measured}, floor {floor}, ratio {ratio:.2f}× {note}", flush=True)
         return ratio
 
