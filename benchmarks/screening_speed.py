@@ -34,7 +34,6 @@ import time
 from collections import defaultdict
 
 from support import (
-    BIN,
     Processes,
     Results,
     child_figures,
@@ -43,7 +42,6 @@ from support import (
     postgres_server,
     scratch_database,
     setup_django,
-    wait_for_port,
 )
 
 SCRATCH_DATABASE = "oh_bench_screening"
@@ -191,12 +189,7 @@ def measure_get(processes: Processes, results: Results) -> None:
 
     port = free_port()
     processes.env = floor_environment(processes.env)
-    processes.start(
-        "gunicorn",
-        [str(BIN / "gunicorn"), "reviewapp.wsgi:application", "--workers", str(GUNICORN_WORKERS),
-         "--bind", f"127.0.0.1:{port}", "--log-level", "warning"],
-    )  # fmt: skip
-    wait_for_port(port)
+    processes.start_gunicorn(port, GUNICORN_WORKERS)
     run = Run.objects.filter(status=Run.Status.COMPLETED).order_by("-finished_at").first()
     path, floor_path = f"/api/v1/open-hypothesis/runs/{run.public_id}", "/floor/api/"
     asyncio.run(_load(port, path))  # warm-up: every gunicorn worker imports and connects

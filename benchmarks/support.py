@@ -214,6 +214,15 @@ class Processes:
         )
         wait_for_port(port)
 
+    def start_gunicorn(self, port: int, workers: int, *options: str) -> None:
+        """The project's WSGI application under gunicorn (sync workers) on 127.0.0.1:port, once it listens."""
+        self.start(
+            "gunicorn",
+            [str(BIN / "gunicorn"), "reviewapp.wsgi:application", "--workers", str(workers),
+             "--bind", f"127.0.0.1:{port}", "--log-level", "warning", *options],
+        )  # fmt: skip
+        wait_for_port(port)
+
     def start_worker(self, concurrency: int, name: str = "worker") -> None:
         """A Celery worker with a threads pool (model calls mostly wait on the network)."""
         command = [str(BIN / "celery"), "-A", "reviewapp", "worker", "--pool", "threads", "--concurrency"]

@@ -27,7 +27,7 @@ from collections import defaultdict
 from concurrent.futures import ThreadPoolExecutor
 
 from screening_speed import QUESTION, critical_path, prepare
-from support import BIN, Processes, Results, free_port, postgres_server, scratch_database, setup_django, wait_for_port
+from support import Processes, Results, free_port, postgres_server, scratch_database, setup_django
 
 SCRATCH_DATABASE = "oh_bench_throughput"
 GOAL = 0.8
@@ -148,12 +148,7 @@ def main() -> int:
             setup_django()
             prepare()
             processes.start_simulator(simulator_port, arguments.latency)
-            processes.start(
-                "gunicorn",
-                [str(BIN / "gunicorn"), "reviewapp.wsgi:application", "--workers", str(GUNICORN_WORKERS),
-                 "--bind", f"127.0.0.1:{port}", "--log-level", "warning"],
-            )  # fmt: skip
-            wait_for_port(port)
+            processes.start_gunicorn(port, GUNICORN_WORKERS)
             for workers in (int(number) for number in arguments.workers.split(",")):
                 measure(processes, results, workers, arguments.threads, arguments.runs, port)
         finally:

@@ -178,21 +178,8 @@ class ReferenceWriter:
             )
 
 
-_STAGED_COLUMNS = (
-    "source",
-    "source_id",
-    "pmid",
-    "doi",
-    "title",
-    "abstract",
-    "journal",
-    "authors",
-    "published",
-    "published_precision",
-    "raw",
-    "content_sha256",
-    "is_demo",
-)
+# What the stage holds: the key, then everything an update writes but its time.
+_STAGED_COLUMNS = ("source", "source_id", *(name for name in _UPDATE_FIELDS if name != "updated_at"))
 _stage_numbers = itertools.count(1)
 
 
