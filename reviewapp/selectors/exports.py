@@ -224,8 +224,8 @@ _CHECKLIST_SQL = (
     "AS items(item, n) ORDER BY n), ';') END AS joined) AS checklist"
 )
 # The query is cheap but looks costly to the planner (subqueries per row): compiling it (JIT) would take longer than
-# running it, and its sort of the formatted rows fits in memory.
-_COPY_SETTINGS = ("SET LOCAL jit = off", "SET LOCAL work_mem = '64MB'")
+# running it, and its sort of the formatted rows fits in memory. For the export's transaction only.
+_COPY_SETTINGS = "SELECT set_config('jit', 'off', true), set_config('work_mem', '64MB', true)"
 
 
 def _or_empty(sql: str) -> str:
@@ -286,6 +286,14 @@ def _copy_query(*, unblinded: bool, layout: str) -> str:
     )
 
 
+def _hashable(values: tuple) -> bool:
+    try:
+        hash(values)
+    except TypeError:
+        return False
+    return True
+
+
 def _copied_csv(*, cohort: Cohort, unblinded: bool, layout: str, chunk_bytes: int = 64 * 1024) -> Iterator[bytes]:
     """The CSV as PostgreSQL writes it, with the registered columns and the csv module's line ends added."""
     extra_names, extra_values = _extra_columns(cohort)
@@ -296,19 +304,27 @@ def _copied_csv(*, cohort: Cohort, unblinded: bool, layout: str, chunk_bytes: in
 
     # What follows a proposal's cells on each of its lines: its registered cells as the csv module writes them.
     tails: dict[bytes, bytes] = {}
+    written: dict[tuple, bytes] = {}  # the same cells are written once (most proposals have none)
 
     def tail(proposal_pk: bytes) -> bytes:
         if proposal_pk not in tails:
-            writer.writerow(["", *extra_values(int(proposal_pk))])
-            tails[proposal_pk] = lines.take().encode() if extra_names else b"\r\n"
+            values = tuple(extra_values(int(proposal_pk)))
+            if not extra_names:
+                tails[proposal_pk] = b"\r\n"
+            elif _hashable(values) and values in written:
+                tails[proposal_pk] = written[values]
+            else:
+                writer.writerow(["", *values])
+                tails[proposal_pk] = lines.take().encode()
+                if _hashable(values):
+                    written[values] = tails[proposal_pk]
         return tails[proposal_pk]
 
     query = _copy_query(unblinded=unblinded, layout=layout)
     pending: list[bytes] = []
     size = 0
     with transaction.atomic(), connection.cursor() as cursor:
-        for setting in _COPY_SETTINGS:
-            cursor.execute(setting)
+        cursor.execute(_COPY_SETTINGS)
         with cursor.cursor.copy(query, [spreadsheet_text(cohort.name), cohort.pk]) as copy:
             # libpq hands COPY data over one row at a time: b"<proposal pk>,<cells>\n".
             for data in copy:
