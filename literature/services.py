@@ -22,7 +22,7 @@ from django.db.models import Value
 
 from literature.importers import csv_table, medline, pubmed_xml, ris
 from literature.importers.csv_table import MappingInvalid, parse_mapping
-from literature.importers.records import FileUnreadable, Parsed, ParsedReference, Problem
+from literature.importers.records import FileUnreadable, Parsed, ParsedReference, Problem, raw_digest
 from literature.models import Reference, ReferenceImport
 from literature.sources import europepmc, eutils
 from reviewapp.core.errors import ServiceError
@@ -56,6 +56,7 @@ _UPDATE_FIELDS = [
     "published",
     "published_precision",
     "raw",
+    "raw_md5",
     "content_sha256",
     "is_demo",
     "updated_at",
@@ -183,6 +184,16 @@ _STAGED_COLUMNS = ("source", "source_id", *(name for name in _UPDATE_FIELDS if n
 _stage_numbers = itertools.count(1)
 
 
+def _staged_row(reference: ParsedReference) -> tuple:
+    """The reference's values in the order of _STAGED_COLUMNS."""
+    values = {
+        "authors": json.dumps(reference.authors),
+        "raw_md5": raw_digest(reference.raw),
+        "content_sha256": reference.content_sha256,
+    }
+    return tuple(values[name] if name in values else getattr(reference, name) for name in _STAGED_COLUMNS)
+
+
 class _Stage:
     """A temporary table on PostgreSQL that new and changed references are copied into, then upserted from at once.
 
@@ -219,23 +230,7 @@ class _Stage:
                     key = (reference.source, reference.source_id)
                     self.repeated |= key in self.keys
                     self.keys.add(key)
-                    copy.write_row(
-                        (
-                            reference.source,
-                            reference.source_id,
-                            reference.pmid,
-                            reference.doi,
-                            reference.title,
-                            reference.abstract,
-                            reference.journal,
-                            json.dumps(reference.authors),
-                            reference.published,
-                            reference.published_precision,
-                            reference.raw,
-                            reference.content_sha256,
-                            reference.is_demo,
-                        )
-                    )
+                    copy.write_row(_staged_row(reference))
 
     def upsert(self) -> tuple[int, int, int]:
         """Write the stage into the corpus: (created, updated, staged). The stage is dropped."""
@@ -486,14 +481,13 @@ def _pubmed_xml_against_the_corpus(stream) -> Iterator[Parsed]:
 
 
 def _stored_pubmed_records(digests: dict[str, str]) -> dict[str, tuple[str, str]]:
-    """For pubmed_xml.read's `known`: PMID → (md5 of the stored raw record, the stored content hash), for the PMIDs
-    the corpus holds with exactly these raw records."""
+    """For pubmed_xml.read's `known`: PMID → (the stored record's raw digest, its content hash), for the PMIDs the
+    corpus holds."""
     table = connection.ops.quote_name(Reference._meta.db_table)
     with connection.cursor() as cursor:
         cursor.execute(
-            f"SELECT source_id, md5(raw), content_sha256 FROM {table} WHERE source = %s AND source_id = ANY(%s) "
-            "AND md5(raw) = ANY(%s)",
-            [Reference.Source.PUBMED, list(digests), list(digests.values())],
+            f"SELECT source_id, raw_md5, content_sha256 FROM {table} WHERE source = %s AND source_id = ANY(%s)",
+            [Reference.Source.PUBMED, list(digests)],
         )
         return {source_id: (digest, sha) for source_id, digest, sha in cursor.fetchall()}
 
@@ -526,7 +520,7 @@ def _known_hashes(batch: list[ParsedReference]) -> dict[tuple[str, str], str]:
 def _model(reference: ParsedReference) -> Reference:
     values = {name: getattr(reference, name) for name in _PARSED_FIELDS}
     values["raw"] = Value(reference.raw)
-    return Reference(**values, content_sha256=reference.content_sha256)
+    return Reference(**values, raw_md5=raw_digest(reference.raw), content_sha256=reference.content_sha256)
 
 
 def _repeat_message(earlier: int, source_id: str) -> str:

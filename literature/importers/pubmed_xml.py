@@ -30,14 +30,9 @@ _DECLARED_ENCODING = re.compile(rb"""^\s*<\?xml[^>]*encoding=["']([A-Za-z0-9._-]
 KNOWN_BATCH = 500
 # While articles are read in full, one in this many is looked up to see whether known ones have begun.
 _PROBE_EVERY = 10
-# {PMID: md5 of the raw record's UTF-8 bytes} → {PMID: (that digest of the stored raw record, the stored content
-# hash)} of those the corpus holds.
+# {PMID: the article's digest (records.raw_digest)} → {PMID: (the stored record's digest, its content hash)} of those
+# the corpus holds.
 Known = Callable[[dict[str, str]], dict[str, tuple[str, str]]]
-
-
-def raw_digest(raw: str) -> str:
-    """The digest `known` compares: md5 of the raw record's UTF-8 bytes (a change check, not a security one)."""
-    return hashlib.md5(raw.encode(), usedforsecurity=False).hexdigest()
 
 
 class _RecordingStream:
@@ -72,7 +67,7 @@ class _RecordingStream:
     def digest(self, raw: bytes) -> str:
         if (self.encoding or "utf-8").lower().replace("-", "") in ("utf8", "ascii"):
             return hashlib.md5(raw, usedforsecurity=False).hexdigest()
-        return raw_digest(self.text(raw))
+        return records.raw_digest(self.text(raw))
 
 
 def read(stream, known: Known | None = None) -> Iterator[Parsed]:

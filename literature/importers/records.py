@@ -105,6 +105,12 @@ class Parsed:
     known: KnownRecord | None = None
 
 
+def raw_digest(raw: str) -> str:
+    """md5 of a raw record's UTF-8 bytes, stored beside it: a re-import tells an unchanged record by it (a change
+    check, not a security one)."""
+    return hashlib.md5(raw.encode(), usedforsecurity=False).hexdigest()
+
+
 def clean(text: str | None) -> str:
     """Whitespace collapsed, ends trimmed."""
     return " ".join(text.split()) if text else ""

@@ -2,6 +2,7 @@
 whatever repeats a file or a writer holds and whatever another import wrote meanwhile. On PostgreSQL this is the
 staging table's COPY and its one upsert; on SQLite the batch upserts; the counts are the same."""
 
+import hashlib
 import io
 
 import pytest
@@ -211,3 +212,16 @@ def test_known_and_new_articles_in_long_runs_of_either_are_each_counted_once():
     assert (summary.records, summary.created, summary.unchanged, summary.repeated) == (1450, 750, 700, 600)
     assert Reference.objects.count() == 1450
     assert Reference.objects.get(source_id="9049").title == "Later 49"
+
+
+@pytest.mark.django_db
+def test_every_written_reference_keeps_the_digest_of_its_raw_record():
+    references_import(file=fixture("pubmed_efetch.xml"), format="pubmed_xml")
+    references_import(file=fixture("references.ris"), format="ris")
+    with transaction.atomic():
+        writer = ReferenceWriter(batch_size=1)
+        writer.add(parsed("81", "Written by a writer"))
+        writer.flush()
+    stored = list(Reference.objects.values_list("raw", "raw_md5"))
+    assert len(stored) > 6
+    assert all(digest == hashlib.md5(raw.encode()).hexdigest() for raw, digest in stored)
