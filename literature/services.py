@@ -41,6 +41,8 @@ _READERS: dict[str, Callable[..., Iterator[Parsed]]] = {
     "ris": ris.read,
 }
 WRITE_BATCH = 1000
+# An upsert that writes at least this many references refreshes the corpus table's statistics (PostgreSQL).
+ANALYZE_AFTER = 10_000
 PROGRESS_EVERY = 1000
 # SQLite refuses statements with too many parameters, so lookups by many ids go in chunks.
 _LOOKUP_CHUNK = 900
@@ -252,6 +254,10 @@ class _Stage:
             )
             created, updated = cursor.fetchone()
             cursor.execute(f"DROP TABLE {self.table}")
+            if created + updated >= ANALYZE_AFTER:
+                # Statistics that still describe the corpus before a large import make the planner read it badly
+                # (a re-import's look-ups took three times as long); autovacuum would come to it only later.
+                cursor.execute(f"ANALYZE {target}")
         return created, updated, len(self.keys)
 
 
