@@ -2,10 +2,13 @@
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-# Every script under benchmarks/ but the code they share and the load test's locust file.
-BENCHMARKS := $(sort $(filter-out benchmarks/support.py benchmarks/load_locustfile.py,$(wildcard benchmarks/*.py)))
+# Every benchmark under benchmarks/: the *_speed.py scripts and the load test (the rest is code they share).
+BENCHMARKS := $(sort $(wildcard benchmarks/*_speed.py) benchmarks/load_test.py)
 
 .PHONY: run test lint install install-dev demo worker bench clean
+
+# Where the benchmarks of one `make bench` append their figures, printed as one table at its end.
+bench: export OH_BENCH_ROWS := $(CURDIR)/var/bench-rows-$(shell date +%Y%m%d%H%M%S)-$(shell echo $$PPID).jsonl
 
 $(BIN)/python:
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python 3.11 or newer is needed (set PYTHON=...)")'
@@ -56,7 +59,7 @@ lint: install-dev
 bench: install-dev
 	@status=0; for script in $(BENCHMARKS); do \
 		echo "== $$script"; $(BIN)/python $$script || status=1; \
-	done; exit $$status
+	done; $(BIN)/python benchmarks/summary.py; exit $$status
 
 clean:
 	rm -rf var

@@ -34,10 +34,8 @@ from support import (
     EXAMPLE_SERVER,
     Processes,
     Results,
-    all_passed,
     child_figures,
     free_port,
-    print_table,
     scratch_database,
     setup_django,
 )
@@ -258,8 +256,7 @@ def main() -> int:
     results.record(
         "audit page, median of 20", figures["page_median_ms"], "ms", f"≤ {PAGE_TARGET_MS:g} ms", page_ok, note
     )
-    print_table(results)
-    return 0 if all_passed(results) else 1
+    return results.report(__file__)
 
 
 if __name__ == "__main__":

@@ -29,7 +29,7 @@ import tempfile
 import time
 from collections import Counter
 
-from support import EXAMPLE_SERVER, child_figures, scratch_database, setup_django
+from support import EXAMPLE_SERVER, Results, child_figures, scratch_database, setup_django
 
 SCRATCH_DATABASE = "oh_bench_retrieval"
 TARGET_MEDIAN_MS = 100
@@ -208,25 +208,27 @@ def main() -> int:
         with scratch_database(server, SCRATCH_DATABASE, keep=args.keep) as scratch_url:
             figures.append(run_child(scratch_url, args))
 
-    failed = False
-    print(f"{'database':<11} {'references':>10} {'query':<16} {'load s':>7} {'index s':>8} {'median ms':>10} "
-          f"{'p90 ms':>7} {'max ms':>7} {'target':>7} {'source first':>13} {'in top 5':>9}  result")  # fmt: skip
+    results = Results()
     for f in figures:
         for label, prefix, target in (
             ("hypothesis", "", TARGET_MEDIAN_MS),
-            ("6000 characters", "long_", LONG_TARGET_MEDIAN_MS),
+            ("6,000 characters", "long_", LONG_TARGET_MEDIAN_MS),
         ):
-            passed = f[prefix + "median_ms"] <= target
-            failed |= not passed
-            print(
-                f"{f['vendor']:<11} {f['references']:>10,} {label:<16} {f['load_s']:>7} {f['index_s']:>8} "
-                f"{f[prefix + 'median_ms']:>10} {f[prefix + 'p90_ms']:>7} {f[prefix + 'max_ms']:>7} "
-                f"{'≤ ' + str(target):>7} "
-                f"{f[prefix + 'source_first']:>10}/{f['queries']:<2} {f[prefix + 'source_top5']:>6}/{f['queries']:<2}"
-                f"  {'PASS' if passed else 'FAIL'}"
+            details = (
+                f"({f['references']:,} references, loaded in {f['load_s']} s, indexed in {f['index_s']} s; p90 "
+                f"{f[prefix + 'p90_ms']} ms, max {f[prefix + 'max_ms']} ms; the source first "
+                f"{f[prefix + 'source_first']}/{f['queries']}, in the top 5 {f[prefix + 'source_top5']}/{f['queries']}"
+                + (f"; {f['long_terms_median']} distinct terms, median)" if prefix else ")")
             )
-        print(f"{'':<11} {'':>10} long texts hold {f['long_terms_median']} distinct terms (median)")
-    return 1 if failed else 0
+            results.record(
+                f"retrieval on {f['vendor']}, query of a {label}, median of {f['queries']}",
+                float(f[prefix + "median_ms"]),
+                "ms",
+                f"≤ {target} ms",
+                f[prefix + "median_ms"] <= target,
+                details,
+            )
+    return results.report(__file__)
 
 
 if __name__ == "__main__":

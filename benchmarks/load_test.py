@@ -22,9 +22,7 @@ from support import (
     ROOT,
     Processes,
     Results,
-    all_passed,
     free_port,
-    print_table,
     scratch_arguments,
     scratch_database,
     setup_django,
@@ -182,8 +180,7 @@ def main() -> int:
                 measure(processes, results.record, env, Path(folder))
         finally:
             processes.stop_all()
-    print_table(results)
-    return 0 if all_passed(results) else 1
+    return results.report(__file__)
 
 
 if __name__ == "__main__":

@@ -25,10 +25,8 @@ import time
 
 from support import (
     Processes,
-    all_passed,
     measure_page,
     postgres_server,
-    print_table,
     run_with_simulated_models,
 )
 
@@ -217,8 +215,7 @@ def main() -> int:
     if url is None:
         return 2
     results = run_with_simulated_models(url, arguments.database, measure, keep=arguments.keep)
-    print_table(results)
-    return 0 if all_passed(results) else 1
+    return results.report(__file__)
 
 
 if __name__ == "__main__":

@@ -1,8 +1,14 @@
-"""What the speed benchmarks share: the project on the import path, scratch PostgreSQL databases, child processes
-and the table of results.
+"""What the speed benchmarks share: the project on the import path, scratch PostgreSQL databases, child processes,
+floors measured in the same run and the table of results.
 
 The scripts run as `.venv/bin/python benchmarks/<name>.py`: Python puts this folder first on the import path, so
 `import support` finds this module, which puts the project folder there too (for `reviewapp`, `screening`, …).
+
+Every figure is reported beside its floor where it has one: the least the same work can cost on this machine,
+measured in the same run (a COPY of the same rows, a bare parse of the same file, a trivial view through the same
+stack). The ratio is what the goals bound, so a busy neighbour slows figure and floor alike and leaves the ratio.
+With OH_BENCH_ROWS naming a file, each script also appends its rows there as JSON lines; `make bench` prints them
+as one table at the end (`summary.py`).
 """
 
 import json
@@ -88,14 +94,22 @@ def scratch_arguments(description: str, scratch: str) -> tuple[str, bool] | None
     return None if url is None else (url, keep)
 
 
-def setup_django(url: str | None = None) -> None:
-    """Set Django up in this process, on the database of `url` (default: the environment's DATABASE_URL)."""
+def setup_django(url: str | None = None, *, settings: str = "reviewapp.settings") -> None:
+    """Set Django up in this process, on the database of `url` (default: the environment's DATABASE_URL), with the
+    settings module `settings` (`floor_settings` adds the floors' views to the project's URLs)."""
     if url is not None:
         os.environ["DATABASE_URL"] = url
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "reviewapp.settings")
+    os.environ["DJANGO_SETTINGS_MODULE"] = settings
     import django
 
     django.setup()
+
+
+def floor_environment(env: dict) -> dict:
+    """The environment of a child server (gunicorn) that also serves the floors: `floor_settings`, found on the
+    import path beside these scripts."""
+    path = os.pathsep.join(filter(None, [str(Path(__file__).parent), env.get("PYTHONPATH", "")]))
+    return {**env, "DJANGO_SETTINGS_MODULE": "floor_settings", "PYTHONPATH": path}
 
 
 # -------------------------------------------------------------------------------------------- child processes
@@ -199,12 +213,23 @@ class Processes:
         )
         wait_for_port(port)
 
-    def start_worker(self, concurrency: int) -> None:
+    def start_gunicorn(self, port: int, workers: int, *options: str) -> None:
+        """The project's WSGI application under gunicorn (sync workers) on 127.0.0.1:port, once it listens."""
+        self.start(
+            "gunicorn",
+            [str(BIN / "gunicorn"), "reviewapp.wsgi:application", "--workers", str(workers),
+             "--bind", f"127.0.0.1:{port}", "--log-level", "warning", *options],
+        )  # fmt: skip
+        wait_for_port(port)
+
+    def start_worker(self, concurrency: int, name: str = "worker") -> None:
         """A Celery worker with a threads pool (model calls mostly wait on the network)."""
         command = [str(BIN / "celery"), "-A", "reviewapp", "worker", "--pool", "threads", "--concurrency"]
         self.start(
-            "worker", [*command, str(concurrency), "--loglevel", "WARNING", "--without-gossip", "--without-mingle"]
-        )
+            name,
+            [*command, str(concurrency), "--hostname", f"{name}@%h", "--loglevel", "WARNING", "--without-gossip",
+             "--without-mingle"],
+        )  # fmt: skip
 
 
 def run_with_simulated_models(url: str, database: str, measure, *, keep: bool = False) -> "Results":
@@ -242,31 +267,112 @@ def measure_page(client, url: str, requests: int) -> tuple[int, float]:
     return query_count, statistics.median(timings)
 
 
+# ------------------------------------------------------------------------------------------------ floors
+
+
+def median_and_spread(values: list[float]) -> tuple[float, float, float]:
+    """The median, least and greatest of the values."""
+    return statistics.median(values), min(values), max(values)
+
+
+def interleaved(figure, floor, repeats: int) -> tuple[list[float], list[float]]:
+    """Seconds of figure() and of floor() (each a callable), taken in turn `repeats` times, so that whatever else
+    the machine does falls on both alike."""
+    figure_seconds, floor_seconds = [], []
+    for _ in range(repeats):
+        for call, seconds in ((floor, floor_seconds), (figure, figure_seconds)):
+            started = time.perf_counter()
+            call()
+            seconds.append(time.perf_counter() - started)
+    return figure_seconds, floor_seconds
+
+
 # ------------------------------------------------------------------------------------------------- results
 
 
+class Row(tuple):
+    """One figure: (figure, measured, floor, ratio, goal, passed, note). floor and ratio are "–" without a floor."""
+
+    def __new__(cls, figure, measured, floor, ratio, goal, passed, note=""):
+        return super().__new__(cls, (figure, measured, floor, ratio, goal, passed, note))
+
+
+def _shown(value, unit: str) -> str:
+    if isinstance(value, float):
+        text = f"{value:.3f}" if abs(value) < 1 else f"{value:.2f}" if abs(value) < 100 else f"{value:,.0f}"
+    else:
+        text = f"{value}"
+    return f"{text} {unit}".strip()
+
+
 class Results(list):
-    """The figures measured: (figure, measured, target, passed, note) each."""
+    """The figures measured, as Rows."""
 
     def record(self, figure: str, value, unit: str, target: str, passed: bool, note: str = "") -> None:
-        measured = f"{value:.2f} {unit}" if isinstance(value, float) else f"{value} {unit}"
-        self.append((figure, measured, target, passed, note))
-        print(f"  {figure}: {measured} {note}", flush=True)
+        """A figure without a floor, against an absolute target."""
+        self.append(Row(figure, _shown(value, unit), "–", "–", target, passed, note))
+        print(f"  {figure}: {_shown(value, unit)} {note}", flush=True)
+
+    def ratio(
+        self,
+        figure: str,
+        values: list[float],
+        floors: list[float],
+        unit: str,
+        goal: float,
+        *,
+        floor_name: str,
+        note: str = "",
+        scale: float = 1.0,
+        at_least: bool = False,
+    ) -> float:
+        """A figure as the median of its ratios to the floor measured beside it (values[i] / floors[i]), against
+        a goal on that ratio (at most `goal`, or with at_least at least `goal`: a rate against the best one); the
+        note gives the ratios' spread. scale converts the values to `unit`. Returns the median ratio."""
+        ratios = [value / floor for value, floor in zip(values, floors, strict=True)]
+        ratio, low, high = median_and_spread(ratios)
+        spread = f"ratio {low:.2f}–{high:.2f} over {len(ratios)}" if len(ratios) > 1 else "one measurement"
+        note = f"({spread}; floor: {floor_name}){' ' + note if note else ''}"
+        measured = _shown(statistics.median(values) * scale, unit)
+        floor = _shown(statistics.median(floors) * scale, unit)
+        passed = ratio >= goal if at_least else ratio <= goal
+        goal_text = f"≥ {goal:g}×" if at_least else f"≤ {goal:g}×"
+        self.append(Row(figure, measured, floor, f"{ratio:.2f}×", goal_text, passed, note))
+        print(f"  {figure}: {measured}, floor {floor}, ratio {ratio:.2f}× {note}", flush=True)
+        return ratio
+
+    def report(self, script: str) -> int:
+        """Print the table, append the rows to OH_BENCH_ROWS when set, and return the exit status (1 when a goal
+        or target is missed)."""
+        print_table(self)
+        rows_file = os.environ.get("OH_BENCH_ROWS")
+        if rows_file:
+            Path(rows_file).parent.mkdir(parents=True, exist_ok=True)
+            with open(rows_file, "a", encoding="utf-8") as out:
+                for row in self:
+                    out.write(json.dumps({"script": Path(script).name, "row": list(row)}, ensure_ascii=False) + "\n")
+        return 0 if all_passed(self) else 1
+
+
+COLUMNS = ("figure", "measured", "floor", "ratio", "goal", "result")
+
+
+def table_lines(rows) -> list[str]:
+    """The rows (Rows, or lists of their values) as lines of a table of COLUMNS."""
+    cells = [COLUMNS] + [
+        (figure, measured, floor, ratio, goal, "PASS" if passed else "FAIL")
+        for figure, measured, floor, ratio, goal, passed, *_ in rows
+    ]
+    widths = [max(len(row[column]) for row in cells) for column in range(len(COLUMNS))]
+    lines = ["  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip() for row in cells]
+    lines.insert(1, "  ".join("-" * width for width in widths))
+    return lines
 
 
 def print_table(results) -> None:
-    """The results as a table of figure, measured, target and PASS or FAIL (rows: (figure, measured, target, passed,
-    anything else))."""
-    rows = [("figure", "measured", "target", "result")] + [
-        (figure, measured, target, "PASS" if passed else "FAIL") for figure, measured, target, passed, *_ in results
-    ]
-    widths = [max(len(row[column]) for row in rows) for column in range(4)]
     print()
-    for index, row in enumerate(rows):
-        print("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)))
-        if index == 0:
-            print("  ".join("-" * width for width in widths))
+    print("\n".join(table_lines(results)))
 
 
 def all_passed(results) -> bool:
-    return all(passed for _, _, _, passed, *_ in results)
+    return all(row[5] for row in results)

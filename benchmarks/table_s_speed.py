@@ -27,7 +27,7 @@ import time
 from contextlib import nullcontext
 from pathlib import Path
 
-from support import scratch_database, setup_django
+from support import Results, scratch_database, setup_django
 
 TASKS = 50
 PER_TASK = 60
@@ -178,30 +178,27 @@ def run() -> int:
     figure_url = reverse("benchmark-figure", args=[benchmark.pk, "agreement", "png"])
     timed_get(client, page_url)  # warm imports (matplotlib, templates) once, as a running server has them
 
-    results = []
+    measured = []
     table_cold, workbook = measure(client, table_s_url, cold=True)
     table_warm, _ = measure(client, table_s_url, cold=False)
-    results.append(("Table S, statistics not cached", table_cold, TABLE_S_TARGET))
-    results.append(("Table S, statistics cached", table_warm, TABLE_S_TARGET))
+    measured.append(("Table S, statistics not cached", table_cold, TABLE_S_TARGET))
+    measured.append(("Table S, statistics cached", table_warm, TABLE_S_TARGET))
     page_cold, _ = measure(client, page_url, cold=True)
     page_warm, _ = measure(client, page_url, cold=False)
-    results.append(("statistics page, first visit after a change", page_cold, PAGE_TARGET))
-    results.append(("statistics page, cached", page_warm, PAGE_TARGET))
+    measured.append(("statistics page, first visit after a change", page_cold, PAGE_TARGET))
+    measured.append(("statistics page, cached", page_warm, PAGE_TARGET))
     figure_warm, _ = measure(client, figure_url, cold=False)
-    results.append(("agreement plot PNG, cached (no target)", figure_warm, None))
+    measured.append(("agreement plot PNG, cached", figure_warm, None))
 
     print(f"\n{hypotheses} hypotheses (all selected), {scores} judge scores, {RUNS} runs each (median)")
     rows = table_s_rows(workbook)
     assert rows == hypotheses, f"Table S has {rows} hypothesis rows, not {hypotheses}"
     print(f"Table S workbook: {len(workbook) / 1e6:.1f} MB, {rows} hypothesis rows")
-    print(f"{'figure':<48} {'seconds':>8}  {'target':>8}  result")
-    failed = False
-    for name, seconds, target in results:
-        verdict = "" if target is None else "PASS" if seconds <= target else "FAIL"
-        failed |= verdict == "FAIL"
-        shown = f"≤ {target:g} s" if target is not None else "–"
-        print(f"{name:<48} {seconds:>8.2f}  {shown:>8}  {verdict}")
-    return 1 if failed else 0
+    results = Results()
+    for name, seconds, target in measured:
+        shown = "(information)" if target is None else f"≤ {target:g} s"
+        results.record(name, seconds, "s", shown, target is None or seconds <= target, f"(median of {RUNS})")
+    return results.report(__file__)
 
 
 def main() -> int:

@@ -8,6 +8,8 @@ whole, and then nothing is written. A reference is unique per (source, source id
 when its content hash changed and leaves it alone otherwise, never duplicating it.
 """
 
+import itertools
+import json
 import logging
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -15,12 +17,12 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field, fields
 from pathlib import Path, PurePath
 
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import Value
 
 from literature.importers import csv_table, medline, pubmed_xml, ris
 from literature.importers.csv_table import MappingInvalid, parse_mapping
-from literature.importers.records import FileUnreadable, Parsed, ParsedReference, Problem
+from literature.importers.records import FileUnreadable, Parsed, ParsedReference, Problem, raw_digest
 from literature.models import Reference, ReferenceImport
 from literature.sources import europepmc, eutils
 from reviewapp.core.errors import ServiceError
@@ -33,8 +35,14 @@ FORMATS = {
     "ris": "RIS",
     "csv": "CSV",
 }
-_READERS = {"pubmed_xml": pubmed_xml.read, "medline": medline.read, "ris": ris.read}
+_READERS: dict[str, Callable[..., Iterator[Parsed]]] = {
+    "pubmed_xml": pubmed_xml.read,
+    "medline": medline.read,
+    "ris": ris.read,
+}
 WRITE_BATCH = 1000
+# An upsert that writes at least this many references refreshes the corpus table's statistics (PostgreSQL).
+ANALYZE_AFTER = 10_000
 PROGRESS_EVERY = 1000
 # SQLite refuses statements with too many parameters, so lookups by many ids go in chunks.
 _LOOKUP_CHUNK = 900
@@ -50,6 +58,7 @@ _UPDATE_FIELDS = [
     "published",
     "published_precision",
     "raw",
+    "raw_md5",
     "content_sha256",
     "is_demo",
     "updated_at",
@@ -101,42 +110,155 @@ class ImportInvalid(ServiceError):
 
 
 class ReferenceWriter:
-    """Bulk upserts in batches: new references are inserted, changed ones updated, identical ones left alone.
+    """Upserts in batches: new references are inserted, changed ones updated, identical ones left alone.
 
-    The caller holds the transaction. The conflict clause keeps a reference unique even when another import
-    writes the same one at the same moment.
+    The caller holds the transaction; `flush()` writes what was added. Every batch's references are compared with
+    the stored ones by their content hash first, and only new or changed ones are written. On PostgreSQL those are
+    copied (COPY) into a temporary staging table as they come and `flush()` upserts the whole stage in one statement,
+    which also counts what it created and updated; elsewhere each batch is a bulk upsert. The conflict clause keeps a
+    reference unique even when another import writes the same one at the same moment (that one's content then
+    counts as unchanged here).
     """
 
     def __init__(self, batch_size: int = WRITE_BATCH):
         self.batch_size = batch_size
         self.pending: dict[tuple[str, str], ParsedReference] = {}
         self.created = self.updated = self.unchanged = 0
+        self._stage: _Stage | None = None
+        self._written: set[tuple[str, str]] = set()  # on SQLite, what this writer wrote
+
+    def count_unchanged(self) -> None:
+        """A reference the corpus holds exactly so already (a KnownRecord): nothing to write."""
+        self.unchanged += 1
 
     def add(self, reference: ParsedReference) -> None:
         self.pending[(reference.source, reference.source_id)] = reference  # a later copy in one batch wins
         if len(self.pending) >= self.batch_size:
-            self.flush()
+            self._write_pending()
 
     def flush(self) -> None:
+        self._write_pending()
+        if self._stage is not None:
+            created, updated, staged = self._stage.upsert()
+            self.created += created
+            self.updated += updated
+            self.unchanged += staged - created - updated
+            self._stage = None
+
+    def _write_pending(self) -> None:
         batch, self.pending = list(self.pending.values()), {}
         if not batch:
             return
         known = _known_hashes(batch)
+        if connection.vendor == "postgresql":
+            self._stage = self._stage or _Stage()
+            # A reference staged earlier is staged again whatever the corpus holds: the later copy wins.
+            changed = [
+                reference
+                for reference in batch
+                if known.get((reference.source, reference.source_id)) != reference.content_sha256
+                or self._stage.holds(reference)
+            ]
+            self.unchanged += len(batch) - len(changed)
+            self._stage.copy(changed)
+            return
         rows = []
         for reference in batch:
-            previous = known.get((reference.source, reference.source_id))
+            key = (reference.source, reference.source_id)
+            previous = known.get(key)
             if previous == reference.content_sha256:
                 self.unchanged += 1
                 continue
             if previous is None:
                 self.created += 1
-            else:
+            elif key not in self._written:  # a later copy of one this writer wrote is counted once, as written
                 self.updated += 1
+            self._written.add(key)
             rows.append(_model(reference))
         if rows:
             Reference.objects.bulk_create(
                 rows, update_conflicts=True, unique_fields=["source", "source_id"], update_fields=_UPDATE_FIELDS
             )
+
+
+# What the stage holds: the key, then everything an update writes but its time.
+_STAGED_COLUMNS = ("source", "source_id", *(name for name in _UPDATE_FIELDS if name != "updated_at"))
+_stage_numbers = itertools.count(1)
+
+
+def _staged_row(reference: ParsedReference) -> tuple:
+    """The reference's values in the order of _STAGED_COLUMNS."""
+    values = {
+        "authors": json.dumps(reference.authors),
+        "raw_md5": raw_digest(reference.raw),
+        "content_sha256": reference.content_sha256,
+    }
+    return tuple(values[name] if name in values else getattr(reference, name) for name in _STAGED_COLUMNS)
+
+
+class _Stage:
+    """A temporary table on PostgreSQL that new and changed references are copied into, then upserted from at once.
+
+    Its raw column is compressed as the corpus's own (lz4, see literature/migrations/0005), so each record is
+    compressed once, when it is copied in: PostgreSQL moves a compressed value into another table as it is."""
+
+    def __init__(self):
+        self.table = connection.ops.quote_name(f"literature_reference_stage_{next(_stage_numbers)}")
+        self.keys: set[tuple[str, str]] = set()
+        self.repeated = False
+        target = Reference._meta.db_table
+        with connection.cursor() as cursor:
+            cursor.execute(
+                f"CREATE TEMPORARY TABLE {self.table} ON COMMIT DROP AS "
+                f"SELECT {', '.join(_STAGED_COLUMNS)} FROM {connection.ops.quote_name(target)} WITH NO DATA"
+            )
+            cursor.execute(f"ALTER TABLE {self.table} ADD COLUMN seq bigint GENERATED ALWAYS AS IDENTITY")
+            cursor.execute(
+                "SELECT attcompression FROM pg_attribute WHERE attrelid = %s::regclass AND attname = 'raw'", [target]
+            )
+            (compression,) = cursor.fetchone()
+            if compression == "l":
+                cursor.execute(f"ALTER TABLE {self.table} ALTER COLUMN raw SET COMPRESSION lz4")
+
+    def holds(self, reference: ParsedReference) -> bool:
+        return (reference.source, reference.source_id) in self.keys
+
+    def copy(self, references: list[ParsedReference]) -> None:
+        if not references:
+            return
+        with connection.cursor() as cursor:
+            with cursor.cursor.copy(f"COPY {self.table} ({', '.join(_STAGED_COLUMNS)}) FROM STDIN") as copy:
+                for reference in references:
+                    key = (reference.source, reference.source_id)
+                    self.repeated |= key in self.keys
+                    self.keys.add(key)
+                    copy.write_row(_staged_row(reference))
+
+    def upsert(self) -> tuple[int, int, int]:
+        """Write the stage into the corpus: (created, updated, staged). The stage is dropped."""
+        target = connection.ops.quote_name(Reference._meta.db_table)
+        columns = ", ".join(_STAGED_COLUMNS)
+        changed = ", ".join(f"{column} = EXCLUDED.{column}" for column in (*_STAGED_COLUMNS[2:], "updated_at"))
+        with connection.cursor() as cursor:
+            if self.repeated:  # the same reference staged twice: the later copy wins
+                cursor.execute(
+                    f"DELETE FROM {self.table} AS earlier USING {self.table} AS later WHERE later.source = "
+                    "earlier.source AND later.source_id = earlier.source_id AND later.seq > earlier.seq"
+                )
+            cursor.execute(
+                f"WITH written AS (INSERT INTO {target} ({columns}, created_at, updated_at) "
+                f"SELECT {columns}, statement_timestamp(), statement_timestamp() FROM {self.table} "
+                f"ON CONFLICT (source, source_id) DO UPDATE SET {changed} "
+                f"WHERE {target}.content_sha256 <> EXCLUDED.content_sha256 RETURNING xmax = 0 AS inserted) "
+                "SELECT count(*) FILTER (WHERE inserted), count(*) FILTER (WHERE NOT inserted) FROM written"
+            )
+            created, updated = cursor.fetchone()
+            cursor.execute(f"DROP TABLE {self.table}")
+            if created + updated >= ANALYZE_AFTER:
+                # Statistics that still describe the corpus before a large import make the planner read it badly
+                # (a re-import's look-ups took three times as long); autovacuum would come to it only later.
+                cursor.execute(f"ANALYZE {target}")
+        return created, updated, len(self.keys)
 
 
 def references_upsert(*, references: Iterable[ParsedReference]) -> ReferenceWriter:
@@ -279,6 +401,8 @@ def _reader(format: str, column_mapping) -> Callable[..., Iterator[Parsed]]:
     if format != "csv":
         if column_mapping:
             raise ImportInvalid([Problem(None, "mapping", "A column mapping applies to CSV files only.").as_dict()])
+        if format == "pubmed_xml" and connection.vendor == "postgresql":
+            return _pubmed_xml_against_the_corpus
         return _READERS[format]
     try:
         mapping = parse_mapping(column_mapping)
@@ -306,22 +430,25 @@ def _write_file(parsed_records: Iterator[Parsed], writer: ReferenceWriter, progr
             read += 1
             if progress and read % PROGRESS_EVERY == 0:
                 progress(read)
-            if parsed.reference is None:
+            record = parsed.reference or parsed.known
+            if record is None:
                 outcome.skipped += skipped_entries(parsed.problems)
                 continue
-            reference = parsed.reference
-            earlier = seen.get(reference.source_id)
+            earlier = seen.get(record.source_id)
             if earlier is not None:
-                if earlier[1] == reference.content_sha256:
+                if earlier[1] == record.content_sha256:
                     outcome.repeated += 1
                 else:
-                    reason = _repeat_message(earlier[0], reference.source_id)
-                    outcome.skipped.append({"record": parsed.number, "id": reference.source_id, "reason": reason})
+                    reason = _repeat_message(earlier[0], record.source_id)
+                    outcome.skipped.append({"record": parsed.number, "id": record.source_id, "reason": reason})
                 continue
-            seen[reference.source_id] = (parsed.number, reference.content_sha256)
+            seen[record.source_id] = (parsed.number, record.content_sha256)
             outcome.records += 1
             outcome.warnings += [warning.as_dict() for warning in parsed.warnings]
-            writer.add(reference)
+            if parsed.reference is not None:
+                writer.add(parsed.reference)
+            else:
+                writer.count_unchanged()
     except FileUnreadable as exc:
         raise ImportInvalid([Problem(None, "file", str(exc)).as_dict()]) from None
     if progress:
@@ -354,11 +481,39 @@ def _binary(file):
         yield file
 
 
+def _pubmed_xml_against_the_corpus(stream) -> Iterator[Parsed]:
+    """PubMed XML whose articles stored byte for byte are not read again (PostgreSQL digests the stored records)."""
+    return pubmed_xml.read(stream, known=_stored_pubmed_records)
+
+
+def _stored_pubmed_records(digests: dict[str, str]) -> dict[str, tuple[str, str]]:
+    """For pubmed_xml.read's `known`: PMID → (the stored record's raw digest, its content hash), for the PMIDs the
+    corpus holds."""
+    table = connection.ops.quote_name(Reference._meta.db_table)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT source_id, raw_md5, content_sha256 FROM {table} WHERE source = %s AND source_id = ANY(%s)",
+            [Reference.Source.PUBMED, list(digests)],
+        )
+        return {source_id: (digest, sha) for source_id, digest, sha in cursor.fetchall()}
+
+
 def _known_hashes(batch: list[ParsedReference]) -> dict[tuple[str, str], str]:
     ids_by_source: dict[str, list[str]] = {}
     for reference in batch:
         ids_by_source.setdefault(reference.source, []).append(reference.source_id)
     known = {}
+    if connection.vendor == "postgresql":
+        # One query per source, the ids as one array parameter.
+        table = connection.ops.quote_name(Reference._meta.db_table)
+        with connection.cursor() as cursor:
+            for source, ids in ids_by_source.items():
+                cursor.execute(
+                    f"SELECT source_id, content_sha256 FROM {table} WHERE source = %s AND source_id = ANY(%s)",
+                    [source, ids],
+                )
+                known.update({(source, source_id): sha for source_id, sha in cursor.fetchall()})
+        return known
     for source, ids in ids_by_source.items():
         for offset in range(0, len(ids), _LOOKUP_CHUNK):
             rows = Reference.objects.filter(source=source, source_id__in=ids[offset : offset + _LOOKUP_CHUNK])
@@ -371,7 +526,7 @@ def _known_hashes(batch: list[ParsedReference]) -> dict[tuple[str, str], str]:
 def _model(reference: ParsedReference) -> Reference:
     values = {name: getattr(reference, name) for name in _PARSED_FIELDS}
     values["raw"] = Value(reference.raw)
-    return Reference(**values, content_sha256=reference.content_sha256)
+    return Reference(**values, raw_md5=raw_digest(reference.raw), content_sha256=reference.content_sha256)
 
 
 def _repeat_message(earlier: int, source_id: str) -> str:

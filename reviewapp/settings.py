@@ -241,12 +241,16 @@ SPECTACULAR_SETTINGS = {
 # production points CELERY_BROKER_URL at Redis or RabbitMQ.
 CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", "filesystem://")
 _BROKER_DIR = VAR_DIR / "broker"
+# The folder broker has no way to wake a worker: the worker looks for new messages every OH_BROKER_POLL_MS (kombu's
+# default, a second, would add up to a second to every step of a run).
+OH_BROKER_POLL_MS = env_int("OH_BROKER_POLL_MS", 20)
 CELERY_BROKER_TRANSPORT_OPTIONS = (
     {
         "data_folder_in": str(_BROKER_DIR / "queue"),
         "data_folder_out": str(_BROKER_DIR / "queue"),
         "control_folder": str(_BROKER_DIR / "control"),
         "store_processed": False,
+        "polling_interval": OH_BROKER_POLL_MS / 1000,
     }
     if CELERY_BROKER_URL.startswith("filesystem")
     else {}

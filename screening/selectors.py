@@ -1,12 +1,14 @@
 """Reads of the screening app: runs with their hypotheses, forecasts, counts, translations and calls."""
 
 import uuid
+from datetime import datetime
 
-from django.db.models import Count, Prefetch, Q
+from django.db import connection
+from django.db.models import Count, OuterRef, Prefetch, Q, Subquery
 from django.utils import timezone
 
 from screening.llm.models import ModelCall, ModelEndpoint, Roster, RosterMember
-from screening.models import STEPS, Forecast, Hypothesis, Run, Translation
+from screening.models import STEPS, Forecast, Hypothesis, Run, RunBody, Translation
 
 _DELIVERED = (
     Q(hypotheses__selected=True)
@@ -28,6 +30,37 @@ def run_get(run_id) -> Run | None:
     except ValueError:
         return None
     return Run.objects.filter(public_id=public_id).first()
+
+
+_RUN_VERSION_SQL = f"SELECT updated_at FROM {Run._meta.db_table} WHERE public_id = %s"
+
+
+def run_version(run_id) -> tuple[uuid.UUID, datetime] | None:
+    """The run's public id and updated_at, which every write to the run moves (one small query); None: no such
+    run."""
+    try:
+        public_id = run_id if isinstance(run_id, uuid.UUID) else uuid.UUID(str(run_id))
+    except ValueError:
+        return None
+    if connection.vendor != "postgresql":  # SQLite's dates are text the ORM converts
+        updated_at = Run.objects.filter(public_id=public_id).values_list("updated_at", flat=True).first()
+        return None if updated_at is None else (public_id, updated_at)
+    # Asked on every poll of a run: the statement is written out rather than compiled by the ORM each time.
+    with connection.cursor() as cursor:
+        cursor.execute(_RUN_VERSION_SQL, [public_id])
+        row = cursor.fetchone()
+    return None if row is None else (public_id, row[0])
+
+
+def run_with_stored_body(run_id, language: str) -> Run | None:
+    """The run with this public id, or None, in one query; `stored_body` holds its stored API body in `language` when
+    that body is still valid (see RunBody), else None."""
+    try:
+        public_id = run_id if isinstance(run_id, uuid.UUID) else uuid.UUID(str(run_id))
+    except ValueError:
+        return None
+    valid = RunBody.objects.filter(run=OuterRef("pk"), language=language, run_updated_at=OuterRef("updated_at"))
+    return Run.objects.filter(public_id=public_id).annotate(stored_body=Subquery(valid.values("body")[:1])).first()
 
 
 def run_hypotheses(run: Run) -> list[Hypothesis]:

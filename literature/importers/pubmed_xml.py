@@ -4,14 +4,22 @@ Streamed with iterparse: each article is read when its closing tag arrives and t
 bounded whatever the file's size (an emptied element per article stays in the tree: about 100 bytes each). The raw
 record is the article's own bytes from the file, cut from what the parser has read so far. Records are numbered
 from 1 in file order.
+
+A caller that can tell which articles the corpus already holds byte for byte passes `known`: those articles are not
+read field by field again (the same bytes give the same reference), only their id and date (for its warning). While
+most articles of a batch of KNOWN_BATCH are known, the next batch is first read that lightly, and the articles that
+turn out not to be known are parsed again from their bytes; while most are not, articles are read in full and one
+look at a sample of each batch tells whether known ones have begun.
 """
 
+import hashlib
 import re
 import xml.etree.ElementTree as ET
-from collections.abc import Iterator
+from collections.abc import Callable, Generator, Iterator
+from dataclasses import dataclass
 
 from literature.importers import records
-from literature.importers.records import FileUnreadable, Parsed, ParsedReference, Problem, clean
+from literature.importers.records import FileUnreadable, KnownRecord, Parsed, ParsedReference, Problem, clean
 from literature.models import Reference
 
 ROOT = "PubmedArticleSet"
@@ -19,6 +27,12 @@ ARTICLES = ("PubmedArticle", "PubmedBookArticle")
 _OPENING = {tag: re.compile(rb"<%s[\s>]" % tag.encode()) for tag in ARTICLES}
 _CLOSING = {tag: re.compile(rb"</%s\s*>" % tag.encode()) for tag in ARTICLES}
 _DECLARED_ENCODING = re.compile(rb"""^\s*<\?xml[^>]*encoding=["']([A-Za-z0-9._-]+)["']""")
+KNOWN_BATCH = 500
+# While articles are read in full, one in this many is looked up to see whether known ones have begun.
+_PROBE_EVERY = 10
+# {PMID: the article's digest (records.raw_digest)} → {PMID: (the stored record's digest, its content hash)} of those
+# the corpus holds.
+Known = Callable[[dict[str, str]], dict[str, tuple[str, str]]]
 
 
 class _RecordingStream:
@@ -27,7 +41,7 @@ class _RecordingStream:
     def __init__(self, stream):
         self.stream = stream
         self.pending = bytearray()
-        self.encoding = None
+        self.encoding: str | None = None
 
     def read(self, size: int = -1) -> bytes:
         data = self.stream.read(size)
@@ -37,35 +51,121 @@ class _RecordingStream:
         self.pending += data
         return data
 
-    def cut(self, tag: str) -> str | None:
-        """The next article's text, or None when its tags cannot be found (the caller then serialises)."""
+    def cut(self, tag: str) -> bytes | None:
+        """The next article's bytes, or None when its tags cannot be found (the caller then serialises)."""
         opening = _OPENING[tag].search(self.pending)
         closing = _CLOSING[tag].search(self.pending, opening.end()) if opening else None
-        if closing is None:
+        if opening is None or closing is None:
             return None
         raw = bytes(self.pending[opening.start() : closing.end()])
         del self.pending[: closing.end()]
-        return raw.decode(self.encoding, errors="replace")
+        return raw
+
+    def text(self, raw: bytes) -> str:
+        return raw.decode(self.encoding or "utf-8", errors="replace")
+
+    def digest(self, raw: bytes) -> str:
+        if (self.encoding or "utf-8").lower().replace("-", "") in ("utf8", "ascii"):
+            return hashlib.md5(raw, usedforsecurity=False).hexdigest()
+        return records.raw_digest(self.text(raw))
 
 
-def read(stream) -> Iterator[Parsed]:
-    """Parsed records of a binary stream holding a PubmedArticleSet."""
+def read(stream, known: Known | None = None) -> Iterator[Parsed]:
+    """Parsed records of a binary stream holding a PubmedArticleSet (see the module's docs for `known`)."""
     recording = _RecordingStream(stream)
     number = 0
     element = None
+    light = known is not None  # expecting articles the corpus holds
+    batch: list[_Light] = []  # read lightly, not decided yet
+    probe: dict[str, str] = {}  # PMID → digest of articles read in full, to see whether known ones begin
     try:
         for _, element in ET.iterparse(recording, events=("end",)):
-            if element.tag in ARTICLES:
-                number += 1
-                yield parse_article(element, number, raw=recording.cut(element.tag))
-                element.clear()
+            if element.tag not in ARTICLES:
+                continue
+            number += 1
+            raw = recording.cut(element.tag)
+            if known is not None and light and raw is not None:
+                batch.append(
+                    _Light(number, _pmid(element), recording.digest(raw), raw, _date_warnings(element, number))
+                )
+                if len(batch) == KNOWN_BATCH:
+                    light = yield from _decided(batch, recording, known)
+                    batch = []
+            else:
+                yield from _decided(batch, recording, known)  # what was read before, in file order
+                batch = []
+                yield parse_article(element, number, raw=None if raw is None else recording.text(raw))
+                if known is not None and raw is not None and number % _PROBE_EVERY == 0:
+                    probe[_pmid(element)] = recording.digest(raw)
+                    if len(probe) == KNOWN_BATCH // _PROBE_EVERY:
+                        light = 2 * len(known(probe)) >= len(probe)
+                        probe = {}
+            element.clear()
     except ET.ParseError as exc:
+        yield from _decided(batch, recording, known)
         if number == 0 and "no element found" in str(exc):
             raise FileUnreadable("The file is empty.") from None
         raise FileUnreadable(f"The XML is not well-formed after record {number}: {exc}.") from None
+    yield from _decided(batch, recording, known)
     # The last element to end is the outermost one.
     if element is not None and element.tag != ROOT:
         raise FileUnreadable(f"This is not a PubMed XML file: its outer element is <{element.tag}>, not <{ROOT}>.")
+
+
+@dataclass(frozen=True)
+class _Light:
+    """An article read lightly: its number, PMID, the digest and bytes of its text, and its date's warnings."""
+
+    number: int
+    pmid: str
+    digest: str
+    raw: bytes
+    warnings: list[Problem]
+
+
+def _decided(batch: list[_Light], recording: _RecordingStream, known: Known | None) -> Generator[Parsed, None, bool]:
+    """The records of a batch read lightly: those the corpus holds byte for byte as KnownRecords, the others parsed
+    from their bytes. Returns whether most were known."""
+    if not batch or known is None:
+        return False
+    stored = known({article.pmid: article.digest for article in batch if article.pmid})
+    hits = 0
+    for article in batch:
+        if article.pmid in stored and stored[article.pmid][0] == article.digest:
+            hits += 1
+            found = KnownRecord(Reference.Source.PUBMED, article.pmid, content_sha256=stored[article.pmid][1])
+            yield records.identify(Parsed(article.number, None, [], article.warnings, known=found))
+        else:
+            text = recording.text(article.raw)
+            yield parse_article(ET.fromstring(text), article.number, raw=text)
+    return 2 * hits >= len(batch)
+
+
+def _pmid(element: ET.Element) -> str:
+    holder = element.find("MedlineCitation")
+    if holder is None:
+        holder = element.find("BookDocument")
+    return clean(holder.findtext("PMID")) if holder is not None else ""
+
+
+def _date_warnings(element: ET.Element, number: int) -> list[Problem]:
+    """The warning parse_article gives for the article's date, if any (without reading the rest)."""
+    citation = element.find("MedlineCitation")
+    if citation is not None:
+        holder = citation.find("Article")
+        journal = holder.find("Journal") if holder is not None else None
+        issue = journal.find("JournalIssue") if journal is not None else None
+        pub_date = issue.find("PubDate") if issue is not None else None
+    else:
+        holder = element.find("BookDocument")
+        book = holder.find("Book") if holder is not None else None
+        pub_date = book.find("PubDate") if book is not None else None
+    warnings: list[Problem] = []
+    try:
+        _published(pub_date, holder.find("ArticleDate") if holder is not None else None)
+    except ValueError as exc:
+        records.date_left_out(number, "PubDate", exc, warnings)
+    return warnings
 
 
 def parse_article(element: ET.Element, number: int, raw: str | None = None) -> Parsed:
@@ -78,13 +178,21 @@ def parse_article(element: ET.Element, number: int, raw: str | None = None) -> P
         if holder is None:
             return Parsed(number, None, [Problem(number, "article", "The record has no <Article>.", pmid)])
         title = records.pubmed_title(_text(holder.find("ArticleTitle")), _text(holder.find("VernacularTitle")))
+        # One step at a time: a plain tag is looked up in C, a path by the Python ElementPath.
+        journal_element = holder.find("Journal")
+        issue = journal_element.find("JournalIssue") if journal_element is not None else None
+        journal_info = citation.find("MedlineJournalInfo")
         journal = clean(
-            holder.findtext("Journal/Title")
-            or holder.findtext("Journal/ISOAbbreviation")
-            or citation.findtext("MedlineJournalInfo/MedlineTA")
+            (
+                journal_element.findtext("Title") or journal_element.findtext("ISOAbbreviation")
+                if journal_element is not None
+                else None
+            )
+            or (journal_info.findtext("MedlineTA") if journal_info is not None else None)
         )
-        pub_date = holder.find("Journal/JournalIssue/PubDate")
-        ids = element.find("PubmedData/ArticleIdList")
+        pub_date = issue.find("PubDate") if issue is not None else None
+        data = element.find("PubmedData")
+        ids = data.find("ArticleIdList") if data is not None else None
     elif book is not None:
         holder = book
         pmid = clean(book.findtext("PMID"))
@@ -120,7 +228,9 @@ def parse_article(element: ET.Element, number: int, raw: str | None = None) -> P
 
 def _text(element: ET.Element | None) -> str:
     """All text inside an element, inline markup (<i>, <sup>, MathML) included."""
-    return clean("".join(element.itertext())) if element is not None else ""
+    if element is None:
+        return ""
+    return clean(element.text if len(element) == 0 else "".join(element.itertext()))
 
 
 def _abstract(abstract: ET.Element | None) -> str:
@@ -128,12 +238,13 @@ def _abstract(abstract: ET.Element | None) -> str:
     if abstract is None:
         return ""
     sections = []
-    for section in abstract.findall("AbstractText"):
-        text = _text(section)
-        if text:
-            label = clean(section.get("Label"))
-            sections.append(f"{label}: {text}" if label else text)
-    return " ".join(sections)
+    for section in abstract.iterfind("AbstractText"):
+        text = section.text if len(section) == 0 else "".join(section.itertext())
+        if text and not text.isspace():
+            label = section.get("Label")
+            sections.append(f"{clean(label)}: {text}" if label and not label.isspace() else text)
+    # One collapse of the whitespace of all the sections: the same text as collapsing each and joining them.
+    return clean(" ".join(sections))
 
 
 def _authors(author_list: ET.Element | None) -> list[str]:

@@ -84,15 +84,31 @@ class ParsedReference:
         return hashlib.sha256("\x1f".join(content).encode()).hexdigest()
 
 
+@dataclass(frozen=True)
+class KnownRecord:
+    """A record the corpus already holds exactly as the file gives it (its raw text): not read again."""
+
+    source: str
+    source_id: str
+    content_sha256: str
+
+
 @dataclass
 class Parsed:
     """One record of a file, by its number: the reference, or every reason it cannot be used (`problems`); and what
-    was left out of a usable record (`warnings`)."""
+    was left out of a usable record (`warnings`). `known` instead of a reference: the corpus holds it already."""
 
     number: int
     reference: ParsedReference | None
     problems: list[Problem]
     warnings: list[Problem] = field(default_factory=list)
+    known: KnownRecord | None = None
+
+
+def raw_digest(raw: str) -> str:
+    """md5 of a raw record's UTF-8 bytes, stored beside it: a re-import tells an unchanged record by it (a change
+    check, not a security one)."""
+    return hashlib.md5(raw.encode(), usedforsecurity=False).hexdigest()
 
 
 def clean(text: str | None) -> str:
@@ -196,12 +212,14 @@ def problems_of(
         value = getattr(reference, name)
         if len(value) > limit:
             problem(name, f"The {name} has {len(value)} characters; at most {limit} fit.")
-    for name, value in [(name, getattr(reference, name)) for name in _TEXT_FIELDS] + [
-        ("authors", author) for author in reference.authors
-    ]:
-        if message := control_character_problem(value):
-            problem(name, f"The {name}: {message[0].lower()}{message[1:]}")
-            break
+    texts = [(name, getattr(reference, name)) for name in _TEXT_FIELDS]
+    texts += [("authors", author) for author in reference.authors]
+    # One search over all of them (line feeds are allowed) before naming the field that holds one.
+    if control_character_problem("\n".join(value for _, value in texts)):
+        for name, value in texts:
+            if message := control_character_problem(value):
+                problem(name, f"The {name}: {message[0].lower()}{message[1:]}")
+                break
     return problems
 
 
@@ -229,7 +247,7 @@ def date_left_out(number: int, label: str, error: ValueError, warnings: list[Pro
 
 def identify(parsed: Parsed) -> Parsed:
     """The record's id on each of its problems and warnings (known only once the reference is built)."""
-    ident = parsed.reference.source_id if parsed.reference else ""
+    ident = parsed.reference.source_id if parsed.reference else parsed.known.source_id if parsed.known else ""
     for problem in [*parsed.problems, *parsed.warnings]:
         problem.id = problem.id or ident
     return parsed

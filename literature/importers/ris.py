@@ -76,10 +76,13 @@ def _outside_record(after: int, line_number: int, tag: str) -> Parsed:
 
 def _record(number: int, fields: dict[str, list[str]], lines: list[str], warnings: list[Problem]) -> Parsed:
     def first(*tags: str) -> str:
-        return next((clean(fields[tag][0]) for tag in tags if fields.get(tag) and clean(fields[tag][0])), "")
+        for tag in tags:
+            if (values := fields.get(tag)) and (value := clean(values[0])):
+                return value
+        return ""
 
     title = first("TI", "T1", "BT", "CT")
-    abstract = " ".join(clean(text) for text in fields.get("AB", []) + fields.get("N2", []) if clean(text))
+    abstract = clean(" ".join(fields.get("AB", []) + fields.get("N2", [])))
     doi = records.usable_doi(records.normalise_doi(first("DO")), number, warnings)
     pmid = _pmid(first("AN"), first("DB", "DP"))
     published, precision = _published(first("DA"), first("PY", "Y1"), number, warnings)
@@ -94,7 +97,7 @@ def _record(number: int, fields: dict[str, list[str]], lines: list[str], warning
         title=title,
         abstract=abstract,
         journal=first("JF", "T2", "JO", "JA", "J2"),
-        authors=[clean(name) for name in fields.get("AU", []) + fields.get("A1", []) if clean(name)],
+        authors=[name for name in map(clean, fields.get("AU", []) + fields.get("A1", [])) if name],
         published=published,
         published_precision=precision,
         raw="\n".join(lines),

@@ -19,9 +19,9 @@ from reviewapp.core.errors import NotFound, ServiceError
 from reviewapp.core.roles import CanReadAll
 from reviewapp.core.schema import file_response
 from reviewapp.models import Cohort
-from reviewapp.selectors.exports import csv_chunks, review_export_long_rows, review_export_rows, write_xlsx
+from reviewapp.selectors.exports import review_export_csv, review_export_rows, write_xlsx
 
-LAYOUTS = {"wide": review_export_rows, "long": review_export_long_rows}
+LAYOUTS = ("wide", "long")
 
 
 class FileContentNegotiation(BaseContentNegotiation):
@@ -64,8 +64,8 @@ class CohortReviewsCsvApi(APIView):
         layout = request.query_params.get("layout", "wide")
         if layout not in LAYOUTS:
             raise ServiceError("The layout must be 'wide' or 'long'.", code="invalid_layout")
-        rows = LAYOUTS[layout](cohort=cohort, unblinded=roles.can_coordinate(request.user))
-        response = StreamingHttpResponse(csv_chunks(rows), content_type="text/csv; charset=utf-8")
+        chunks = review_export_csv(cohort=cohort, unblinded=roles.can_coordinate(request.user), layout=layout)
+        response = StreamingHttpResponse(chunks, content_type="text/csv; charset=utf-8")
         suffix = "reviews.csv" if layout == "wide" else "reviews-long.csv"
         response["Content-Disposition"] = content_disposition_header(True, _filename(cohort, suffix))
         return response

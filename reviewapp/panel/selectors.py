@@ -210,6 +210,8 @@ def cohort_panel(cohort: Cohort, *, with_rationale: bool = False) -> CohortPanel
     )
     q_of = {}
     rows = []
+    # One profile for all the proposals without a review (most of a cohort the panel has not seen); it is only read.
+    unreviewed = profile_from([])
     for member in members:
         subject = subjects[member["pk"]]
         subject_reviews = reviews.get(subject, []) if subject else []
@@ -221,7 +223,7 @@ def cohort_panel(cohort: Cohort, *, with_rationale: bool = False) -> CohortPanel
             task_key=member["task__key"],
             subject_id=subject,
             reviews=subject_reviews,
-            profile=profile_from(subject_reviews),
+            profile=profile_from(subject_reviews) if subject_reviews else unreviewed,
             rating=rating if rating is not None and rating.comparisons > 0 else None,
         )
         q_of[member["pk"]] = row.profile.q
@@ -506,11 +508,23 @@ def _rounded(value: float | None, digits: int = 4) -> float | None:
     return None if value is None else round(value, digits)
 
 
+def _has_panel_data(cohort: Cohort) -> bool:
+    """Whether any proposal of the cohort has a role review, a revision judgment or a compared rating."""
+    proposals = cohort.proposals.values("pk")
+    return (
+        PanelReview.objects.filter(subject__proposal__in=proposals).exists()
+        or RevisionJudgment.objects.filter(subject__proposal__in=proposals).exists()
+        or Rating.objects.filter(cohort=cohort, comparisons__gt=0).exists()
+    )
+
+
 def panel_export_columns(cohort: Cohort) -> tuple[list[str], dict[int, list]]:
     """Per proposal: the panel's coverage, medians and Q (empty where absent, never 0), the dimensions whose scores
     are inapplicable (kept apart from an unknown median, which is only empty), the rating and the revision judgment.
     A proposal the panel has not reviewed, never compared or not judged has empty cells there. Coordinators' and
     analysts' exports both carry them."""
+    if not _has_panel_data(cohort):
+        return EXPORT_COLUMNS, {}  # every cell empty: nothing to compute
     panel = cohort_panel(cohort)
     values = {}
     for row in panel.rows:

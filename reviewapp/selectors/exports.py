@@ -4,6 +4,11 @@ Rows come from one query read in chunks, so an export of any size runs in consta
 columns (author, author company, method, source run) are selected only when asked for: analysts' exports
 never read them from the database. Rooms above this one add per-proposal columns (the AI panel's) through
 `export_columns_register`, so this module never imports them.
+
+On PostgreSQL the CSV is written by the database itself (`COPY (SELECT …) TO STDOUT`, streamed row by row): the
+query formats every cell as the rows below are written (the formula escaping of `spreadsheet_text`, UTC
+timestamps, nothing for a missing value) and only the registered columns are added to each line here. Other
+databases write the same bytes from the rows with Python's csv module.
 """
 
 import csv
@@ -13,13 +18,15 @@ from datetime import UTC, datetime
 from itertools import islice
 from typing import Any
 
+from django.contrib.auth import get_user_model
+from django.db import connection, transaction
 from openpyxl import Workbook
 from openpyxl.cell import WriteOnlyCell
 from openpyxl.cell.cell import ILLEGAL_CHARACTERS_RE
 from openpyxl.styles import Font
 from openpyxl.utils import get_column_letter
 
-from reviewapp.models import Cohort, Review
+from reviewapp.models import Assignment, Cohort, Proposal, ResearchTask, Review
 from reviewapp.protocol import ANSWER_FIELDS, CANT_JUDGE, CRITERION_FIELDS
 
 CHUNK_SIZE = 2000
@@ -41,12 +48,8 @@ _FIELDS = (
     *_REVIEW_VALUES,
     "assignment__deferred_reason",
 )
-_UNBLINDING_FIELDS = (
-    "assignment__proposal__author",
-    "assignment__proposal__author_company",
-    "assignment__proposal__method",
-    "assignment__proposal__source_run",
-)
+_UNBLINDING_PROPOSAL_FIELDS = ("author", "author_company", "method", "source_run")
+_UNBLINDING_FIELDS = tuple(f"assignment__proposal__{field}" for field in _UNBLINDING_PROPOSAL_FIELDS)
 _FIRST_CRITERION = REVIEW_COLUMNS.index(CRITERION_FIELDS[0])
 
 # A spreadsheet runs a cell starting with one of these as a formula; a leading apostrophe makes it text.
@@ -100,11 +103,16 @@ def review_export_count(*, cohort: Cohort) -> int:
     return Review.objects.filter(assignment__cohort=cohort).count()
 
 
+def _header(*, layout: str, unblinded: bool, extra_names: list[str]) -> list[str]:
+    keys = REVIEW_COLUMNS if layout == "wide" else LONG_COLUMNS
+    return [*keys, *(UNBLINDING_COLUMNS if unblinded else []), *extra_names]
+
+
 def review_export_rows(*, cohort: Cohort, unblinded: bool) -> Iterator[list[Any]]:
     """The header, then one row per review of the cohort (drafts included), in one chunked query; the registered
     per-proposal columns come last."""
     extra_names, extra_values = _extra_columns(cohort)
-    yield [*REVIEW_COLUMNS, *(UNBLINDING_COLUMNS if unblinded else []), *extra_names]
+    yield _header(layout="wide", unblinded=unblinded, extra_names=extra_names)
     fields = (*_FIELDS, *(_UNBLINDING_FIELDS if unblinded else ()))
     records = (
         Review.objects.filter(assignment__cohort=cohort)
@@ -190,6 +198,144 @@ def csv_chunks(rows: Iterable[list[Any]], *, chunk_bytes: int = 64 * 1024) -> It
         if lines.buffer.tell() >= chunk_bytes:
             yield lines.take()
     yield lines.take()
+
+
+def review_export_csv(*, cohort: Cohort, unblinded: bool, layout: str = "wide") -> Iterator[str | bytes]:
+    """The cohort's reviews as CSV in pieces, for a streaming response: one row per review ("wide") or per review
+    and criterion ("long"), the same bytes on every database."""
+    if connection.vendor == "postgresql":
+        return _copied_csv(cohort=cohort, unblinded=unblinded, layout=layout)
+    rows = review_export_rows if layout == "wide" else review_export_long_rows
+    return csv_chunks(rows(cohort=cohort, unblinded=unblinded))
+
+
+# `spreadsheet_text` in SQL: a text starting with one of _FORMULA_STARTS gets a leading apostrophe.
+_FORMULA_CODES_SQL = ", ".join(str(ord(start)) for start in _FORMULA_STARTS)
+_UTC_SQL = """to_char({} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"')"""
+# The flaw checklist joined by ";". A list of plain texts (the checklist's keys) is cut out of its JSON text: with no
+# backslash in it no item holds a quote (JSON would escape it), so '", "' only separates items. Anything else goes
+# through the general path. ("%%" is how a query with parameters writes "%".)
+_CHECKLIST_SQL = (
+    " CROSS JOIN LATERAL (SELECT CASE WHEN r.flaw_checklist = '[]' THEN '' "
+    r"""WHEN strpos(r.flaw_checklist::text, '\') = 0 AND r.flaw_checklist::text LIKE '["%%"]' """
+    """THEN replace(substr(r.flaw_checklist::text, 3, length(r.flaw_checklist::text) - 4), '", "', ';') """
+    "WHEN jsonb_typeof(r.flaw_checklist) <> 'array' THEN '' "
+    "ELSE array_to_string(ARRAY(SELECT item FROM jsonb_array_elements_text(r.flaw_checklist) WITH ORDINALITY "
+    "AS items(item, n) ORDER BY n), ';') END AS joined) AS checklist"
+)
+# The query is cheap but looks costly to the planner (subqueries per row): compiling it (JIT) would take longer than
+# running it, and its sort of the formatted rows fits in memory. For the export's transaction only.
+_COPY_SETTINGS = "SELECT set_config('jit', 'off', true), set_config('work_mem', '64MB', true)"
+
+
+def _or_empty(sql: str) -> str:
+    # COPY writes an empty text as "" to tell it from NULL; the csv module writes both as nothing.
+    return f"NULLIF({sql}, '')"
+
+
+def _escaped_sql(sql: str) -> str:
+    return _or_empty(f"CASE WHEN ascii({sql}) IN ({_FORMULA_CODES_SQL}) THEN '''' || {sql} ELSE {sql} END")
+
+
+def _copy_query(*, unblinded: bool, layout: str) -> str:
+    """COPY of a cohort's reviews in the export's order, its parameters the cohort's escaped name and its pk. Each
+    line is the proposal's pk (for the registered columns), then the export's cells."""
+    quote = connection.ops.quote_name
+    review, assignment, proposal, task, user = (
+        quote(model._meta.db_table) for model in (Review, Assignment, Proposal, ResearchTask, get_user_model())
+    )
+    keys = [
+        "%s::text",
+        _escaped_sql("p.external_id"),
+        _escaped_sql("t.key"),
+        _escaped_sql("u.username"),
+        "a.position",
+        _or_empty("r.status"),
+    ]
+    answers = [
+        _UTC_SQL.format("r.started_at"),
+        _UTC_SQL.format("r.submitted_at"),
+        "r.seconds_spent",
+        "r.overall",
+        _or_empty("r.recommendation"),
+        *(_or_empty(f"r.{quote(field)}") for field in CRITERION_FIELDS),
+        _or_empty("r.flaw_verdict"),
+        _escaped_sql("checklist.joined"),
+        _escaped_sql("r.main_flaw"),
+        _escaped_sql("r.comments"),
+        _escaped_sql("a.deferred_reason"),
+    ]
+    provenance = [_escaped_sql(f"p.{quote(field)}") for field in _UNBLINDING_PROPOSAL_FIELDS] if unblinded else []
+    order = ["p.external_id", "u.username"]
+    criteria = ""
+    if layout == "wide":
+        cells = [*keys, *answers, *provenance]
+    else:
+        listed = ", ".join(
+            f"({number}, '{field}', {_or_empty(f'r.{quote(field)}')})" for number, field in enumerate(CRITERION_FIELDS)
+        )
+        criteria = f" CROSS JOIN LATERAL (VALUES {listed}) AS c(n, criterion, value)"
+        cells = [*keys, "c.criterion", "c.value", *provenance]
+        order.append("c.n")
+    return (
+        f"COPY (SELECT p.id, {', '.join(cells)} FROM {review} r JOIN {assignment} a ON a.id = r.assignment_id "
+        f"JOIN {proposal} p ON p.id = a.proposal_id JOIN {task} t ON t.id = p.task_id "
+        f"JOIN {user} u ON u.id = a.reviewer_id{_CHECKLIST_SQL if layout == 'wide' else ''}{criteria} "
+        f"WHERE a.cohort_id = %s ORDER BY {', '.join(order)}) "
+        "TO STDOUT (FORMAT csv)"
+    )
+
+
+def _hashable(values: tuple) -> bool:
+    try:
+        hash(values)
+    except TypeError:
+        return False
+    return True
+
+
+def _copied_csv(*, cohort: Cohort, unblinded: bool, layout: str, chunk_bytes: int = 64 * 1024) -> Iterator[bytes]:
+    """The CSV as PostgreSQL writes it, with the registered columns and the csv module's line ends added."""
+    extra_names, extra_values = _extra_columns(cohort)
+    lines = _Lines()
+    writer = csv.writer(lines)
+    writer.writerow(_header(layout=layout, unblinded=unblinded, extra_names=extra_names))
+    yield lines.take().encode()
+
+    # What follows a proposal's cells on each of its lines: its registered cells as the csv module writes them.
+    tails: dict[bytes, bytes] = {}
+    written: dict[tuple, bytes] = {}  # the same cells are written once (most proposals have none)
+
+    def tail(proposal_pk: bytes) -> bytes:
+        if proposal_pk not in tails:
+            values = tuple(extra_values(int(proposal_pk)))
+            if not extra_names:
+                tails[proposal_pk] = b"\r\n"
+            elif _hashable(values) and values in written:
+                tails[proposal_pk] = written[values]
+            else:
+                writer.writerow(["", *values])
+                tails[proposal_pk] = lines.take().encode()
+                if _hashable(values):
+                    written[values] = tails[proposal_pk]
+        return tails[proposal_pk]
+
+    query = _copy_query(unblinded=unblinded, layout=layout)
+    pending: list[bytes] = []
+    size = 0
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute(_COPY_SETTINGS)
+        with cursor.cursor.copy(query, [spreadsheet_text(cohort.name), cohort.pk]) as copy:
+            # libpq hands COPY data over one row at a time: b"<proposal pk>,<cells>\n".
+            for data in copy:
+                proposal_pk, _, cells = bytes(data).partition(b",")
+                line = cells[:-1] + tail(proposal_pk)
+                pending.append(line)
+                size += len(line)
+                if size >= chunk_bytes:
+                    yield b"".join(pending)
+                    pending, size = [], 0
+    yield b"".join(pending)
 
 
 _COLUMN_WIDTHS = {

@@ -6,7 +6,6 @@ run limits instead. Only the recorded calls of a run need a coordinator or analy
 """
 
 from django.conf import settings
-from django.core.cache import cache
 from django.http import HttpResponse
 from django.urls import reverse
 from drf_spectacular.utils import extend_schema, inline_serializer
@@ -23,13 +22,11 @@ from reviewapp.core.roles import CanReadAll
 from screening import selectors
 from screening.measured import MEASURED_SELECTION
 from screening.models import PROTOCOL, Run, Translation
-from screening.services.runs import ClientHypothesis, run_create
+from screening.services.runs import ClientHypothesis, run_body_store, run_create
 
 QUESTION_MIN, QUESTION_MAX, BACKGROUND_MAX = 10, 2000, 8000
 HYPOTHESES_MAX = 100
 HYPOTHESIS_FIELD_MAX = 4000
-# How long a finished run's body is served from the cache.
-FINISHED_RUN_CACHE_SECONDS = 60
 
 
 class StrictCharField(serializers.CharField):
@@ -285,10 +282,35 @@ def _get_run(run_id) -> Run:
     return run
 
 
+class _FinishedBodies:
+    """The bodies of finished runs this process has served, each with the run's updated_at it belongs to. It is
+    consulted only after the run's current updated_at has been read from the database, so a body is served only
+    while it is the run's current one, whichever process changed the run."""
+
+    LIMIT = 256
+
+    def __init__(self):
+        self.bodies: dict[tuple, tuple] = {}
+
+    def get(self, key: tuple, updated_at) -> bytes | None:
+        found = self.bodies.get(key)
+        return found[1] if found is not None and found[0] == updated_at else None
+
+    def put(self, key: tuple, updated_at, body: bytes) -> None:
+        if len(self.bodies) >= self.LIMIT:
+            self.bodies.clear()
+        self.bodies[key] = (updated_at, body)
+
+
+_finished_bodies = _FinishedBodies()
+
+
 class RunDetailApi(APIView):
     """GET /api/v1/open-hypothesis/runs/<id>[?lang=ru]
 
-    A finished run no longer changes, and clients poll it: its rendered body is cached for a while (per process)."""
+    A finished run hardly ever changes, and clients poll it: its rendered body is stored in the database the first
+    time it is asked for (see RunBody) and remembered by each process for the run's updated_at; every request reads
+    the run's updated_at first, so a change made by any worker is served at once everywhere."""
 
     authentication_classes = []
     permission_classes = [AllowAny]
@@ -299,19 +321,32 @@ class RunDetailApi(APIView):
     OutputSerializer = RunDocument
 
     def get(self, request, run_id):
-        language = request.query_params.get("lang") or None
-        if language is not None and language not in Run.Language.values:
-            raise ServiceError("lang must be en or ru.", code="invalid_body")
-        cache_key = f"open-hypothesis:run:{run_id}:{language or 'en'}"
-        body = cache.get(cache_key)
+        language = validated(self.FilterSerializer, request.query_params).get("lang") or Run.Language.EN
+        version = selectors.run_version(run_id)
+        if version is None:
+            raise NotFound("There is no run with this id.")
+        public_id, updated_at = version
+        body = _finished_bodies.get((public_id, language), updated_at)
         if body is None:
-            run = _get_run(run_id)
-            representation = run_representation(run, language)
+            body = self._body(run_id, language)
+        return HttpResponse(body, content_type="application/json")
+
+    @staticmethod
+    def _body(run_id, language: str) -> bytes:
+        run = selectors.run_with_stored_body(run_id, language)
+        if run is None:
+            raise NotFound("There is no run with this id.")
+        if run.stored_body is not None:
+            body = bytes(run.stored_body)
+        else:
+            representation = run_representation(run, None if language == Run.Language.EN else language)
             body = JSONRenderer().render(representation)
             translation_state = representation.get("translation", {}).get("state")
-            if run.is_finished and translation_state != Translation.State.PENDING:
-                cache.set(cache_key, body, FINISHED_RUN_CACHE_SECONDS)
-        return HttpResponse(body, content_type="application/json")
+            if not run.is_finished or translation_state == Translation.State.PENDING:
+                return body
+            run_body_store(run=run, language=language, body=body)
+        _finished_bodies.put((run.public_id, language), run.updated_at, body)
+        return body
 
 
 class RunCallsApi(APIView):

@@ -7,7 +7,7 @@ from django.db.models import Q
 
 from reviewapp.core.claims import ClaimedWork, ClaimState
 
-__all__ = ["Run", "RunWorkItem", "Hypothesis", "Forecast", "Translation", "PROTOCOL", "STEPS"]
+__all__ = ["Run", "RunWorkItem", "Hypothesis", "Forecast", "Translation", "RunBody", "PROTOCOL", "STEPS"]
 
 PROTOCOL = "open-hypothesis-v2"
 # The four steps a run reports, in order (a screening of the client's own hypotheses skips "generate").
@@ -274,3 +274,22 @@ class Translation(models.Model):
 
     def __str__(self):
         return f"{self.run_id} in {self.language} ({self.state})"
+
+
+class RunBody(models.Model):
+    """The public API's body of a finished run in one language, rendered once and then served as it is.
+
+    It is served only while the run's updated_at is the one it was rendered at. Every write to a run (a step, an
+    item's result, a translation) moves the run's updated_at in the same transaction, so a change made by any worker
+    on any machine makes the stored body stale everywhere at once; the next request renders it again."""
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="+")
+    language = models.CharField(max_length=2)
+    run_updated_at = models.DateTimeField()
+    body = models.BinaryField()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["run", "language"], name="one_stored_body_per_run_language")]
+
+    def __str__(self):
+        return f"stored body of {self.run_id} in {self.language}"

@@ -21,7 +21,7 @@ from reviewapp.core.errors import ServiceError
 from reviewapp.core.queue import broker_check, enqueue_on_commit
 from reviewapp.core.requests import client_network
 from screening.llm.models import ModelEndpoint, Roster, RosterMember
-from screening.models import STEPS, Hypothesis, Run
+from screening.models import STEPS, Hypothesis, Run, RunBody
 from screening.services.progress import RUN_ADVANCE_TASK
 
 WINDOW = timedelta(hours=24)
@@ -255,3 +255,14 @@ def _typical_run_seconds() -> float:
 
 def _seconds_until(moment, now) -> int:
     return max(1, math.ceil((moment - now).total_seconds()))
+
+
+def run_body_store(*, run: Run, language: str, body: bytes) -> None:
+    """Keep a finished run's rendered API body in `language`, valid for the run as it was read (see RunBody). Two
+    workers storing the same body at once both succeed; the later one wins."""
+    RunBody.objects.bulk_create(
+        [RunBody(run=run, language=language, run_updated_at=run.updated_at, body=body)],
+        update_conflicts=True,
+        unique_fields=["run", "language"],
+        update_fields=["run_updated_at", "body"],
+    )

@@ -15,6 +15,7 @@ from datetime import timedelta
 
 import httpx
 from django.conf import settings
+from django.db import connection
 from django.db.models import Q
 from django.utils import timezone
 
@@ -90,33 +91,55 @@ def _is_retryable_status(status: int) -> bool:
 
 
 # Concurrency: a table of numbered slots per endpoint, claimed by a conditional UPDATE so that every worker
-# process on every machine sees the same count (Celery's rate_limit is per worker).
+# process on every machine sees the same count (Celery's rate_limit is per worker). A call waiting for a slot looks
+# again every few tens of milliseconds: a slot freed is taken soon, and the look is one cheap statement.
+_SLOT_WAIT_FIRST, _SLOT_WAIT_MOST = 0.005, 0.04
+
+
+def _claim_free_slot(endpoint, limit: int, token: str, lease: timedelta) -> bool:
+    """One statement: a free slot (holder-less, or its lease expired), picked at random, now held by `token`. On
+    PostgreSQL rows another worker is claiming at that moment are skipped rather than waited for."""
+    now = timezone.now()
+    free = Q(holder="") | Q(lease_expires_at__lt=now)
+    if connection.vendor != "postgresql":
+        first_free = EndpointSlot.objects.filter(free, endpoint=endpoint, number__lt=limit).order_by("?").values("pk")
+        return (
+            EndpointSlot.objects.filter(free, pk__in=first_free[:1]).update(holder=token, lease_expires_at=now + lease)
+            == 1
+        )
+    table = connection.ops.quote_name(EndpointSlot._meta.db_table)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"UPDATE {table} SET holder = %s, lease_expires_at = %s WHERE id = (SELECT id FROM {table} "
+            "WHERE endpoint_id = %s AND number < %s AND (holder = '' OR lease_expires_at < %s) "
+            "ORDER BY random() LIMIT 1 FOR UPDATE SKIP LOCKED)",
+            [token, now + lease, endpoint.pk, limit, now],
+        )
+        return cursor.rowcount == 1
 
 
 def acquire_slot(endpoint, *, deadline: float) -> str | None:
     """Claim one of the endpoint's slots, waiting until `deadline` (time.monotonic()). Returns the holder token."""
     limit = endpoint.concurrency_limit
-    if EndpointSlot.objects.filter(endpoint=endpoint, number__lt=limit).count() < limit:
-        EndpointSlot.objects.bulk_create(
-            [EndpointSlot(endpoint=endpoint, number=n) for n in range(limit)], ignore_conflicts=True
-        )
     token = uuid.uuid4().hex
     lease = timedelta(seconds=endpoint.timeout_seconds + _LEASE_MARGIN_SECONDS)
-    wait = 0.02
+    wait = _SLOT_WAIT_FIRST
+    created = False
     while True:
-        now = timezone.now()
-        free = Q(holder="") | Q(lease_expires_at__lt=now)
-        candidates = list(
-            EndpointSlot.objects.filter(free, endpoint=endpoint, number__lt=limit).values_list("pk", flat=True)
-        )
-        random.shuffle(candidates)  # fewer workers racing for the same row
-        for pk in candidates:
-            if EndpointSlot.objects.filter(free, pk=pk).update(holder=token, lease_expires_at=now + lease):
-                return token
+        if _claim_free_slot(endpoint, limit, token, lease):
+            return token
+        if not created:
+            # The slots are made once, when a call first finds none free (the limit may have been raised since).
+            created = True
+            if EndpointSlot.objects.filter(endpoint=endpoint, number__lt=limit).count() < limit:
+                EndpointSlot.objects.bulk_create(
+                    [EndpointSlot(endpoint=endpoint, number=n) for n in range(limit)], ignore_conflicts=True
+                )
+                continue
         if time.monotonic() + wait > deadline:
             return None
         time.sleep(wait * random.uniform(0.5, 1.5))
-        wait = min(wait * 2, 0.25)
+        wait = min(wait * 2, _SLOT_WAIT_MOST)
 
 
 def release_slot(token: str) -> None:

@@ -1,0 +1,227 @@
+"""Writing references: new ones created, changed ones updated, identical ones left alone, one row per (source, id)
+whatever repeats a file or a writer holds and whatever another import wrote meanwhile. On PostgreSQL this is the
+staging table's COPY and its one upsert; on SQLite the batch upserts; the counts are the same."""
+
+import hashlib
+import io
+
+import pytest
+from django.db import connection, transaction
+
+from literature.importers.records import ParsedReference
+from literature.models import Reference, ReferenceImport
+from literature.services import WRITE_BATCH, ImportInvalid, ReferenceWriter, references_import
+from tests.literature.test_literature_importers import fixture, pubmed_article, pubmed_set
+
+
+def parsed(source_id: str, title: str, **fields) -> ParsedReference:
+    return ParsedReference(
+        source=Reference.Source.PUBMED,
+        source_id=source_id,
+        pmid=source_id,
+        title=title,
+        raw=f"<r>{title}</r>",
+        **fields,
+    )
+
+
+def written(writer: ReferenceWriter) -> tuple[int, int, int]:
+    return writer.created, writer.updated, writer.unchanged
+
+
+@pytest.mark.django_db
+def test_a_file_with_new_changed_and_unchanged_records_counts_each_and_updates_in_place():
+    references_import(
+        file=io.BytesIO(pubmed_set(pubmed_article("11", "Kept as it was"), pubmed_article("12", "First title"))),
+        format="pubmed_xml",
+    )
+    before = {reference.source_id: reference for reference in Reference.objects.all()}
+
+    summary = references_import(
+        file=io.BytesIO(
+            pubmed_set(
+                pubmed_article("11", "Kept as it was"),
+                pubmed_article("12", "Second title"),
+                pubmed_article("13", "A new record"),
+            )
+        ),
+        format="pubmed_xml",
+    )
+
+    assert (summary.records, summary.created, summary.updated, summary.unchanged) == (3, 1, 1, 1)
+    after = {reference.source_id: reference for reference in Reference.objects.all()}
+    assert sorted(after) == ["11", "12", "13"]
+    assert after["12"].pk == before["12"].pk and after["12"].created_at == before["12"].created_at
+    assert after["12"].title == "Second title" and "Second title" in after["12"].raw
+    assert after["12"].updated_at > before["12"].updated_at
+    assert after["11"].updated_at == before["11"].updated_at  # left alone, not rewritten
+    assert after["13"].authors == [] and after["13"].published.year == 2020
+
+
+@pytest.mark.django_db
+def test_repeats_inside_one_file_across_write_batches_are_one_reference():
+    articles = [pubmed_article(str(500_000 + n), f"Record {n}") for n in range(WRITE_BATCH + 3)]
+    articles.append(pubmed_article("500000", "Record 0"))  # an identical copy of the first, a batch later
+    articles.append(pubmed_article("500001", "Record 1, changed"))  # a conflicting one
+
+    summary = references_import(file=io.BytesIO(pubmed_set(*articles)), format="pubmed_xml")
+
+    assert (summary.records, summary.created, summary.repeated) == (WRITE_BATCH + 3, WRITE_BATCH + 3, 1)
+    assert [entry["record"] for entry in summary.skipped] == [WRITE_BATCH + 5]
+    assert Reference.objects.count() == WRITE_BATCH + 3
+    assert Reference.objects.get(source_id="500001").title == "Record 1"
+
+
+@pytest.mark.django_db
+def test_the_same_reference_added_twice_to_a_writer_is_written_once_and_the_later_copy_wins():
+    with transaction.atomic():
+        writer = ReferenceWriter(batch_size=1)
+        writer.add(parsed("21", "Earlier copy"))
+        writer.add(parsed("22", "Another"))
+        writer.add(parsed("21", "Later copy"))
+        writer.flush()
+
+    assert written(writer) == (2, 0, 0)
+    assert Reference.objects.filter(source_id="21").get().title == "Later copy"
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("same_content", [True, False])
+def test_a_reference_another_import_wrote_meanwhile_is_never_duplicated(needs_postgres, same_content):
+    """Between the comparison with the corpus and the upsert of the stage (PostgreSQL's window)."""
+    ours = parsed("31", "Our copy")
+    with transaction.atomic():
+        writer = ReferenceWriter(batch_size=1)
+        writer.add(ours)  # compared with the corpus (not there yet) and staged
+        theirs = ours if same_content else parsed("31", "Their copy")
+        Reference.objects.create(
+            source=theirs.source,
+            source_id=theirs.source_id,
+            pmid=theirs.pmid,
+            title=theirs.title,
+            raw=theirs.raw,
+            content_sha256=theirs.content_sha256,
+        )
+        writer.flush()
+
+    reference = Reference.objects.get(source_id="31")
+    assert reference.title == "Our copy"
+    assert written(writer) == ((0, 0, 1) if same_content else (0, 1, 0))
+
+
+@pytest.mark.django_db
+def test_an_unchanged_reference_is_left_alone_and_a_changed_one_updated_by_a_later_writer():
+    with transaction.atomic():
+        first = ReferenceWriter()
+        for number in range(5):
+            first.add(parsed(str(40 + number), f"Title {number}"))
+        first.flush()
+    with transaction.atomic():
+        second = ReferenceWriter(batch_size=2)
+        for number in range(6):
+            second.add(parsed(str(40 + number), f"Title {number}" if number != 2 else "Changed"))
+        second.flush()
+
+    assert written(first) == (5, 0, 0)
+    assert written(second) == (1, 1, 4)
+    assert Reference.objects.get(source_id="42").title == "Changed"
+    assert Reference.objects.count() == 6
+
+
+@pytest.mark.django_db
+def test_stored_raw_records_are_compressed_as_the_corpus_column_says(needs_postgres):
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT attcompression FROM pg_attribute WHERE attrelid = 'literature_reference'::regclass "
+            "AND attname = 'raw'"
+        )
+        (column_compression,) = cursor.fetchone()
+    long_title = "Senescent cells accumulate in ageing muscle " * 200  # a raw record of about 9 kB
+    references_import(file=io.BytesIO(pubmed_set(pubmed_article("61", long_title[:1990]))), format="pubmed_xml")
+    reference = Reference.objects.get(source_id="61")
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_column_compression(raw) FROM literature_reference WHERE id = %s", [reference.pk])
+        (compression,) = cursor.fetchone()
+    assert compression == ("lz4" if column_compression == "l" else "pglz")
+
+
+# Re-imports: articles the corpus holds byte for byte ---------------------------------------------------------------
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("name", ["pubmed_efetch.xml", "pubmed_malformed.xml", "pubmed_titleless.xml"])
+def test_reimporting_an_unchanged_file_answers_as_the_first_import_did(name):
+    first = references_import(file=fixture(name), format="pubmed_xml")
+    again = references_import(file=fixture(name), format="pubmed_xml")
+
+    assert (again.records, again.created, again.updated, again.unchanged) == (first.records, 0, 0, first.records)
+    assert (again.skipped, again.warnings, again.repeated) == (first.skipped, first.warnings, first.repeated)
+
+
+@pytest.mark.django_db
+def test_a_known_article_repeated_in_a_file_is_skipped_as_a_repeat():
+    article = pubmed_article("71", "Known record")
+    references_import(file=io.BytesIO(pubmed_set(article)), format="pubmed_xml")
+    summary = references_import(
+        file=io.BytesIO(pubmed_set(article, article, pubmed_article("71", "Known record, changed"))),
+        format="pubmed_xml",
+    )
+    assert (summary.records, summary.unchanged, summary.repeated) == (1, 1, 1)
+    assert [entry["record"] for entry in summary.skipped] == [3]
+
+
+@pytest.mark.django_db
+def test_an_article_stored_byte_for_byte_is_counted_unchanged_without_being_read_again(needs_postgres):
+    references_import(file=fixture("pubmed_efetch.xml"), format="pubmed_xml")
+    # As if an earlier release had hashed the record's content otherwise: reading it again would update it.
+    Reference.objects.filter(source_id="7654321").update(content_sha256="0" * 64)
+
+    again = references_import(file=fixture("pubmed_efetch.xml"), format="pubmed_xml")
+    assert (again.created, again.updated, again.unchanged) == (0, 0, 5)
+
+    changed = (
+        fixture("pubmed_efetch.xml").read_bytes().replace(b'<PMID Version="1">7654321', b"<PMID Version='1'>7654321")
+    )
+    third = references_import(file=io.BytesIO(changed), format="pubmed_xml")
+    assert (third.updated, third.unchanged) == (1, 4)  # other bytes: read again, and its content hash differs
+    assert Reference.objects.get(source_id="7654321").content_sha256 != "0" * 64
+
+
+@pytest.mark.django_db
+def test_a_file_breaking_off_after_known_articles_imports_nothing():
+    articles = [pubmed_article(str(800 + n), f"Record {n}") for n in range(3)]
+    references_import(file=io.BytesIO(pubmed_set(*articles)), format="pubmed_xml")
+    content = pubmed_set(*articles, pubmed_article("900", "New record"))
+    with pytest.raises(ImportInvalid) as raised:
+        references_import(file=io.BytesIO(content[: content.rindex(b"</PubmedArticle>")]), format="pubmed_xml")
+    assert "not well-formed after record 3" in raised.value.problems[0]["message"]
+    assert not Reference.objects.filter(source_id="900").exists()
+    assert ReferenceImport.objects.count() == 1
+
+
+@pytest.mark.django_db
+def test_known_and_new_articles_in_long_runs_of_either_are_each_counted_once():
+    """Past a batch of known articles reading switches to new ones and back (pubmed_xml.KNOWN_BATCH)."""
+    known = [pubmed_article(str(1_000 + n), f"Known {n}") for n in range(700)]
+    new = [pubmed_article(str(5_000 + n), f"New {n}") for n in range(700)]
+    later = [pubmed_article(str(9_000 + n), f"Later {n}") for n in range(50)]
+    references_import(file=io.BytesIO(pubmed_set(*known)), format="pubmed_xml")
+
+    summary = references_import(file=io.BytesIO(pubmed_set(*known, *new, *known[:600], *later)), format="pubmed_xml")
+
+    assert (summary.records, summary.created, summary.unchanged, summary.repeated) == (1450, 750, 700, 600)
+    assert Reference.objects.count() == 1450
+    assert Reference.objects.get(source_id="9049").title == "Later 49"
+
+
+@pytest.mark.django_db
+def test_every_written_reference_keeps_the_digest_of_its_raw_record():
+    references_import(file=fixture("pubmed_efetch.xml"), format="pubmed_xml")
+    references_import(file=fixture("references.ris"), format="ris")
+    with transaction.atomic():
+        writer = ReferenceWriter(batch_size=1)
+        writer.add(parsed("81", "Written by a writer"))
+        writer.flush()
+    stored = list(Reference.objects.values_list("raw", "raw_md5"))
+    assert len(stored) > 6
+    assert all(digest == hashlib.md5(raw.encode()).hexdigest() for raw, digest in stored)

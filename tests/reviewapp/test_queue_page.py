@@ -1,0 +1,62 @@
+"""The queue's per-item work done before the template: the review page's link and the statement's excerpt are what
+`{% url %}` and `truncatechars:140` gave, and the page takes the same number of queries for any queue length."""
+
+import pytest
+from django.db import connection
+from django.template.defaultfilters import truncatechars
+from django.test.utils import CaptureQueriesContext
+from django.urls import reverse
+
+from reviewapp.selectors.reviews import SHOWN_EXCERPT, reviewer_queue, shown_excerpt
+from tests import factories
+
+TEXTS = [
+    "",
+    "Short.",
+    "x" * SHOWN_EXCERPT,
+    "x" * (SHOWN_EXCERPT + 1),
+    "Raising factor 7 in muscle delays frailty. " * 6,
+    "β-catenin in aged mice " * 8,
+    "Cafe\u0301 combining accents " * 7,  # combining characters do not count, and NFC composes them
+    "\u212b ångström sign " * 10,  # NFC changes the character itself
+]
+
+
+@pytest.mark.parametrize("text", TEXTS)
+def test_the_excerpt_is_the_one_truncatechars_gives(text):
+    assert shown_excerpt(text) == truncatechars(text, SHOWN_EXCERPT)
+
+
+@pytest.mark.django_db
+def test_queue_items_link_to_their_review_page_and_show_the_excerpt(client, reviewer):
+    cohort = factories.make_cohort(status="open")
+    for text in TEXTS[1:]:
+        proposal = factories.make_proposal(statement=text or "x")
+        cohort.proposals.add(proposal)
+        factories.make_assignment(cohort, reviewer, proposal)
+
+    items = reviewer_queue(reviewer=reviewer).items
+    assert [item.url for item in items] == [reverse("review-page", args=[item.assignment_id]) for item in items]
+    client.force_login(reviewer)
+    page = client.get(reverse("review-queue")).content.decode()
+    for item in items:
+        assert f'href="{item.url}"' in page
+    assert truncatechars(TEXTS[4], SHOWN_EXCERPT) in page
+
+
+@pytest.mark.django_db
+def test_the_queue_page_takes_the_same_queries_for_any_length(client, reviewer, other_reviewer):
+    cohort = factories.make_cohort(status="open")
+    for user, count in ((reviewer, 2), (other_reviewer, 40)):
+        for _ in range(count):
+            proposal = factories.make_proposal()
+            cohort.proposals.add(proposal)
+            factories.make_assignment(cohort, user, proposal)
+    counts = []
+    for user in (reviewer, other_reviewer):
+        client.force_login(user)
+        client.get(reverse("review-queue"))
+        with CaptureQueriesContext(connection) as queries:
+            assert client.get(reverse("review-queue")).status_code == 200
+        counts.append(len(queries))
+    assert counts[0] == counts[1]
