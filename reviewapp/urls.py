@@ -17,6 +17,9 @@ class ApiDocsView(SpectacularSwaggerSplitView):
 
 
 urlpatterns = [
+    # Clients poll their runs through the public API (screening.urls): its paths are matched first, before the ~100
+    # patterns of the pages; no other room's path starts as they do.
+    path("", include("screening.urls")),
     path("admin/", admin.site.urls),
     # Accounts are made by coordinators; there is no self-service password reset by e-mail.
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
@@ -36,6 +39,5 @@ urlpatterns = [
     *benchmark_views.urlpatterns,
     path("", include("reviewapp.panel.urls")),
     path("", include("reviewapp.inspiration.urls")),
-    path("", include("screening.urls")),
     path("", include("literature.urls")),
 ]

@@ -321,7 +321,9 @@ class RunDetailApi(APIView):
     OutputSerializer = RunDocument
 
     def get(self, request, run_id):
-        language = validated(self.FilterSerializer, request.query_params).get("lang") or Run.Language.EN
+        language = Run.Language.EN
+        if request.query_params:  # most polls carry none: the check is skipped for them
+            language = validated(self.FilterSerializer, request.query_params).get("lang") or language
         version = selectors.run_version(run_id)
         if version is None:
             raise NotFound("There is no run with this id.")
