@@ -14,8 +14,9 @@ from django.urls import reverse
 from django.utils.text import Truncator
 
 from reviewapp import protocol
+from reviewapp.core.compiled import CompiledValues
 from reviewapp.models import Cohort, Review
-from reviewapp.selectors.packets import reviewer_assignments
+from reviewapp.selectors.packets import Packet, packet_from_row, packet_values, reviewer_assignments
 
 QUEUE_ORDER = ("cohort__created_at", "cohort_id", "position", "pk")
 EXCERPT_LENGTH = 240
@@ -103,10 +104,9 @@ def _item_status(row) -> str:
     return ItemStatus.NOT_STARTED
 
 
-def reviewer_queue(*, reviewer) -> ReviewQueue:
-    """The reviewer's assignments in queue order, in one query whatever their number."""
-    rows = list(
-        reviewer_assignments(reviewer=reviewer)
+def _queue_rows(reviewer_id):
+    return (
+        reviewer_assignments(reviewer=reviewer_id)
         .order_by(*QUEUE_ORDER)
         .annotate(excerpt=Substr("proposal__statement", 1, EXCERPT_LENGTH))
         .values(
@@ -120,6 +120,14 @@ def reviewer_queue(*, reviewer) -> ReviewQueue:
             "excerpt",
         )
     )
+
+
+QUEUE_ROWS = CompiledValues(_queue_rows)
+
+
+def reviewer_queue(*, reviewer) -> ReviewQueue:
+    """The reviewer's assignments in queue order, in one query whatever their number."""
+    rows = QUEUE_ROWS.rows(reviewer_id=reviewer.pk)
     # Each cohort is numbered on its own, "3 of 20" in this cohort (docs/protocol.md#blinded-review-form).
     totals = Counter(row["cohort_id"] for row in rows)
     numbers: Counter = Counter()
@@ -255,3 +263,67 @@ def review_state(*, assignment_id: int) -> ReviewState:
 def review_state_from(review: Review) -> ReviewState:
     """The state of a review a service just wrote, without reading it again."""
     return _state_from_row({column: getattr(review, column) for column in _STATE_COLUMNS})
+
+
+@dataclass(frozen=True)
+class ReviewerAssignment:
+    """What the review page shows of the reviewer's own assignment, beside its packet and review."""
+
+    assignment_id: int
+    cohort_open: bool
+    deferred_reason: str
+    deferred_at: datetime | None
+
+    @classmethod
+    def of(cls, assignment) -> "ReviewerAssignment":
+        """From an assignment read with its cohort (the views' own, before a write)."""
+        return cls(
+            assignment_id=assignment.pk,
+            cohort_open=assignment.cohort.status == Cohort.Status.OPEN,
+            deferred_reason=assignment.deferred_reason,
+            deferred_at=assignment.deferred_at,
+        )
+
+
+@dataclass(frozen=True)
+class ReviewPage:
+    assignment: ReviewerAssignment
+    packet: Packet
+    state: ReviewState
+
+
+_PAGE_ASSIGNMENT_COLUMNS = ("pk", "cohort__status", "deferred_reason", "deferred_at")
+_PAGE_STATE_COLUMNS = {column: f"review__{column}" for column in _STATE_COLUMNS}
+
+REVIEW_PAGE_ROWS = CompiledValues(
+    lambda reviewer_id, assignment_id: packet_values(
+        reviewer=reviewer_id,
+        assignment_id=assignment_id,
+        own_columns=(*_PAGE_ASSIGNMENT_COLUMNS, *_PAGE_STATE_COLUMNS.values()),
+    )
+)
+
+
+def review_page(*, reviewer, assignment_id: int) -> ReviewPage | None:
+    """One of the reviewer's own assignments in a visible cohort with its packet and the answers recorded so far, in
+    one query; None when it is not theirs to see."""
+    rows = REVIEW_PAGE_ROWS.rows(reviewer_id=reviewer.pk, assignment_id=assignment_id)
+    if not rows:
+        return None
+    row = rows[0]
+    # A review always has a status: none means the reviewer has not saved anything yet.
+    has_review = row[_PAGE_STATE_COLUMNS["status"]] is not None
+    return ReviewPage(
+        assignment=ReviewerAssignment(
+            assignment_id=row["pk"],
+            cohort_open=row["cohort__status"] == Cohort.Status.OPEN,
+            deferred_reason=row["deferred_reason"],
+            deferred_at=row["deferred_at"],
+        ),
+        packet=packet_from_row(row),
+        state=(
+            _state_from_row({column: row[key] for column, key in _PAGE_STATE_COLUMNS.items()})
+            if has_review
+            else EMPTY_REVIEW_STATE
+        ),
+    )
