@@ -121,6 +121,7 @@ TEMPLATES = [
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
                 "reviewapp.context_processors.roles",
+                "reviewapp.context_processors.navigation",
             ],
         },
     },

@@ -78,8 +78,9 @@ def packet_values(*, reviewer, assignment_id: int, own_columns: tuple[str, ...] 
     """The query of one of the reviewer's own assignments (none when it is not theirs to see), as `.values()` of the
     packet's whitelisted columns and the place in its cohort's queue counted by the database; own_columns are the
     reviewer's own columns of the assignment and its review the caller reads with it (see `packet_from_row`)."""
-    # Each cohort is numbered on its own, in queue order: position, then id (see selectors.reviews.QUEUE_ORDER).
-    in_cohort = reviewer_assignments(reviewer=reviewer).filter(cohort_id=OuterRef("cohort_id"))
+    # Each cohort is numbered on its own, in queue order: position, then id (see selectors.reviews.QUEUE_ORDER). The
+    # assignment's cohort is a visible one (the outer filter), and so are the others counted in it.
+    in_cohort = Assignment.objects.filter(reviewer=reviewer, cohort_id=OuterRef("cohort_id"))
     position = OuterRef("position")
     earlier = in_cohort.filter(Q(position__lt=position) | Q(position=position, pk__lt=OuterRef("pk")))
     return (

@@ -7,6 +7,7 @@ instances: blinding is enforced by what reaches the template, not by what the te
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from functools import wraps
+from html import escape
 from itertools import groupby
 
 from django.contrib import messages
@@ -18,7 +19,6 @@ from django.shortcuts import redirect, render
 from django.template.loader import render_to_string
 from django.urls import path, reverse
 from django.utils import timezone
-from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 from django.views.decorators.http import require_GET, require_http_methods
 from django_htmx.http import HttpResponseClientRedirect, reswap, retarget
@@ -419,7 +419,8 @@ READ_ONLY_STATUSES = (reviews.ItemStatus.SUBMITTED, reviews.ItemStatus.CLOSED)
 
 
 def _queue_rows(queue: reviews.ReviewQueue) -> SafeString:
-    """The table's body: the items grouped by consecutive cohort name, as `{% regroup %}` groups them."""
+    """The table's body: the items grouped by consecutive cohort name, as `{% regroup %}` groups them. Text is escaped
+    as the template escapes it (Django's `escape` is the standard library's)."""
     parts = []
     for name, group in groupby(queue.items, key=lambda item: item.cohort_name):
         items = list(group)
