@@ -71,6 +71,8 @@ class CompiledValues:
         with connection.cursor() as cursor:
             cursor.execute(compiled.sql, params)
             rows = cursor.fetchall()
+        if not compiled.converters:
+            return [dict(zip(compiled.names, row, strict=True)) for row in rows]
         result = []
         for row in rows:
             values = list(row)

@@ -89,8 +89,21 @@ class FormQuestion:
     label: str
     prompt: str
     options: tuple[Option, ...]
-    # The options' rendered markup, cut where each radio's "checked" attribute goes: len(options) + 1 pieces.
-    markup: tuple[str, ...]
+    # Its markup without an error, cut where each radio's "checked" attribute goes: len(options) + 1 pieces.
+    markup: tuple[str, ...] = ()
+
+
+QUESTION_TEMPLATE = "reviewapp/_question.html"
+# Where the question's template puts each radio's "checked" attribute; no escaped text contains it.
+CHECKED_SLOT = "\x00"
+
+
+def _question_pieces(question: FormQuestion, error: str) -> tuple[str, ...]:
+    markup = render_to_string(QUESTION_TEMPLATE, {"q": question, "error": error, "checked": mark_safe(CHECKED_SLOT)})
+    pieces = tuple(markup.split(CHECKED_SLOT))
+    if len(pieces) != len(question.options) + 1:
+        raise ValueError(f"the options of {question.name} do not have one place each for their checked attribute")
+    return pieces
 
 
 @dataclass(frozen=True)
@@ -102,16 +115,8 @@ class Question:
     error: str
 
     @property
-    def name(self) -> str:
-        return self.form.name
-
-    @property
     def label(self) -> str:
         return self.form.label
-
-    @property
-    def prompt(self) -> str:
-        return self.form.prompt
 
     @property
     def chosen(self) -> Option | None:
@@ -119,9 +124,9 @@ class Question:
         return next((option for option in self.form.options if option.value == self.answer), None)
 
     @property
-    def options_markup(self) -> SafeString:
-        """The options, the recorded answer checked."""
-        pieces = self.form.markup
+    def markup(self) -> SafeString:
+        """The question's fieldset, the recorded answer checked (rendered anew only with an error)."""
+        pieces = _question_pieces(self.form, self.error) if self.error else self.form.markup
         parts = [pieces[0]]
         for option, after in zip(self.form.options, pieces[1:], strict=True):
             parts.append(" checked" if option.value == self.answer else "")
@@ -129,18 +134,9 @@ class Question:
         return mark_safe("".join(parts))  # pieces rendered by the template engine, and a constant
 
 
-OPTIONS_TEMPLATE = "reviewapp/_question_options.html"
-# Where the options' template puts each radio's "checked" attribute; no escaped text contains it.
-CHECKED_SLOT = "\x00"
-
-
 def _form_question(name, label, prompt, options) -> FormQuestion:
-    options = tuple(Option(*option) for option in options)
-    markup = render_to_string(OPTIONS_TEMPLATE, {"name": name, "options": options, "checked": mark_safe(CHECKED_SLOT)})
-    pieces = tuple(markup.split(CHECKED_SLOT))
-    if len(pieces) != len(options) + 1:
-        raise ValueError(f"the options of {name} do not have one place each for their checked attribute")
-    return FormQuestion(name=name, label=label, prompt=prompt, options=options, markup=pieces)
+    question = FormQuestion(name=name, label=label, prompt=prompt, options=tuple(Option(*option) for option in options))
+    return replace(question, markup=_question_pieces(question, ""))
 
 
 def _form_definition() -> tuple:

@@ -15,8 +15,12 @@ from tests import factories
 
 pytestmark = pytest.mark.django_db
 
-# The options' markup as the review page's template wrote it for each request before the options were rendered once.
-TEMPLATE_OPTIONS = """
+# A question's markup as the review page's template wrote it for each request before it was rendered once.
+TEMPLATE_QUESTION = """<fieldset class="question{% if q.error %} has-error{% endif %}" id="q-{{ q.name }}" data-question="{{ q.name }}"{% if q.error %} aria-describedby="error-{{ q.name }}"{% endif %}>
+  <legend>{{ q.label }}</legend>
+  {% if q.prompt %}<p class="prompt">{{ q.prompt }}</p>{% endif %}
+  {% if q.error %}<p class="error" id="error-{{ q.name }}">{{ q.error }}</p>{% endif %}
+  <div class="options">
     {% for option in q.options %}
     <label class="option">
       <input type="radio" name="{{ q.name }}" value="{{ option.value }}" data-key="{{ option.key }}"{% if option.checked %} checked{% endif %}>
@@ -24,20 +28,23 @@ TEMPLATE_OPTIONS = """
       <span class="option-text">{% if option.label %}<strong>{{ option.label }}</strong>{% endif %}{% if option.label and option.anchor %} · {% endif %}{% if option.anchor %}<span class="anchor">{{ option.anchor }}</span>{% endif %}</span>
     </label>
     {% endfor %}
-  """  # noqa: E501
+  </div>
+</fieldset>"""  # noqa: E501
 
 
-def test_each_answer_gives_the_markup_the_template_gave():
+@pytest.mark.parametrize("error", ["", "Answer this question <before> submitting."])
+def test_each_answer_gives_the_markup_the_template_gave(error):
     questions = form_questions()
-    template = engines["django"].from_string(TEMPLATE_OPTIONS)
+    template = engines["django"].from_string(TEMPLATE_QUESTION)
     for form in (*questions.head, *questions.criteria, questions.flaw_verdict):
         for answer in ("", *(option.value for option in form.options)):
             options = [
                 {"value": o.value, "key": o.key, "label": o.label, "anchor": o.anchor, "checked": o.value == answer}
                 for o in form.options
             ]
-            expected = template.render({"q": {"name": form.name, "options": options}})
-            assert Question(form=form, answer=answer, error="").options_markup == expected
+            q = {"name": form.name, "label": form.label, "prompt": form.prompt, "error": error, "options": options}
+            expected = template.render({"q": q})
+            assert Question(form=form, answer=answer, error=error).markup == expected
 
 
 def radios_checked(html: str) -> dict[str, str]:
