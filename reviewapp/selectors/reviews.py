@@ -130,32 +130,32 @@ def reviewer_queue(*, reviewer) -> ReviewQueue:
     rows = QUEUE_ROWS.rows(reviewer_id=reviewer.pk)
     # Each cohort is numbered on its own, "3 of 20" in this cohort (docs/protocol.md#blinded-review-form).
     totals = Counter(row["cohort_id"] for row in rows)
-    numbers: Counter = Counter()
-    page_url = _review_page_urls()
+    numbers = dict.fromkeys(totals, 0)
+    url_prefix, url_suffix = _review_page_url_parts()
     items = []
     for row in rows:
-        numbers[row["cohort_id"]] += 1
+        cohort_id, assignment_id = row["cohort_id"], row["pk"]
+        numbers[cohort_id] = number = numbers[cohort_id] + 1
         items.append(
             QueueItem(
-                assignment_id=row["pk"],
-                number=numbers[row["cohort_id"]],
-                cohort_total=totals[row["cohort_id"]],
+                assignment_id=assignment_id,
+                number=number,
+                cohort_total=totals[cohort_id],
                 cohort_name=row["cohort__name"],
                 editable=row["cohort__status"] == Cohort.Status.OPEN,
                 status=_item_status(row),
                 excerpt=row["excerpt"],
                 last_saved_at=row["review__last_saved_at"],
-                url=page_url(row["pk"]),
+                url=f"{url_prefix}{assignment_id}{url_suffix}",
             )
         )
     drafts = [item for item in items if item.status == ItemStatus.DRAFT]
-    not_started = [item for item in items if item.status == ItemStatus.NOT_STARTED]
     continue_item: QueueItem | None
     if drafts:
         # A draft has a review, and a review always has a save time.
         continue_item = max(drafts, key=lambda item: cast(datetime, item.last_saved_at))
     else:
-        continue_item = not_started[0] if not_started else None
+        continue_item = next((item for item in items if item.status == ItemStatus.NOT_STARTED), None)
     return ReviewQueue(
         items=tuple(items),
         submitted=sum(item.status == ItemStatus.SUBMITTED for item in items),
@@ -163,12 +163,12 @@ def reviewer_queue(*, reviewer) -> ReviewQueue:
     )
 
 
-def _review_page_urls():
-    """assignment id → the review page's URL: reversed once, then filled in (a reverse per item is most of a long
-    queue's time)."""
+def _review_page_url_parts() -> tuple[str, str]:
+    """The review page's URL before and after the assignment's id: reversed once, then filled in (a reverse per item
+    is most of a long queue's time)."""
     marker = 2_147_483_647
     prefix, suffix = reverse("review-page", args=[marker]).split(str(marker))
-    return lambda assignment_id: f"{prefix}{assignment_id}{suffix}"
+    return prefix, suffix
 
 
 def next_assignment_id(*, reviewer, after_assignment_id: int | None = None) -> int | None:

@@ -406,12 +406,17 @@ QUEUE_COHORT_ROW = (
     "proposal{plural}</span>{closed}</th></tr>\n"
 )
 QUEUE_CLOSED_BADGE = ' <span class="badge">closed · read only</span>'
-QUEUE_ITEM_ROW = (
-    '<tr class="status-{status}">\n<td class="num">{number}</td>\n<td><a href="{url}">{excerpt}</a></td>\n'
-    '<td><span class="badge status-badge {status}">{label}</span>{read_only}</td>\n</tr>\n'
-)
 QUEUE_READ_ONLY = ' <span class="muted read-only">read only</span>'
 READ_ONLY_STATUSES = (reviews.ItemStatus.SUBMITTED, reviews.ItemStatus.CLOSED)
+# A row's markup before its number and after its excerpt, which depend on its status only.
+QUEUE_ROW_ENDS = {
+    status: (
+        f'<tr class="status-{status}">\n<td class="num">',
+        f'</a></td>\n<td><span class="badge status-badge {status}">{label}</span>'
+        f"{QUEUE_READ_ONLY if status in READ_ONLY_STATUSES else ''}</td>\n</tr>\n",
+    )
+    for status, label in reviews.ItemStatus.LABELS.items()
+}
 
 
 def _queue_rows(queue: reviews.ReviewQueue) -> SafeString:
@@ -428,17 +433,9 @@ def _queue_rows(queue: reviews.ReviewQueue) -> SafeString:
                 closed="" if items[0].editable else QUEUE_CLOSED_BADGE,
             )
         )
-        parts.extend(
-            QUEUE_ITEM_ROW.format(
-                status=item.status,
-                number=item.number,
-                url=item.url,
-                excerpt=escape(item.shown_excerpt),
-                label=item.status_label,
-                read_only=QUEUE_READ_ONLY if item.status in READ_ONLY_STATUSES else "",
-            )
-            for item in items
-        )
+        for item in items:
+            start, end = QUEUE_ROW_ENDS[item.status]
+            parts.append(f'{start}{item.number}</td>\n<td><a href="{item.url}">{escape(item.shown_excerpt)}{end}')
         parts.append("</tbody>\n")
     # Every value read from the database is escaped above; the rest are constants and numbers.
     return mark_safe("".join(parts))
