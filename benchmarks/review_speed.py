@@ -269,7 +269,7 @@ def measure_pages(client, url: str, floor_url: str) -> tuple[list[float], list[f
     return pages, floors
 
 
-def run(scratch_url: str, xlsx_repeats: int) -> Results:
+def run(scratch_url: str, xlsx_repeats: int, *, pages_only: bool = False) -> Results:
     from django.core.management import call_command
     from django.test import Client
     from django.urls import reverse
@@ -333,6 +333,8 @@ def run(scratch_url: str, xlsx_repeats: int) -> Results:
             note=f"({PAGE_BLOCKS} blocks of {PAGE_REQUESTS} requests)",
         )
 
+    if pages_only:
+        return results
     print("Submitting every review…", flush=True)
     reviews = submit_all_reviews(cohort)
     analyze()
@@ -402,6 +404,9 @@ def run(scratch_url: str, xlsx_repeats: int) -> Results:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--keep", action="store_true", help="leave the scratch database for inspection")
+    parser.add_argument(
+        "--pages-only", action="store_true", help="assignment and the reviewer's pages only, without the exports"
+    )
     parser.add_argument("--xlsx-repeats", type=int, default=2, help="XLSX exports with and without lxml, in turn")
     parser.add_argument(
         "--xlsx-child", nargs=3, metavar=("COHORT_ID", "WARM_UP_ID", "USERNAME"), help=argparse.SUPPRESS
@@ -419,7 +424,7 @@ def main() -> int:
 
     with scratch_database(url, SCRATCH_DATABASE, keep=arguments.keep) as scratch_url:
         setup_django(scratch_url, settings="floor_settings")
-        results = run(scratch_url, arguments.xlsx_repeats)
+        results = run(scratch_url, arguments.xlsx_repeats, pages_only=arguments.pages_only)
     return results.report(__file__)
 
 

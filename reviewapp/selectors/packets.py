@@ -74,27 +74,36 @@ def _count(assignments) -> Subquery:
     return Subquery(assignments.order_by().values("reviewer").annotate(n=Count("pk")).values("n")[:1])
 
 
-def packet_for_reviewer(*, reviewer, assignment_id: int) -> Packet | None:
-    """The packet of one of the reviewer's own assignments, or None when it is not theirs to see; in one query, the
-    place in its cohort's queue counted by the database."""
-    # Each cohort is numbered on its own, in queue order: position, then id (see selectors.reviews.QUEUE_ORDER).
-    in_cohort = reviewer_assignments(reviewer=reviewer).filter(cohort_id=OuterRef("cohort_id"))
+def packet_values(*, reviewer, assignment_id: int, own_columns: tuple[str, ...] = ()):
+    """The query of one of the reviewer's own assignments (none when it is not theirs to see), as `.values()` of the
+    packet's whitelisted columns and the place in its cohort's queue counted by the database; own_columns are the
+    reviewer's own columns of the assignment and its review the caller reads with it (see `packet_from_row`)."""
+    # Each cohort is numbered on its own, in queue order: position, then id (see selectors.reviews.QUEUE_ORDER). The
+    # assignment's cohort is a visible one (the outer filter), and so are the others counted in it.
+    in_cohort = Assignment.objects.filter(reviewer=reviewer, cohort_id=OuterRef("cohort_id"))
     position = OuterRef("position")
     earlier = in_cohort.filter(Q(position__lt=position) | Q(position=position, pk__lt=OuterRef("pk")))
-    row = (
+    return (
         reviewer_assignments(reviewer=reviewer)
         .filter(pk=assignment_id)
         .annotate(queue_total=_count(in_cohort), queue_earlier=Coalesce(_count(earlier), 0))
-        .values("queue_total", "queue_earlier", *PACKET_COLUMNS.values())
-        .first()
+        .values("queue_total", "queue_earlier", *PACKET_COLUMNS.values(), *own_columns)
     )
-    if row is None:
-        return None
+
+
+def packet_from_row(row: dict) -> Packet:
+    """The packet of a row of `packet_values`: its whitelisted columns only, whatever else the row holds."""
     return Packet(
         position=row["queue_earlier"] + 1,
         total=row["queue_total"],
         **{name: row[column] for name, column in PACKET_COLUMNS.items()},
     )
+
+
+def packet_for_reviewer(*, reviewer, assignment_id: int) -> Packet | None:
+    """The packet of one of the reviewer's own assignments, or None when it is not theirs to see; in one query."""
+    row = packet_values(reviewer=reviewer, assignment_id=assignment_id).first()
+    return None if row is None else packet_from_row(row)
 
 
 # The same whitelist read from a proposal instead of an assignment, for reviewers without an assignment: the models of

@@ -14,8 +14,9 @@ from django.urls import reverse
 from django.utils.text import Truncator
 
 from reviewapp import protocol
+from reviewapp.core.compiled import CompiledValues
 from reviewapp.models import Cohort, Review
-from reviewapp.selectors.packets import reviewer_assignments
+from reviewapp.selectors.packets import Packet, packet_from_row, packet_values, reviewer_assignments
 
 QUEUE_ORDER = ("cohort__created_at", "cohort_id", "position", "pk")
 EXCERPT_LENGTH = 240
@@ -103,10 +104,9 @@ def _item_status(row) -> str:
     return ItemStatus.NOT_STARTED
 
 
-def reviewer_queue(*, reviewer) -> ReviewQueue:
-    """The reviewer's assignments in queue order, in one query whatever their number."""
-    rows = list(
-        reviewer_assignments(reviewer=reviewer)
+def _queue_rows(reviewer_id):
+    return (
+        reviewer_assignments(reviewer=reviewer_id)
         .order_by(*QUEUE_ORDER)
         .annotate(excerpt=Substr("proposal__statement", 1, EXCERPT_LENGTH))
         .values(
@@ -120,34 +120,42 @@ def reviewer_queue(*, reviewer) -> ReviewQueue:
             "excerpt",
         )
     )
+
+
+QUEUE_ROWS = CompiledValues(_queue_rows)
+
+
+def reviewer_queue(*, reviewer) -> ReviewQueue:
+    """The reviewer's assignments in queue order, in one query whatever their number."""
+    rows = QUEUE_ROWS.rows(reviewer_id=reviewer.pk)
     # Each cohort is numbered on its own, "3 of 20" in this cohort (docs/protocol.md#blinded-review-form).
     totals = Counter(row["cohort_id"] for row in rows)
-    numbers: Counter = Counter()
-    page_url = _review_page_urls()
+    numbers = dict.fromkeys(totals, 0)
+    url_prefix, url_suffix = _review_page_url_parts()
     items = []
     for row in rows:
-        numbers[row["cohort_id"]] += 1
+        cohort_id, assignment_id = row["cohort_id"], row["pk"]
+        numbers[cohort_id] = number = numbers[cohort_id] + 1
         items.append(
             QueueItem(
-                assignment_id=row["pk"],
-                number=numbers[row["cohort_id"]],
-                cohort_total=totals[row["cohort_id"]],
+                assignment_id=assignment_id,
+                number=number,
+                cohort_total=totals[cohort_id],
                 cohort_name=row["cohort__name"],
                 editable=row["cohort__status"] == Cohort.Status.OPEN,
                 status=_item_status(row),
                 excerpt=row["excerpt"],
                 last_saved_at=row["review__last_saved_at"],
-                url=page_url(row["pk"]),
+                url=f"{url_prefix}{assignment_id}{url_suffix}",
             )
         )
     drafts = [item for item in items if item.status == ItemStatus.DRAFT]
-    not_started = [item for item in items if item.status == ItemStatus.NOT_STARTED]
     continue_item: QueueItem | None
     if drafts:
         # A draft has a review, and a review always has a save time.
         continue_item = max(drafts, key=lambda item: cast(datetime, item.last_saved_at))
     else:
-        continue_item = not_started[0] if not_started else None
+        continue_item = next((item for item in items if item.status == ItemStatus.NOT_STARTED), None)
     return ReviewQueue(
         items=tuple(items),
         submitted=sum(item.status == ItemStatus.SUBMITTED for item in items),
@@ -155,12 +163,12 @@ def reviewer_queue(*, reviewer) -> ReviewQueue:
     )
 
 
-def _review_page_urls():
-    """assignment id → the review page's URL: reversed once, then filled in (a reverse per item is most of a long
-    queue's time)."""
+def _review_page_url_parts() -> tuple[str, str]:
+    """The review page's URL before and after the assignment's id: reversed once, then filled in (a reverse per item
+    is most of a long queue's time)."""
     marker = 2_147_483_647
     prefix, suffix = reverse("review-page", args=[marker]).split(str(marker))
-    return lambda assignment_id: f"{prefix}{assignment_id}{suffix}"
+    return prefix, suffix
 
 
 def next_assignment_id(*, reviewer, after_assignment_id: int | None = None) -> int | None:
@@ -255,3 +263,67 @@ def review_state(*, assignment_id: int) -> ReviewState:
 def review_state_from(review: Review) -> ReviewState:
     """The state of a review a service just wrote, without reading it again."""
     return _state_from_row({column: getattr(review, column) for column in _STATE_COLUMNS})
+
+
+@dataclass(frozen=True)
+class ReviewerAssignment:
+    """What the review page shows of the reviewer's own assignment, beside its packet and review."""
+
+    assignment_id: int
+    cohort_open: bool
+    deferred_reason: str
+    deferred_at: datetime | None
+
+    @classmethod
+    def of(cls, assignment) -> "ReviewerAssignment":
+        """From an assignment read with its cohort (the views' own, before a write)."""
+        return cls(
+            assignment_id=assignment.pk,
+            cohort_open=assignment.cohort.status == Cohort.Status.OPEN,
+            deferred_reason=assignment.deferred_reason,
+            deferred_at=assignment.deferred_at,
+        )
+
+
+@dataclass(frozen=True)
+class ReviewPage:
+    assignment: ReviewerAssignment
+    packet: Packet
+    state: ReviewState
+
+
+_PAGE_ASSIGNMENT_COLUMNS = ("pk", "cohort__status", "deferred_reason", "deferred_at")
+_PAGE_STATE_COLUMNS = {column: f"review__{column}" for column in _STATE_COLUMNS}
+
+REVIEW_PAGE_ROWS = CompiledValues(
+    lambda reviewer_id, assignment_id: packet_values(
+        reviewer=reviewer_id,
+        assignment_id=assignment_id,
+        own_columns=(*_PAGE_ASSIGNMENT_COLUMNS, *_PAGE_STATE_COLUMNS.values()),
+    )
+)
+
+
+def review_page(*, reviewer, assignment_id: int) -> ReviewPage | None:
+    """One of the reviewer's own assignments in a visible cohort with its packet and the answers recorded so far, in
+    one query; None when it is not theirs to see."""
+    rows = REVIEW_PAGE_ROWS.rows(reviewer_id=reviewer.pk, assignment_id=assignment_id)
+    if not rows:
+        return None
+    row = rows[0]
+    # A review always has a status: none means the reviewer has not saved anything yet.
+    has_review = row[_PAGE_STATE_COLUMNS["status"]] is not None
+    return ReviewPage(
+        assignment=ReviewerAssignment(
+            assignment_id=row["pk"],
+            cohort_open=row["cohort__status"] == Cohort.Status.OPEN,
+            deferred_reason=row["deferred_reason"],
+            deferred_at=row["deferred_at"],
+        ),
+        packet=packet_from_row(row),
+        state=(
+            _state_from_row({column: row[key] for column, key in _PAGE_STATE_COLUMNS.items()})
+            if has_review
+            else EMPTY_REVIEW_STATE
+        ),
+    )

@@ -7,6 +7,8 @@ instances: blinding is enforced by what reaches the template, not by what the te
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from functools import wraps
+from html import escape
+from itertools import groupby
 
 from django.contrib import messages
 from django.contrib.auth.views import redirect_to_login
@@ -14,14 +16,16 @@ from django.core import signing
 from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpResponseBadRequest
 from django.shortcuts import redirect, render
+from django.template.loader import render_to_string
 from django.urls import path, reverse
 from django.utils import timezone
+from django.utils.safestring import SafeString, mark_safe
 from django.views.decorators.http import require_GET, require_http_methods
 from django_htmx.http import HttpResponseClientRedirect, reswap, retarget
 
 from reviewapp import protocol
 from reviewapp.core import roles
-from reviewapp.models import Assignment, Cohort
+from reviewapp.models import Assignment
 from reviewapp.selectors import packets, reviews
 from reviewapp.services.reviews import (
     ReviewError,
@@ -75,57 +79,102 @@ class Option:
     key: str  # the digit that chooses it
     label: str
     anchor: str
-    checked: bool
 
 
 @dataclass(frozen=True)
-class Question:
+class FormQuestion:
+    """One question of the protocol's form as every reviewer sees it, before any answer."""
+
     name: str
     label: str
     prompt: str
     options: tuple[Option, ...]
+    # Its markup without an error, cut where each radio's "checked" attribute goes: len(options) + 1 pieces.
+    markup: tuple[str, ...] = ()
+
+
+QUESTION_TEMPLATE = "reviewapp/_question.html"
+# Where the question's template puts each radio's "checked" attribute; no escaped text contains it.
+CHECKED_SLOT = "\x00"
+
+
+def _question_pieces(question: FormQuestion, error: str) -> tuple[str, ...]:
+    markup = render_to_string(QUESTION_TEMPLATE, {"q": question, "error": error, "checked": mark_safe(CHECKED_SLOT)})
+    pieces = tuple(markup.split(CHECKED_SLOT))
+    if len(pieces) != len(question.options) + 1:
+        raise ValueError(f"the options of {question.name} do not have one place each for their checked attribute")
+    return pieces
+
+
+@dataclass(frozen=True)
+class Question:
+    """A question with this reviewer's answer and the error of a refused submission."""
+
+    form: FormQuestion
+    answer: str
     error: str
+
+    @property
+    def label(self) -> str:
+        return self.form.label
 
     @property
     def chosen(self) -> Option | None:
         """The recorded answer, for the read-only view of a review."""
-        return next((option for option in self.options if option.checked), None)
+        return next((option for option in self.form.options if option.value == self.answer), None)
+
+    @property
+    def markup(self) -> SafeString:
+        """The question's fieldset, the recorded answer checked (rendered anew only with an error)."""
+        pieces = _question_pieces(self.form, self.error) if self.error else self.form.markup
+        parts = [pieces[0]]
+        for option, after in zip(self.form.options, pieces[1:], strict=True):
+            parts.append(" checked" if option.value == self.answer else "")
+            parts.append(after)
+        return mark_safe("".join(parts))  # pieces rendered by the template engine, and a constant
 
 
-def _question(state, errors, name, label, prompt, options) -> Question:
-    answer = state.answers[name]
-    return Question(
-        name=name,
-        label=label,
-        prompt=prompt,
-        options=tuple(Option(value, key, text, anchor, answer == value) for value, key, text, anchor in options),
-        error=errors.get(name, ""),
+def _form_question(name, label, prompt, options) -> FormQuestion:
+    question = FormQuestion(name=name, label=label, prompt=prompt, options=tuple(Option(*option) for option in options))
+    return replace(question, markup=_question_pieces(question, ""))
+
+
+def _form_definition() -> tuple:
+    """Everything of the protocol that the form's questions are made of."""
+    return (
+        protocol.OVERALL_SCALE,
+        protocol.RECOMMENDATIONS,
+        protocol.CRITERIA,
+        protocol.FLAW_VERDICTS,
+        protocol.CANT_JUDGE,
+        protocol.CANT_JUDGE_LABEL,
+        FLAW_VERDICT_KEYS,
     )
 
 
-def _form_context(state: reviews.ReviewState, errors: dict) -> dict:
-    """The protocol's questions with the recorded answers, in the order they are asked
-    (docs/protocol.md#blinded-review-form)."""
-    overall = _question(
-        state,
-        errors,
+@dataclass(frozen=True)
+class FormQuestions:
+    head: tuple[FormQuestion, ...]  # overall research value, recommendation
+    criteria: tuple[FormQuestion, ...]
+    flaw_verdict: FormQuestion
+
+
+def _build_form_questions() -> FormQuestions:
+    """The protocol's questions in the order they are asked (docs/protocol.md#blinded-review-form)."""
+    overall = _form_question(
         "overall",
         "Overall research value",
         "",
         [(str(value), str(value), label, anchor) for value, label, anchor in protocol.OVERALL_SCALE],
     )
-    recommendation = _question(
-        state,
-        errors,
+    recommendation = _form_question(
         "recommendation",
         "Recommendation",
         "",
         [(key, str(n), label, anchor) for n, (key, label, anchor) in enumerate(protocol.RECOMMENDATIONS, start=1)],
     )
-    criteria = [
-        _question(
-            state,
-            errors,
+    criteria = tuple(
+        _form_question(
             field,
             label,
             prompt,
@@ -133,31 +182,52 @@ def _form_context(state: reviews.ReviewState, errors: dict) -> dict:
             + [(protocol.CANT_JUDGE, "0", protocol.CANT_JUDGE_LABEL, "")],
         )
         for field, label, prompt, anchors in protocol.CRITERIA
-    ]
-    flaw_verdict = _question(
-        state,
-        errors,
+    )
+    flaw_verdict = _form_question(
         "flaw_verdict",
         "Design-flaw verdict",
         "Does the investigation plan have a consequential design flaw?",
         [(key, FLAW_VERDICT_KEYS[key], label, anchor) for key, label, anchor in protocol.FLAW_VERDICTS],
     )
+    return FormQuestions(head=(overall, recommendation), criteria=criteria, flaw_verdict=flaw_verdict)
+
+
+# The form's questions rendered once per process for each definition of the protocol's form: the same for every
+# reviewer and every request, holding no answer (each request puts its reviewer's answers in, see Question).
+_FORM_QUESTIONS: dict[str, FormQuestions] = {}
+
+
+def form_questions() -> FormQuestions:
+    key = repr(_form_definition())
+    questions = _FORM_QUESTIONS.get(key)
+    if questions is None:
+        questions = _FORM_QUESTIONS[key] = _build_form_questions()
+    return questions
+
+
+def _form_context(state: reviews.ReviewState, errors: dict) -> dict:
+    """The protocol's questions with the recorded answers, in the order they are asked."""
+    questions = form_questions()
+
+    def question(form: FormQuestion) -> Question:
+        return Question(form=form, answer=state.answers[form.name], error=errors.get(form.name, ""))
+
     return {
         "state": state,
         "errors": errors,
-        "head_questions": [overall, recommendation],
-        "criteria": criteria,
-        "flaw_verdict": flaw_verdict,
+        "head_questions": [question(form) for form in questions.head],
+        "criteria": [question(form) for form in questions.criteria],
+        "flaw_verdict": question(questions.flaw_verdict),
         "checklist": [(key, label, key in state.flaw_checklist) for key, label in protocol.FLAW_CHECKLIST],
     }
 
 
-def _page_context(assignment: Assignment, state: reviews.ReviewState, errors=None) -> dict:
-    editable = assignment.cohort.status == Cohort.Status.OPEN and not state.submitted
+def _page_context(assignment: reviews.ReviewerAssignment, state: reviews.ReviewState, errors=None) -> dict:
+    editable = assignment.cohort_open and not state.submitted
     return {
         **_form_context(state, errors or {}),
-        "assignment_id": assignment.pk,
-        "page_url": reverse("review-page", args=[assignment.pk]),
+        "assignment_id": assignment.assignment_id,
+        "page_url": reverse("review-page", args=[assignment.assignment_id]),
         "editable": editable,
         "deferred_reason": assignment.deferred_reason,
         "deferred_at": assignment.deferred_at,
@@ -175,13 +245,22 @@ def _server_edited_ms(state: reviews.ReviewState) -> int:
     return int(state.last_saved_at.timestamp() * 1000) if state.last_saved_at else 0
 
 
-def _render_page(request, assignment, state, errors=None, defer_error="", defer_draft="", save_error="", status=200):
-    """The page. save_error: why the answers shown were not saved (then they are the posted ones, kept in the form);
-    defer_draft: the reason for skipping that was refused (kept in its box)."""
-    packet = packets.packet_for_reviewer(reviewer=request.user, assignment_id=assignment.pk)
+def _render_page(
+    request,
+    page: reviews.ReviewPage,
+    state=None,
+    errors=None,
+    defer_error="",
+    defer_draft="",
+    save_error="",
+    status=200,
+):
+    """The page, with the answers recorded (or `state`, the posted ones). save_error: why the answers shown were not
+    saved (then they are the posted ones, kept in the form); defer_draft: the reason for skipping that was refused
+    (kept in its box)."""
     context = {
-        **_page_context(assignment, state, errors),
-        "packet": packet,
+        **_page_context(page.assignment, state or page.state, errors),
+        "packet": page.packet,
         "defer_error": defer_error,
         "defer_draft": defer_draft,
         "save_error": save_error,
@@ -231,13 +310,21 @@ def _after_done(request, assignment):
     return HttpResponseClientRedirect(url) if request.htmx else redirect(url)
 
 
+def _review_page_of(request, assignment_id: int) -> reviews.ReviewPage:
+    """The page's reads of the reviewer's own assignment; anything else is 404, never revealing it exists."""
+    page = reviews.review_page(reviewer=request.user, assignment_id=assignment_id)
+    if page is None:
+        raise Http404
+    return page
+
+
 def _defer(request, assignment):
     reason = request.POST.get("deferred_reason", "")
     try:
         assignment_defer(assignment=assignment, reviewer=request.user, reason=reason)
     except ReviewInvalid as error:
-        state = reviews.review_state(assignment_id=assignment.pk)
-        return _render_page(request, assignment, state, defer_error=str(error), defer_draft=reason, status=422)
+        page = _review_page_of(request, assignment.pk)
+        return _render_page(request, page, defer_error=str(error), defer_draft=reason, status=422)
     except ReviewLocked as error:
         messages.error(request, str(error))
         return redirect("review-page", assignment.pk)
@@ -273,10 +360,14 @@ def _save_or_submit(request, assignment, action: str):
     except ReviewIncomplete as error:
         state = reviews.review_state_from(error.review)
         if request.htmx:
-            context = {**_page_context(assignment, state, error.errors), "submit_failed": True}
+            context = {
+                **_page_context(reviews.ReviewerAssignment.of(assignment), state, error.errors),
+                "submit_failed": True,
+            }
             response = render(request, f"{PAGE_TEMPLATE}#review_form", context, status=error.status)
             return reswap(retarget(response, "#review-form"), "outerHTML")
-        return _render_page(request, assignment, state, errors=error.errors, status=error.status)
+        page = _review_page_of(request, assignment.pk)
+        return _render_page(request, page, state, errors=error.errors, status=error.status)
     except ReviewError as error:
         # Stale, locked or refused (out of the scales, a control character): nothing was saved, and the indicator
         # says why. The answers stay in the form: in the browser (htmx), or in the page sent back.
@@ -284,10 +375,9 @@ def _save_or_submit(request, assignment, action: str):
         if request.htmx:
             return _save_status(request, message, error.status)
         if isinstance(error, ReviewInvalid):
-            state = _state_with_posted(reviews.review_state(assignment_id=assignment.pk), data)
-            return _render_page(
-                request, assignment, state, errors=error.errors, save_error=message, status=error.status
-            )
+            page = _review_page_of(request, assignment.pk)
+            state = _state_with_posted(page.state, data)
+            return _render_page(request, page, state, errors=error.errors, save_error=message, status=error.status)
         messages.error(request, f"Not saved — {message}")
         return redirect("review-page", assignment.pk)
 
@@ -309,19 +399,61 @@ def _save_or_submit(request, assignment, action: str):
     return render(request, f"{PAGE_TEMPLATE}#save_result", context)
 
 
+# The queue table's rows, formatted here rather than in the template: at a hundred rows the template engine's cost per
+# variable was most of the page's time. Each cohort has a heading row, then one row per assignment.
+QUEUE_COHORT_ROW = (
+    '<tbody>\n<tr class="cohort-row"><th colspan="3" scope="colgroup">{name} <span class="muted">· {count} '
+    "proposal{plural}</span>{closed}</th></tr>\n"
+)
+QUEUE_CLOSED_BADGE = ' <span class="badge">closed · read only</span>'
+QUEUE_READ_ONLY = ' <span class="muted read-only">read only</span>'
+READ_ONLY_STATUSES = (reviews.ItemStatus.SUBMITTED, reviews.ItemStatus.CLOSED)
+# A row's markup before its number and after its excerpt, which depend on its status only.
+QUEUE_ROW_ENDS = {
+    status: (
+        f'<tr class="status-{status}">\n<td class="num">',
+        f'</a></td>\n<td><span class="badge status-badge {status}">{label}</span>'
+        f"{QUEUE_READ_ONLY if status in READ_ONLY_STATUSES else ''}</td>\n</tr>\n",
+    )
+    for status, label in reviews.ItemStatus.LABELS.items()
+}
+
+
+def _queue_rows(queue: reviews.ReviewQueue) -> SafeString:
+    """The table's body: the items grouped by consecutive cohort name, as `{% regroup %}` groups them. Text is escaped
+    as the template escapes it (Django's `escape` is the standard library's)."""
+    parts = []
+    for name, group in groupby(queue.items, key=lambda item: item.cohort_name):
+        items = list(group)
+        parts.append(
+            QUEUE_COHORT_ROW.format(
+                name=escape(name),
+                count=len(items),
+                plural="" if len(items) == 1 else "s",
+                closed="" if items[0].editable else QUEUE_CLOSED_BADGE,
+            )
+        )
+        for item in items:
+            start, end = QUEUE_ROW_ENDS[item.status]
+            parts.append(f'{start}{item.number}</td>\n<td><a href="{item.url}">{escape(item.shown_excerpt)}{end}')
+        parts.append("</tbody>\n")
+    # Every value read from the database is escaped above; the rest are constants and numbers.
+    return mark_safe("".join(parts))
+
+
 @reviewer_page
 @require_GET
 def review_queue(request):
     queue = reviews.reviewer_queue(reviewer=request.user)
-    return render(request, "reviewapp/review_queue.html", {"queue": queue})
+    return render(request, "reviewapp/review_queue.html", {"queue": queue, "queue_rows": _queue_rows(queue)})
 
 
 @reviewer_page
 @require_http_methods(["GET", "POST"])
 def review_page(request, assignment_id: int):
-    assignment = _get_assignment_for_reviewer(request, assignment_id)
     if request.method == "GET":
-        return _render_page(request, assignment, reviews.review_state(assignment_id=assignment.pk))
+        return _render_page(request, _review_page_of(request, assignment_id))
+    assignment = _get_assignment_for_reviewer(request, assignment_id)
     action = request.POST.get("action")
     if action == "defer":
         return _defer(request, assignment)

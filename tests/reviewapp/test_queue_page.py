@@ -3,11 +3,15 @@
 
 import pytest
 from django.db import connection
+from django.template import engines
 from django.template.defaultfilters import truncatechars
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
+from reviewapp.models import Assignment
 from reviewapp.selectors.reviews import SHOWN_EXCERPT, reviewer_queue, shown_excerpt
+from reviewapp.services.reviews import review_save
+from reviewapp.views.review import _queue_rows
 from tests import factories
 
 TEXTS = [
@@ -60,3 +64,36 @@ def test_the_queue_page_takes_the_same_queries_for_any_length(client, reviewer, 
             assert client.get(reverse("review-queue")).status_code == 200
         counts.append(len(queries))
     assert counts[0] == counts[1]
+
+
+# The queue table's markup as the template wrote it before the rows were formatted in Python.
+TEMPLATE_ROWS = """{% regroup queue.items by cohort_name as cohorts %}{% for cohort in cohorts %}<tbody>
+<tr class="cohort-row"><th colspan="3" scope="colgroup">{{ cohort.grouper }} <span class="muted">· {{ cohort.list|length }} proposal{{ cohort.list|length|pluralize }}</span>{% if not cohort.list.0.editable %} <span class="badge">closed · read only</span>{% endif %}</th></tr>
+{% for item in cohort.list %}<tr class="status-{{ item.status }}">
+<td class="num">{{ item.number }}</td>
+<td><a href="{{ item.url }}">{{ item.shown_excerpt }}</a></td>
+<td><span class="badge status-badge {{ item.status }}">{{ item.status_label }}</span>{% if item.status == 'submitted' or item.status == 'closed' %} <span class="muted read-only">read only</span>{% endif %}</td>
+</tr>
+{% endfor %}</tbody>
+{% endfor %}"""  # noqa: E501
+
+
+@pytest.mark.django_db
+def test_the_rows_are_the_markup_the_template_gave(reviewer):
+    open_cohort = factories.make_cohort(status="open", name="Spring <panel> & co")
+    closed = factories.make_cohort(status="closed", name="Winter")
+    statements = ['Tags <b>"quoted"</b> & more', "β-catenin " * 20, "Plain."]
+    for cohort, texts in ((open_cohort, statements), (closed, statements[:1])):
+        for text in texts:
+            proposal = factories.make_proposal(statement=text)
+            cohort.proposals.add(proposal)
+            factories.make_assignment(cohort, reviewer, proposal)
+    first = reviewer_queue(reviewer=reviewer).items[0]
+    review_save(
+        assignment=Assignment.objects.get(pk=first.assignment_id), reviewer=reviewer, data={"overall": "3"}, version=0
+    )
+
+    queue = reviewer_queue(reviewer=reviewer)
+    assert {item.status for item in queue.items} >= {"draft", "not_started", "closed"}
+    expected = engines["django"].from_string(TEMPLATE_ROWS).render({"queue": queue})
+    assert _queue_rows(queue) == expected
