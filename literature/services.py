@@ -22,7 +22,7 @@ from django.db.models import Value
 
 from literature.importers import csv_table, medline, pubmed_xml, ris
 from literature.importers.csv_table import MappingInvalid, parse_mapping
-from literature.importers.records import FileUnreadable, Parsed, ParsedReference, Problem, raw_digest
+from literature.importers.records import FileUnreadable, Parsed, ParsedReference, Problem, StoredRecord, raw_digest
 from literature.models import Reference, ReferenceImport
 from literature.sources import europepmc, eutils
 from reviewapp.core.errors import ServiceError
@@ -403,6 +403,8 @@ def _reader(format: str, column_mapping) -> Callable[..., Iterator[Parsed]]:
             raise ImportInvalid([Problem(None, "mapping", "A column mapping applies to CSV files only.").as_dict()])
         if format == "pubmed_xml" and connection.vendor == "postgresql":
             return _pubmed_xml_against_the_corpus
+        if format in ("medline", "ris"):
+            return lambda stream: _READERS[format](stream, known=_stored_digests)
         return _READERS[format]
     try:
         mapping = parse_mapping(column_mapping)
@@ -486,16 +488,30 @@ def _pubmed_xml_against_the_corpus(stream) -> Iterator[Parsed]:
     return pubmed_xml.read(stream, known=_stored_pubmed_records)
 
 
-def _stored_pubmed_records(digests: dict[str, str]) -> dict[str, tuple[str, str]]:
-    """For pubmed_xml.read's `known`: PMID → (the stored record's raw digest, its content hash), for the PMIDs the
-    corpus holds."""
+def _stored_pubmed_records(digests: dict[str, str]) -> dict[str, tuple[str, str, bool]]:
+    """For pubmed_xml.read's `known`: PMID → (the stored record's raw digest, its content hash, whether it is
+    undated), for the PMIDs the corpus holds."""
     table = connection.ops.quote_name(Reference._meta.db_table)
     with connection.cursor() as cursor:
         cursor.execute(
-            f"SELECT source_id, raw_md5, content_sha256 FROM {table} WHERE source = %s AND source_id = ANY(%s)",
+            f"SELECT source_id, raw_md5, content_sha256, published IS NULL FROM {table} "
+            "WHERE source = %s AND source_id = ANY(%s)",
             [Reference.Source.PUBMED, list(digests)],
         )
-        return {source_id: (digest, sha) for source_id, digest, sha in cursor.fetchall()}
+        return {source_id: (digest, sha, undated) for source_id, digest, sha, undated in cursor.fetchall()}
+
+
+def _stored_digests(source: str, digests: list[str]) -> dict[str, StoredRecord]:
+    """For the MEDLINE and RIS readers' `known`: raw digest → the stored reference of that source with a raw record
+    of that digest."""
+    found = {}
+    for offset in range(0, len(digests), _LOOKUP_CHUNK):
+        rows = Reference.objects.filter(source=source, raw_md5__in=digests[offset : offset + _LOOKUP_CHUNK])
+        for digest, source_id, sha, published in rows.values_list(
+            "raw_md5", "source_id", "content_sha256", "published"
+        ):
+            found[digest] = StoredRecord(source_id, sha, published is None)
+    return found
 
 
 def _known_hashes(batch: list[ParsedReference]) -> dict[tuple[str, str], str]:

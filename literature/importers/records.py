@@ -12,6 +12,7 @@ import calendar
 import hashlib
 import html
 import re
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import date
 from functools import cached_property
@@ -103,6 +104,22 @@ class Parsed:
     problems: list[Problem]
     warnings: list[Problem] = field(default_factory=list)
     known: KnownRecord | None = None
+
+
+@dataclass(frozen=True)
+class StoredRecord:
+    """What the corpus holds for a raw record stored byte for byte: its reference's id, its content hash and whether
+    it is undated (a record whose date could not be read is; one that is dated had no warning about its date)."""
+
+    source_id: str
+    content_sha256: str
+    undated: bool
+
+
+# (source, raw digests) → {digest: StoredRecord} of the source's references whose raw record has that digest.
+StoredDigests = Callable[[str, list[str]], dict[str, StoredRecord]]
+# A reader gathers this many records before it asks which of them the corpus holds.
+KNOWN_BATCH = 500
 
 
 def raw_digest(raw: str) -> str:
@@ -251,6 +268,52 @@ def identify(parsed: Parsed) -> Parsed:
     for problem in [*parsed.problems, *parsed.warnings]:
         problem.id = problem.id or ident
     return parsed
+
+
+# Bytes read at a time by text_blocks.
+TEXT_BLOCK = 1 << 20
+
+
+def text_blocks(stream) -> Iterator[tuple[int, list[str]]]:
+    """The lines of text_lines a block at a time: (the first one's number, the lines without their line ends). One
+    decode and one split per block instead of per line; bytes that are not UTF-8 raise FileUnreadable naming their
+    line, after the block's lines before it."""
+    number, rest, first = 1, b"", True
+    while True:
+        data = stream.read(TEXT_BLOCK)
+        if data:
+            data = rest + data
+            end = data.rfind(b"\n") + 1
+            if end == 0:
+                rest = data
+                continue
+            chunk, rest = data[:end], data[end:]
+        elif rest:
+            chunk, rest = rest, b""  # the last line, without a line end
+        else:
+            return
+        try:
+            text = chunk.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            readable = chunk.rfind(b"\n", 0, exc.start) + 1
+            if readable:
+                yield number, _lines(chunk[:readable].decode("utf-8"), first)
+            bad = number + chunk.count(b"\n", 0, exc.start)
+            raise FileUnreadable(f"Line {bad} is not UTF-8 text: save the file as UTF-8.") from None
+        lines = _lines(text, first)
+        first = False
+        yield number, lines
+        number += len(lines)
+
+
+def _lines(text: str, first: bool) -> list[str]:
+    """Lines split at line feeds as a binary file's lines are, without their line ends (any carriage returns)."""
+    if first:
+        text = text.removeprefix("\ufeff")
+    lines = text.split("\n")
+    if text.endswith("\n"):
+        lines.pop()
+    return [line.rstrip("\r") for line in lines] if "\r" in text else lines
 
 
 def text_lines(stream):
