@@ -504,6 +504,15 @@ def _stored_pubmed_records(digests: dict[str, str]) -> dict[str, tuple[str, str,
 def _stored_digests(source: str, digests: list[str]) -> dict[str, StoredRecord]:
     """For the MEDLINE and RIS readers' `known`: raw digest → the stored reference of that source with a raw record
     of that digest."""
+    if connection.vendor == "postgresql":  # the digests as one array parameter
+        table = connection.ops.quote_name(Reference._meta.db_table)
+        with connection.cursor() as cursor:
+            cursor.execute(
+                f"SELECT raw_md5, source_id, content_sha256, published IS NULL FROM {table} "
+                "WHERE source = %s AND raw_md5 = ANY(%s)",
+                [source, digests],
+            )
+            return {digest: StoredRecord(source_id, sha, undated) for digest, source_id, sha, undated in cursor}
     found = {}
     for offset in range(0, len(digests), _LOOKUP_CHUNK):
         rows = Reference.objects.filter(source=source, raw_md5__in=digests[offset : offset + _LOOKUP_CHUNK])

@@ -27,6 +27,7 @@ PRECISION_UNKNOWN = Reference.DatePrecision.UNKNOWN.value
 
 _MONTHS = {name.lower(): number for number, name in enumerate(calendar.month_abbr) if name}
 _MONTHS.update({name.lower(): number for number, name in enumerate(calendar.month_name) if name})
+_YEAR = re.compile(r"\d{4}")
 _DOI = re.compile(r"^10\.\d{4,9}(?:\.\d+)*/\S+$")
 _DOI_PREFIX = re.compile(r"^(?:https?://(?:dx\.)?doi\.org/|doi:\s*)", re.IGNORECASE)
 # MEDLINE-style dates: "2024 Nov-Dec", "2024 Mar 15", "2023 Dec-2024 Jan", "1998 Spring", "2000-2001".
@@ -165,7 +166,7 @@ def month_number(text: str) -> int | None:
 def partial_date(year: str, month: str = "", day: str = "") -> tuple[date, str]:
     """A date and its precision from year, month and day texts (month and day optional). ValueError says why not."""
     year, month, day = year.strip(), month.strip(), day.strip()
-    if not re.fullmatch(r"\d{4}", year):
+    if not _YEAR.fullmatch(year):
         raise ValueError(f"the year “{year}” is not a four-digit year")
     if not month:
         if day:

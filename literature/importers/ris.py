@@ -224,7 +224,7 @@ def _published(da: str, py: str, number: int, warnings: list[Problem]):
             continue
         try:
             match = _RIS_DATE.match(text)
-            month_day = _MONTH_DAY.match(text)
+            month_day = _MONTH_DAY.match(text) if match is None else None
             if match is not None:
                 candidate = records.partial_date(match.group(1), match.group(2) or "", match.group(3) or "")
             elif month_day is not None and year is not None and records.month_number(month_day.group(1)):
