@@ -2,10 +2,12 @@
 
 A file import writes every usable record and skips the others with their reasons (a record without a title or an
 abstract, without an identifier or a content key, or repeating an id with other content); a field that cannot be
-read (a date, a DOI) is left out of its record and reported as a warning. The file is streamed once and written in
-batches inside one transaction: only a file that cannot be read (not UTF-8, broken XML, no records) is refused as a
-whole, and then nothing is written. A reference is unique per (source, source id): importing it again updates it
-when its content hash changed and leaves it alone otherwise, never duplicating it.
+read (a date, a DOI) is left out of its record and reported as a warning. The file is streamed once and written as
+it is read inside one transaction (see ReferenceWriter): only a file that cannot be read (not UTF-8, broken XML, no
+records) is refused as a whole, and then nothing is written. A reference is unique per (source, source id):
+importing it again updates it when its content hash changed and leaves it alone otherwise, never duplicating it. A
+record the corpus holds byte for byte (PubMed XML on PostgreSQL, MEDLINE and RIS everywhere: the digest of its raw
+record) is counted unchanged without being parsed again.
 """
 
 import itertools

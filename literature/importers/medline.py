@@ -3,8 +3,9 @@ six spaces, records separated by blank lines. Records are numbered from 1 in fil
 
 A record's lines are only gathered while the file is read; its fields are read when the record is parsed. A caller
 that can tell which raw records the corpus holds byte for byte passes `known`: records are then gathered in batches
-of KNOWN_BATCH, and those the corpus holds are not parsed again (the same text gives the same reference), only
-checked for what would be warned about (lines that are not "TAG - value" lines, a date that cannot be read)."""
+of KNOWN_BATCH (a sample of each first while most are new, records.SampledLookup), and those the corpus holds are
+not parsed again (the same text gives the same reference), only checked for what would be warned about (lines
+that are not "TAG - value" lines, a date that cannot be read)."""
 
 import re
 from collections.abc import Iterator
@@ -48,6 +49,7 @@ class _Record:
 
 def read(stream, known: StoredDigests | None = None) -> Iterator[Parsed]:
     """Parsed records of a binary stream of MEDLINE text (see the module's docs for `known`)."""
+    known = records.SampledLookup(known) if known is not None else None
     number = first_line = 0
     lines: list[str] = []
     pending: list[_Record] = []

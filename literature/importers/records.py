@@ -121,6 +121,28 @@ class StoredRecord:
 StoredDigests = Callable[[str, list[str]], dict[str, StoredRecord]]
 # A reader gathers this many records before it asks which of them the corpus holds.
 KNOWN_BATCH = 500
+# While records are new, one in this many of a batch is asked about first (SampledLookup).
+PROBE_EVERY = 10
+
+
+class SampledLookup:
+    """A StoredDigests that asks about a sample of each batch first (one record in PROBE_EVERY) while most records
+    of the batches before were new, and answers that none is stored when most of the sample is new: a first import
+    does not look every record up. Such a batch's records are parsed in full; the writer counts one the corpus holds
+    unchanged all the same."""
+
+    def __init__(self, known: StoredDigests):
+        self.known = known
+        self.probing = True
+
+    def __call__(self, source: str, digests: list[str]) -> dict[str, StoredRecord]:
+        if self.probing:
+            sample = digests[::PROBE_EVERY]
+            if 2 * len(self.known(source, sample)) < len(sample):
+                return {}
+        found = self.known(source, digests)
+        self.probing = 2 * len(found) < len(digests)
+        return found
 
 
 def raw_digest(raw: str) -> str:

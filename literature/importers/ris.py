@@ -11,8 +11,9 @@ its abstract) and year, so the same article imported from two reference managers
 
 A record's lines are only gathered while the file is read; its fields are read when the record is parsed. A caller
 that can tell which raw records the corpus holds byte for byte passes `known`: records are then gathered in batches
-of KNOWN_BATCH, and those the corpus holds are not parsed again (the same text gives the same reference), only
-checked for what would be warned about (a malformed DOI, a date that cannot be read)."""
+of KNOWN_BATCH (a sample of each first while most are new, records.SampledLookup), and those the corpus holds are
+not parsed again (the same text gives the same reference), only checked for what would be warned about (a
+malformed DOI, a date that cannot be read)."""
 
 import re
 from collections.abc import Iterator
@@ -63,6 +64,7 @@ class _Record:
 def read(stream, known: StoredDigests | None = None) -> Iterator[Parsed]:
     """Parsed records of a binary stream of RIS text, and a Parsed without a reference for each tag line found
     outside any record (a record whose "TY  -" line is missing); see the module's docs for `known`."""
+    known = records.SampledLookup(known) if known is not None else None
     number = 0
     lines: list[str] | None = None  # the open record's, None between records
     pending: list[_Record | Parsed] = []  # in file order, while known records are looked for

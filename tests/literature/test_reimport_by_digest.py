@@ -179,3 +179,27 @@ def test_bytes_that_are_not_utf8_past_the_first_block_name_their_line_and_import
         f"Line {bad_line} is not UTF-8 text: save the file as UTF-8."
     ]
     assert not Reference.objects.exists()
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(("format", "record"), [("medline", medline_record), ("ris", ris_record)])
+def test_stored_records_after_a_long_run_of_new_ones_are_each_counted_once(format, record):
+    """A batch of new records is asked about by a sample; stored ones after it are found again (SampledLookup)."""
+    stored = range(KNOWN_BATCH + 100)
+    new = range(10_000, 10_000 + 2 * KNOWN_BATCH)
+    references_import(file=io.BytesIO("".join(record(n, f"Title {n}") for n in stored).encode()), format=format)
+    content = "".join(
+        [record(n, f"New {n}") for n in new]
+        + [record(n, f"Title {n}" if n != 5 else "Title 5, revised") for n in stored]
+        + [record(n, f"New {n}") for n in new][:3]
+    )
+
+    summary = references_import(file=io.BytesIO(content.encode()), format=format)
+
+    assert (summary.created, summary.updated, summary.unchanged, summary.repeated) == (
+        len(new),
+        1,
+        len(stored) - 1,
+        3,
+    )
+    assert Reference.objects.count() == len(stored) + len(new)
