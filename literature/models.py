@@ -42,6 +42,8 @@ class Reference(models.Model):
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["source", "source_id"], name="one_reference_per_source_id")]
+        # A re-import of MEDLINE or RIS finds the records it holds byte for byte by their raw record's digest.
+        indexes = [models.Index(fields=["source", "raw_md5"], name="reference_by_raw_digest")]
 
     def __str__(self):
         return f"{self.source}:{self.source_id} {self.title[:60]}"

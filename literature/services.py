@@ -2,10 +2,12 @@
 
 A file import writes every usable record and skips the others with their reasons (a record without a title or an
 abstract, without an identifier or a content key, or repeating an id with other content); a field that cannot be
-read (a date, a DOI) is left out of its record and reported as a warning. The file is streamed once and written in
-batches inside one transaction: only a file that cannot be read (not UTF-8, broken XML, no records) is refused as a
-whole, and then nothing is written. A reference is unique per (source, source id): importing it again updates it
-when its content hash changed and leaves it alone otherwise, never duplicating it.
+read (a date, a DOI) is left out of its record and reported as a warning. The file is streamed once and written as
+it is read inside one transaction (see ReferenceWriter): only a file that cannot be read (not UTF-8, broken XML, no
+records) is refused as a whole, and then nothing is written. A reference is unique per (source, source id):
+importing it again updates it when its content hash changed and leaves it alone otherwise, never duplicating it. A
+record the corpus holds byte for byte (PubMed XML on PostgreSQL, MEDLINE and RIS everywhere: the digest of its raw
+record) is counted unchanged without being parsed again.
 """
 
 import itertools
@@ -13,16 +15,17 @@ import json
 import logging
 import time
 from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field, fields
 from pathlib import Path, PurePath
+from typing import Any
 
 from django.db import connection, transaction
 from django.db.models import Value
 
 from literature.importers import csv_table, medline, pubmed_xml, ris
 from literature.importers.csv_table import MappingInvalid, parse_mapping
-from literature.importers.records import FileUnreadable, Parsed, ParsedReference, Problem, raw_digest
+from literature.importers.records import FileUnreadable, Parsed, ParsedReference, Problem, StoredRecord, raw_digest
 from literature.models import Reference, ReferenceImport
 from literature.sources import europepmc, eutils
 from reviewapp.core.errors import ServiceError
@@ -110,14 +113,16 @@ class ImportInvalid(ServiceError):
 
 
 class ReferenceWriter:
-    """Upserts in batches: new references are inserted, changed ones updated, identical ones left alone.
+    """Upserts: new references are inserted, changed ones updated, identical ones left alone.
 
-    The caller holds the transaction; `flush()` writes what was added. Every batch's references are compared with
-    the stored ones by their content hash first, and only new or changed ones are written. On PostgreSQL those are
-    copied (COPY) into a temporary staging table as they come and `flush()` upserts the whole stage in one statement,
-    which also counts what it created and updated; elsewhere each batch is a bulk upsert. The conflict clause keeps a
-    reference unique even when another import writes the same one at the same moment (that one's content then
-    counts as unchanged here).
+    The caller holds the transaction; `flush()` writes what was added. On PostgreSQL each reference is copied into a
+    temporary staging table as it is added, by one COPY that stays open while the caller reads on (the server takes
+    the rows in while the next ones are parsed; any other statement on the connection ends the COPY first), and
+    `flush()` upserts the whole stage in one statement, which also tells what it created, updated and left alone.
+    Elsewhere references are compared with the stored ones by their content hash a batch at a time, and only new or
+    changed ones written by a bulk upsert. The conflict clause keeps a reference unique even when another import
+    writes the same one at the same moment (that one's content then counts as unchanged here). Used as a context
+    manager, the writer ends its COPY when the caller's work fails, so that the transaction can be rolled back.
     """
 
     def __init__(self, batch_size: int = WRITE_BATCH):
@@ -127,11 +132,22 @@ class ReferenceWriter:
         self._stage: _Stage | None = None
         self._written: set[tuple[str, str]] = set()  # on SQLite, what this writer wrote
 
+    def __enter__(self) -> "ReferenceWriter":
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        if self._stage is not None:
+            self._stage.end(exc_info)
+
     def count_unchanged(self) -> None:
         """A reference the corpus holds exactly so already (a KnownRecord): nothing to write."""
         self.unchanged += 1
 
     def add(self, reference: ParsedReference) -> None:
+        if connection.vendor == "postgresql":
+            self._stage = self._stage or _Stage()
+            self._stage.write(reference)
+            return
         self.pending[(reference.source, reference.source_id)] = reference  # a later copy in one batch wins
         if len(self.pending) >= self.batch_size:
             self._write_pending()
@@ -150,18 +166,6 @@ class ReferenceWriter:
         if not batch:
             return
         known = _known_hashes(batch)
-        if connection.vendor == "postgresql":
-            self._stage = self._stage or _Stage()
-            # A reference staged earlier is staged again whatever the corpus holds: the later copy wins.
-            changed = [
-                reference
-                for reference in batch
-                if known.get((reference.source, reference.source_id)) != reference.content_sha256
-                or self._stage.holds(reference)
-            ]
-            self.unchanged += len(batch) - len(changed)
-            self._stage.copy(changed)
-            return
         rows = []
         for reference in batch:
             key = (reference.source, reference.source_id)
@@ -197,10 +201,12 @@ def _staged_row(reference: ParsedReference) -> tuple:
 
 
 class _Stage:
-    """A temporary table on PostgreSQL that new and changed references are copied into, then upserted from at once.
+    """A temporary table on PostgreSQL that references are copied into as they come, then upserted from at once.
 
-    Its raw column is compressed as the corpus's own (lz4, see literature/migrations/0005), so each record is
-    compressed once, when it is copied in: PostgreSQL moves a compressed value into another table as it is."""
+    The COPY stays open between writes; an execute wrapper ends it before any other statement on the connection (a
+    look-up, the ORM's), and the next write opens another. Its columns are compressed as the corpus's own (raw and
+    abstract lz4, see literature/migrations/0005), so each value is compressed once, when it is copied in, and by
+    the corpus's method: PostgreSQL moves a compressed value into another table as it is."""
 
     def __init__(self):
         self.table = connection.ops.quote_name(f"literature_reference_stage_{next(_stage_numbers)}")
@@ -214,28 +220,48 @@ class _Stage:
             )
             cursor.execute(f"ALTER TABLE {self.table} ADD COLUMN seq bigint GENERATED ALWAYS AS IDENTITY")
             cursor.execute(
-                "SELECT attcompression FROM pg_attribute WHERE attrelid = %s::regclass AND attname = 'raw'", [target]
+                "SELECT attname, attcompression FROM pg_attribute WHERE attrelid = %s::regclass "
+                "AND attcompression <> ''",
+                [target],
             )
-            (compression,) = cursor.fetchone()
-            if compression == "l":
-                cursor.execute(f"ALTER TABLE {self.table} ALTER COLUMN raw SET COMPRESSION lz4")
+            methods = {"l": "lz4", "p": "pglz"}
+            for column, compression in cursor.fetchall():
+                if column in _STAGED_COLUMNS:
+                    cursor.execute(
+                        f"ALTER TABLE {self.table} ALTER COLUMN {column} SET COMPRESSION {methods[compression]}"
+                    )
 
-    def holds(self, reference: ParsedReference) -> bool:
-        return (reference.source, reference.source_id) in self.keys
+        self._open: ExitStack | None = None  # the COPY's cursor and context while it is open
+        self._copy: Any = None
 
-    def copy(self, references: list[ParsedReference]) -> None:
-        if not references:
+    def write(self, reference: ParsedReference) -> None:
+        if self._open is None:
+            self._open = ExitStack()
+            cursor = self._open.enter_context(connection.cursor())
+            statement = f"COPY {self.table} ({', '.join(_STAGED_COLUMNS)}) FROM STDIN"
+            self._copy = self._open.enter_context(cursor.cursor.copy(statement))
+            connection.execute_wrappers.append(self._end_before)
+        key = (reference.source, reference.source_id)
+        self.repeated |= key in self.keys
+        self.keys.add(key)
+        self._copy.write_row(_staged_row(reference))
+
+    def end(self, exc_info=(None, None, None)) -> None:
+        """End the open COPY, if any (the server then holds every row written); exc_info of a failure makes the COPY
+        fail instead."""
+        if self._open is None:
             return
-        with connection.cursor() as cursor:
-            with cursor.cursor.copy(f"COPY {self.table} ({', '.join(_STAGED_COLUMNS)}) FROM STDIN") as copy:
-                for reference in references:
-                    key = (reference.source, reference.source_id)
-                    self.repeated |= key in self.keys
-                    self.keys.add(key)
-                    copy.write_row(_staged_row(reference))
+        connection.execute_wrappers.remove(self._end_before)
+        opened, self._open, self._copy = self._open, None, None
+        opened.__exit__(*exc_info)
+
+    def _end_before(self, execute, sql, params, many, context):
+        self.end()
+        return execute(sql, params, many, context)
 
     def upsert(self) -> tuple[int, int, int]:
         """Write the stage into the corpus: (created, updated, staged). The stage is dropped."""
+        self.end()
         target = connection.ops.quote_name(Reference._meta.db_table)
         columns = ", ".join(_STAGED_COLUMNS)
         changed = ", ".join(f"{column} = EXCLUDED.{column}" for column in (*_STAGED_COLUMNS[2:], "updated_at"))
@@ -263,8 +289,7 @@ class _Stage:
 
 def references_upsert(*, references: Iterable[ParsedReference]) -> ReferenceWriter:
     """Write parsed references (e.g. a demo corpus) in one transaction; the returned writer holds the counts."""
-    writer = ReferenceWriter()
-    with transaction.atomic():
+    with transaction.atomic(), ReferenceWriter() as writer:
         for reference in references:
             writer.add(reference)
         writer.flush()
@@ -291,9 +316,9 @@ def references_import(
     with _binary(file) as stream:
         name = name or _file_name(file)
         with transaction.atomic():
-            writer = ReferenceWriter()
-            outcome = _write_file(read(stream), writer, progress)
-            writer.flush()
+            with ReferenceWriter() as writer:
+                outcome = _write_file(read(stream), writer, progress)
+                writer.flush()
             batch = ReferenceImport.objects.create(
                 origin=ReferenceImport.Origin.FILE,
                 file_format=format,
@@ -359,7 +384,7 @@ def references_fetch(
     writer = ReferenceWriter()
     records = skipped = 0
     for page in searches[source](query, start=start, end=end, limit=limit):
-        with transaction.atomic():
+        with transaction.atomic(), writer:
             for parsed in page:
                 if parsed.reference is None:
                     skipped += 1
@@ -403,6 +428,8 @@ def _reader(format: str, column_mapping) -> Callable[..., Iterator[Parsed]]:
             raise ImportInvalid([Problem(None, "mapping", "A column mapping applies to CSV files only.").as_dict()])
         if format == "pubmed_xml" and connection.vendor == "postgresql":
             return _pubmed_xml_against_the_corpus
+        if format in ("medline", "ris"):
+            return lambda stream: _READERS[format](stream, known=_stored_digests)
         return _READERS[format]
     try:
         mapping = parse_mapping(column_mapping)
@@ -486,34 +513,47 @@ def _pubmed_xml_against_the_corpus(stream) -> Iterator[Parsed]:
     return pubmed_xml.read(stream, known=_stored_pubmed_records)
 
 
-def _stored_pubmed_records(digests: dict[str, str]) -> dict[str, tuple[str, str]]:
-    """For pubmed_xml.read's `known`: PMID → (the stored record's raw digest, its content hash), for the PMIDs the
-    corpus holds."""
+def _stored_pubmed_records(digests: dict[str, str]) -> dict[str, tuple[str, str, bool]]:
+    """For pubmed_xml.read's `known`: PMID → (the stored record's raw digest, its content hash, whether it is
+    undated), for the PMIDs the corpus holds."""
     table = connection.ops.quote_name(Reference._meta.db_table)
     with connection.cursor() as cursor:
         cursor.execute(
-            f"SELECT source_id, raw_md5, content_sha256 FROM {table} WHERE source = %s AND source_id = ANY(%s)",
+            f"SELECT source_id, raw_md5, content_sha256, published IS NULL FROM {table} "
+            "WHERE source = %s AND source_id = ANY(%s)",
             [Reference.Source.PUBMED, list(digests)],
         )
-        return {source_id: (digest, sha) for source_id, digest, sha in cursor.fetchall()}
+        return {source_id: (digest, sha, undated) for source_id, digest, sha, undated in cursor.fetchall()}
+
+
+def _stored_digests(source: str, digests: list[str]) -> dict[str, StoredRecord]:
+    """For the MEDLINE and RIS readers' `known`: raw digest → the stored reference of that source with a raw record
+    of that digest."""
+    if connection.vendor == "postgresql":  # the digests as one array parameter
+        table = connection.ops.quote_name(Reference._meta.db_table)
+        with connection.cursor() as cursor:
+            cursor.execute(
+                f"SELECT raw_md5, source_id, content_sha256, published IS NULL FROM {table} "
+                "WHERE source = %s AND raw_md5 = ANY(%s)",
+                [source, digests],
+            )
+            return {digest: StoredRecord(source_id, sha, undated) for digest, source_id, sha, undated in cursor}
+    found = {}
+    for offset in range(0, len(digests), _LOOKUP_CHUNK):
+        rows = Reference.objects.filter(source=source, raw_md5__in=digests[offset : offset + _LOOKUP_CHUNK])
+        for digest, source_id, sha, published in rows.values_list(
+            "raw_md5", "source_id", "content_sha256", "published"
+        ):
+            found[digest] = StoredRecord(source_id, sha, published is None)
+    return found
 
 
 def _known_hashes(batch: list[ParsedReference]) -> dict[tuple[str, str], str]:
+    """(source, source id) → content hash of the batch's references the corpus holds (SQLite's writer)."""
     ids_by_source: dict[str, list[str]] = {}
     for reference in batch:
         ids_by_source.setdefault(reference.source, []).append(reference.source_id)
     known = {}
-    if connection.vendor == "postgresql":
-        # One query per source, the ids as one array parameter.
-        table = connection.ops.quote_name(Reference._meta.db_table)
-        with connection.cursor() as cursor:
-            for source, ids in ids_by_source.items():
-                cursor.execute(
-                    f"SELECT source_id, content_sha256 FROM {table} WHERE source = %s AND source_id = ANY(%s)",
-                    [source, ids],
-                )
-                known.update({(source, source_id): sha for source_id, sha in cursor.fetchall()})
-        return known
     for source, ids in ids_by_source.items():
         for offset in range(0, len(ids), _LOOKUP_CHUNK):
             rows = Reference.objects.filter(source=source, source_id__in=ids[offset : offset + _LOOKUP_CHUNK])

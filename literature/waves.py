@@ -172,7 +172,7 @@ def _resolve(wave: CitationWave, progress) -> None:
     for offset in range(0, len(works), europepmc.FETCH_BATCH):
         batch = works[offset : offset + europepmc.FETCH_BATCH]
         writer, pages = ReferenceWriter(), 0
-        with transaction.atomic():
+        with transaction.atomic(), writer:
             for page in europepmc.fetch_works(batch):
                 pages += 1
                 for parsed in page:

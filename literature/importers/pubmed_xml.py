@@ -30,9 +30,9 @@ _DECLARED_ENCODING = re.compile(rb"""^\s*<\?xml[^>]*encoding=["']([A-Za-z0-9._-]
 KNOWN_BATCH = 500
 # While articles are read in full, one in this many is looked up to see whether known ones have begun.
 _PROBE_EVERY = 10
-# {PMID: the article's digest (records.raw_digest)} → {PMID: (the stored record's digest, its content hash)} of those
-# the corpus holds.
-Known = Callable[[dict[str, str]], dict[str, tuple[str, str]]]
+# {PMID: the article's digest (records.raw_digest)} → {PMID: (the stored record's digest, its content hash, whether it
+# is undated)} of those the corpus holds.
+Known = Callable[[dict[str, str]], dict[str, tuple[str, str, bool]]]
 
 
 class _RecordingStream:
@@ -85,9 +85,7 @@ def read(stream, known: Known | None = None) -> Iterator[Parsed]:
             number += 1
             raw = recording.cut(element.tag)
             if known is not None and light and raw is not None:
-                batch.append(
-                    _Light(number, _pmid(element), recording.digest(raw), raw, _date_warnings(element, number))
-                )
+                batch.append(_Light(number, _pmid(element), recording.digest(raw), raw))
                 if len(batch) == KNOWN_BATCH:
                     light = yield from _decided(batch, recording, known)
                     batch = []
@@ -114,18 +112,18 @@ def read(stream, known: Known | None = None) -> Iterator[Parsed]:
 
 @dataclass(frozen=True)
 class _Light:
-    """An article read lightly: its number, PMID, the digest and bytes of its text, and its date's warnings."""
+    """An article read lightly: its number, PMID, and the digest and bytes of its text."""
 
     number: int
     pmid: str
     digest: str
     raw: bytes
-    warnings: list[Problem]
 
 
 def _decided(batch: list[_Light], recording: _RecordingStream, known: Known | None) -> Generator[Parsed, None, bool]:
     """The records of a batch read lightly: those the corpus holds byte for byte as KnownRecords, the others parsed
-    from their bytes. Returns whether most were known."""
+    from their bytes. Returns whether most were known. A dated stored article had no warning about its date; the
+    date of an undated one is read again from its bytes for its warning."""
     if not batch or known is None:
         return False
     stored = known({article.pmid: article.digest for article in batch if article.pmid})
@@ -133,8 +131,10 @@ def _decided(batch: list[_Light], recording: _RecordingStream, known: Known | No
     for article in batch:
         if article.pmid in stored and stored[article.pmid][0] == article.digest:
             hits += 1
-            found = KnownRecord(Reference.Source.PUBMED, article.pmid, content_sha256=stored[article.pmid][1])
-            yield records.identify(Parsed(article.number, None, [], article.warnings, known=found))
+            _, content_sha256, undated = stored[article.pmid]
+            found = KnownRecord(Reference.Source.PUBMED, article.pmid, content_sha256=content_sha256)
+            warnings = _date_warnings(ET.fromstring(recording.text(article.raw)), article.number) if undated else []
+            yield records.identify(Parsed(article.number, None, [], warnings, known=found))
         else:
             text = recording.text(article.raw)
             yield parse_article(ET.fromstring(text), article.number, raw=text)

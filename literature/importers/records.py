@@ -12,6 +12,7 @@ import calendar
 import hashlib
 import html
 import re
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import date
 from functools import cached_property
@@ -26,6 +27,7 @@ PRECISION_UNKNOWN = Reference.DatePrecision.UNKNOWN.value
 
 _MONTHS = {name.lower(): number for number, name in enumerate(calendar.month_abbr) if name}
 _MONTHS.update({name.lower(): number for number, name in enumerate(calendar.month_name) if name})
+_YEAR = re.compile(r"\d{4}")
 _DOI = re.compile(r"^10\.\d{4,9}(?:\.\d+)*/\S+$")
 _DOI_PREFIX = re.compile(r"^(?:https?://(?:dx\.)?doi\.org/|doi:\s*)", re.IGNORECASE)
 # MEDLINE-style dates: "2024 Nov-Dec", "2024 Mar 15", "2023 Dec-2024 Jan", "1998 Spring", "2000-2001".
@@ -105,6 +107,44 @@ class Parsed:
     known: KnownRecord | None = None
 
 
+@dataclass(frozen=True)
+class StoredRecord:
+    """What the corpus holds for a raw record stored byte for byte: its reference's id, its content hash and whether
+    it is undated (a record whose date could not be read is; one that is dated had no warning about its date)."""
+
+    source_id: str
+    content_sha256: str
+    undated: bool
+
+
+# (source, raw digests) → {digest: StoredRecord} of the source's references whose raw record has that digest.
+StoredDigests = Callable[[str, list[str]], dict[str, StoredRecord]]
+# A reader gathers this many records before it asks which of them the corpus holds.
+KNOWN_BATCH = 500
+# While records are new, one in this many of a batch is asked about first (SampledLookup).
+PROBE_EVERY = 10
+
+
+class SampledLookup:
+    """A StoredDigests that asks about a sample of each batch first (one record in PROBE_EVERY) while most records
+    of the batches before were new, and answers that none is stored when most of the sample is new: a first import
+    does not look every record up. Such a batch's records are parsed in full; the writer counts one the corpus holds
+    unchanged all the same."""
+
+    def __init__(self, known: StoredDigests):
+        self.known = known
+        self.probing = True
+
+    def __call__(self, source: str, digests: list[str]) -> dict[str, StoredRecord]:
+        if self.probing:
+            sample = digests[::PROBE_EVERY]
+            if 2 * len(self.known(source, sample)) < len(sample):
+                return {}
+        found = self.known(source, digests)
+        self.probing = 2 * len(found) < len(digests)
+        return found
+
+
 def raw_digest(raw: str) -> str:
     """md5 of a raw record's UTF-8 bytes, stored beside it: a re-import tells an unchanged record by it (a change
     check, not a security one)."""
@@ -148,7 +188,7 @@ def month_number(text: str) -> int | None:
 def partial_date(year: str, month: str = "", day: str = "") -> tuple[date, str]:
     """A date and its precision from year, month and day texts (month and day optional). ValueError says why not."""
     year, month, day = year.strip(), month.strip(), day.strip()
-    if not re.fullmatch(r"\d{4}", year):
+    if not _YEAR.fullmatch(year):
         raise ValueError(f"the year “{year}” is not a four-digit year")
     if not month:
         if day:
@@ -251,6 +291,52 @@ def identify(parsed: Parsed) -> Parsed:
     for problem in [*parsed.problems, *parsed.warnings]:
         problem.id = problem.id or ident
     return parsed
+
+
+# Bytes read at a time by text_blocks.
+TEXT_BLOCK = 1 << 20
+
+
+def text_blocks(stream) -> Iterator[tuple[int, list[str]]]:
+    """The lines of text_lines a block at a time: (the first one's number, the lines without their line ends). One
+    decode and one split per block instead of per line; bytes that are not UTF-8 raise FileUnreadable naming their
+    line, after the block's lines before it."""
+    number, rest, first = 1, b"", True
+    while True:
+        data = stream.read(TEXT_BLOCK)
+        if data:
+            data = rest + data
+            end = data.rfind(b"\n") + 1
+            if end == 0:
+                rest = data
+                continue
+            chunk, rest = data[:end], data[end:]
+        elif rest:
+            chunk, rest = rest, b""  # the last line, without a line end
+        else:
+            return
+        try:
+            text = chunk.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            readable = chunk.rfind(b"\n", 0, exc.start) + 1
+            if readable:
+                yield number, _lines(chunk[:readable].decode("utf-8"), first)
+            bad = number + chunk.count(b"\n", 0, exc.start)
+            raise FileUnreadable(f"Line {bad} is not UTF-8 text: save the file as UTF-8.") from None
+        lines = _lines(text, first)
+        first = False
+        yield number, lines
+        number += len(lines)
+
+
+def _lines(text: str, first: bool) -> list[str]:
+    """Lines split at line feeds as a binary file's lines are, without their line ends (any carriage returns)."""
+    if first:
+        text = text.removeprefix("\ufeff")
+    lines = text.split("\n")
+    if text.endswith("\n"):
+        lines.pop()
+    return [line.rstrip("\r") for line in lines] if "\r" in text else lines
 
 
 def text_lines(stream):

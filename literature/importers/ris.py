@@ -7,16 +7,40 @@ abstract, an author, a DOI, a date) is a record whose "TY  -" line is missing, a
 from 1 in file order.
 
 A record's id is its PMID, else its DOI, else the file's own ID tag, else a hash of its title (or, without a title,
-its abstract) and year, so the same article imported from two reference managers is one reference."""
+its abstract) and year, so the same article imported from two reference managers is one reference.
+
+A record's lines are only gathered while the file is read; its fields are read when the record is parsed. A caller
+that can tell which raw records the corpus holds byte for byte passes `known`: records are then gathered in batches
+of KNOWN_BATCH (a sample of each first while most are new, records.SampledLookup), and those the corpus holds are
+not parsed again (the same text gives the same reference), only checked for what would be warned about (a
+malformed DOI, a date that cannot be read)."""
 
 import re
 from collections.abc import Iterator
+from dataclasses import dataclass
 
 from literature.importers import records
-from literature.importers.records import FileUnreadable, Parsed, ParsedReference, Problem, clean
+from literature.importers.records import (
+    KNOWN_BATCH,
+    FileUnreadable,
+    KnownRecord,
+    Parsed,
+    ParsedReference,
+    Problem,
+    StoredDigests,
+    StoredRecord,
+    clean,
+)
 from literature.models import Reference
 
 _TAG_LINE = re.compile(r"^([A-Z][A-Z0-9]) {1,2}-(?: (.*))?$")
+# A line of a record's text, after its first ("TY  -"), that is not a tag line (a continuation). Each of these
+# patterns starts with the line feed before the line, which the regular expression engine finds fast.
+_UNTAGGED = re.compile(r"\n(?![A-Z][A-Z0-9] {1,2}-(?: |$))", re.MULTILINE)
+# The tag lines whose values can be warned about, after a record's first line.
+_WARNED = re.compile(r"\n(DO|DA|PY|Y1) {1,2}-(?: (.*))?$", re.MULTILINE)
+# The tags that end a record, inside one: "ER", or a "TY" of the next record when the "ER" is missing.
+_CLOSING = ("ER", "TY")
 # "2019", "2019/05/12", "2019/05//", "2019///Spring", "2019-05-12".
 _RIS_DATE = re.compile(r"^(\d{4})(?:[/-](\d{0,2})(?:[/-](\d{0,2}))?)?(?:/.*)?$")
 _PUBMED_DATABASES = ("pubmed", "medline", "nlm")
@@ -26,46 +50,87 @@ _WORK_TAGS = frozenset({"TI", "T1", "BT", "CT", "AB", "N2", "AU", "A1", "DO", "A
 _MONTH_DAY = re.compile(r"^([A-Za-z]{3,9})\.?(?:\s+(\d{1,2}))?$")
 
 
-def read(stream) -> Iterator[Parsed]:
+@dataclass(slots=True)
+class _Record:
+    """A record's number, its lines from "TY  -" (to "ER  -" when it has one), its raw text (the lines joined) and
+    the warnings about where it ends."""
+
+    number: int
+    lines: list[str]
+    raw: str
+    warnings: list[Problem]
+
+
+def read(stream, known: StoredDigests | None = None) -> Iterator[Parsed]:
     """Parsed records of a binary stream of RIS text, and a Parsed without a reference for each tag line found
-    outside any record (a record whose "TY  -" line is missing)."""
+    outside any record (a record whose "TY  -" line is missing); see the module's docs for `known`."""
+    known = records.SampledLookup(known) if known is not None else None
     number = 0
-    fields: dict[str, list[str]] | None = None
-    lines: list[str] = []
-    warnings: list[Problem] = []
-    last_tag = None
-    for line_number, line in records.text_lines(stream):
-        if not line.strip():
-            continue
-        match = _TAG_LINE.match(line)
-        tag, value = (match.group(1), (match.group(2) or "").strip()) if match else (None, line.strip())
-        if fields is None:
-            if tag == "TY":
-                number += 1
-                fields, lines, warnings, last_tag = {"TY": [value]}, [line], [], "TY"
-            elif tag in _WORK_TAGS:
-                yield _outside_record(number, line_number, tag)
-            continue
-        lines.append(line)
-        if tag == "ER":
-            yield _record(number, fields, lines, warnings)
-            fields = None
-        elif tag == "TY":
-            message = f"The record has no “ER  -” line; it was ended at line {line_number}."
-            warnings.append(Problem(number, "ER", message))
-            yield _record(number, fields, lines[:-1], warnings)
-            number += 1
-            fields, lines, warnings, last_tag = {"TY": [value]}, [line], [], "TY"
-        elif tag:
-            fields.setdefault(tag, []).append(value)
-            last_tag = tag
-        else:
-            fields[last_tag][-1] = f"{fields[last_tag][-1]} {value}".strip()
-    if fields is not None:
-        warnings.append(Problem(number, "ER", "The file ends inside this record: its “ER  -” line is missing."))
-        yield _record(number, fields, lines, warnings)
+    lines: list[str] | None = None  # the open record's, None between records
+    pending: list[_Record | Parsed] = []  # in file order, while known records are looked for
+
+    def ended(record: _Record | Parsed) -> Iterator[Parsed]:
+        nonlocal pending
+        if known is None:
+            yield record if isinstance(record, Parsed) else _parsed(record)
+            return
+        pending.append(record)
+        if len(pending) >= KNOWN_BATCH:
+            yield from _decided(pending, known)
+            pending = []
+
+    try:
+        for start, block in records.text_blocks(stream):
+            for line_number, line in enumerate(block, start):
+                if lines is not None and line[:2] not in _CLOSING:
+                    if line.strip():
+                        lines.append(line)
+                    continue
+                if not line.strip():
+                    continue
+                match = _TAG_LINE.match(line)
+                tag = match.group(1) if match else None
+                if lines is None:
+                    if tag == "TY":
+                        number += 1
+                        lines = [line]
+                    elif tag in _WORK_TAGS:
+                        yield from ended(_outside_record(number, line_number, tag))
+                elif tag == "ER":
+                    lines.append(line)
+                    yield from ended(_Record(number, lines, "\n".join(lines), []))
+                    lines = None
+                elif tag == "TY":
+                    message = f"The record has no “ER  -” line; it was ended at line {line_number}."
+                    yield from ended(_Record(number, lines, "\n".join(lines), [Problem(number, "ER", message)]))
+                    number += 1
+                    lines = [line]
+                else:
+                    lines.append(line)  # an untagged line that starts as a tag would
+    except FileUnreadable:
+        yield from _decided(pending, known)
+        raise
+    if lines is not None:
+        warning = Problem(number, "ER", "The file ends inside this record: its “ER  -” line is missing.")
+        yield from ended(_Record(number, lines, "\n".join(lines), [warning]))
+    yield from _decided(pending, known)
     if number == 0:
         raise FileUnreadable("The file holds no RIS records (“TY  - …” lines).")
+
+
+def _decided(pending: list[_Record | Parsed], known: StoredDigests | None) -> Iterator[Parsed]:
+    """What was gathered, in file order: records the corpus holds byte for byte as KnownRecords, the others parsed."""
+    if not pending or known is None:
+        return
+    digests = {id(record): records.raw_digest(record.raw) for record in pending if isinstance(record, _Record)}
+    stored = known(Reference.Source.RIS, list(digests.values()))
+    for record in pending:
+        if isinstance(record, Parsed):
+            yield record
+        elif (found := stored.get(digests[id(record)])) is not None:
+            yield _known(record, found)
+        else:
+            yield _parsed(record)
 
 
 def _outside_record(after: int, line_number: int, tag: str) -> Parsed:
@@ -74,19 +139,57 @@ def _outside_record(after: int, line_number: int, tag: str) -> Parsed:
     return Parsed(after, None, [Problem(None, "TY", message)])
 
 
-def _record(number: int, fields: dict[str, list[str]], lines: list[str], warnings: list[Problem]) -> Parsed:
-    def first(*tags: str) -> str:
-        for tag in tags:
-            if (values := fields.get(tag)) and (value := clean(values[0])):
-                return value
-        return ""
+def _fields(lines: list[str]) -> dict[str, list[str]]:
+    """A record's values by tag, an untagged line continuing the value before it."""
+    fields: dict[str, list[str]] = {}
+    last_tag = "TY"
+    for line in lines:
+        match = _TAG_LINE.match(line)
+        if match is None:
+            fields[last_tag][-1] = f"{fields[last_tag][-1]} {line.strip()}".strip()
+        elif (tag := match.group(1)) != "ER":
+            fields.setdefault(tag, []).append((match.group(2) or "").strip())
+            last_tag = tag
+    return fields
 
-    title = first("TI", "T1", "BT", "CT")
+
+def _first(fields: dict[str, list[str]], *tags: str) -> str:
+    for tag in tags:
+        if (values := fields.get(tag)) and (value := clean(values[0])):
+            return value
+    return ""
+
+
+def _doi_and_date(fields: dict[str, list[str]], number: int, warnings: list[Problem]):
+    """(DOI, published, precision): a malformed DOI or a date that cannot be read is left out with a warning."""
+    doi = records.usable_doi(records.normalise_doi(_first(fields, "DO")), number, warnings)
+    published, precision = _published(_first(fields, "DA"), _first(fields, "PY", "Y1"), number, warnings)
+    return doi, published, precision
+
+
+def _known(record: _Record, found: StoredRecord) -> Parsed:
+    """A record the corpus holds as it is: only its warnings are looked for, from the values of its DOI and dates
+    (read from their lines alone when the record has no untagged lines)."""
+    if _UNTAGGED.search(record.raw):
+        fields = _fields(record.lines)
+    else:
+        fields = {}
+        for tag, value in _WARNED.findall(record.raw):
+            fields.setdefault(tag, []).append(value.strip())
+    warnings = record.warnings
+    _doi_and_date(fields, record.number, warnings)
+    stored = KnownRecord(Reference.Source.RIS, found.source_id, found.content_sha256)
+    return records.identify(Parsed(record.number, None, [], warnings, known=stored))
+
+
+def _parsed(record: _Record) -> Parsed:
+    number, warnings = record.number, record.warnings
+    fields = _fields(record.lines)
+    title = _first(fields, "TI", "T1", "BT", "CT")
     abstract = clean(" ".join(fields.get("AB", []) + fields.get("N2", [])))
-    doi = records.usable_doi(records.normalise_doi(first("DO")), number, warnings)
-    pmid = _pmid(first("AN"), first("DB", "DP"))
-    published, precision = _published(first("DA"), first("PY", "Y1"), number, warnings)
-    own_id = first("ID")
+    doi, published, precision = _doi_and_date(fields, number, warnings)
+    pmid = _pmid(_first(fields, "AN"), _first(fields, "DB", "DP"))
+    own_id = _first(fields, "ID")
     reference = ParsedReference(
         source=Reference.Source.RIS,
         source_id=records.file_source_id(
@@ -96,11 +199,11 @@ def _record(number: int, fields: dict[str, list[str]], lines: list[str], warning
         doi=doi,
         title=title,
         abstract=abstract,
-        journal=first("JF", "T2", "JO", "JA", "J2"),
+        journal=_first(fields, "JF", "T2", "JO", "JA", "J2"),
         authors=[name for name in map(clean, fields.get("AU", []) + fields.get("A1", [])) if name],
         published=published,
         published_precision=precision,
-        raw="\n".join(lines),
+        raw=record.raw,
     )
     problems = records.problems_of(reference, number, id_from_content=True)
     return records.identify(Parsed(number, None if problems else reference, problems, warnings))
@@ -123,7 +226,7 @@ def _published(da: str, py: str, number: int, warnings: list[Problem]):
             continue
         try:
             match = _RIS_DATE.match(text)
-            month_day = _MONTH_DAY.match(text)
+            month_day = _MONTH_DAY.match(text) if match is None else None
             if match is not None:
                 candidate = records.partial_date(match.group(1), match.group(2) or "", match.group(3) or "")
             elif month_day is not None and year is not None and records.month_number(month_day.group(1)):

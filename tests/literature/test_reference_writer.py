@@ -145,6 +145,37 @@ def test_stored_raw_records_are_compressed_as_the_corpus_column_says(needs_postg
     assert compression == ("lz4" if column_compression == "l" else "pglz")
 
 
+@pytest.mark.django_db
+def test_stored_abstracts_are_compressed_as_the_corpus_column_says(needs_postgres):
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT attcompression FROM pg_attribute WHERE attrelid = 'literature_reference'::regclass "
+            "AND attname = 'abstract'"
+        )
+        (column_compression,) = cursor.fetchone()
+    with transaction.atomic():
+        writer = ReferenceWriter()
+        writer.add(parsed("62", "A long abstract", abstract="Senescent cells accumulate in ageing muscle " * 200))
+        writer.flush()
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_column_compression(abstract) FROM literature_reference WHERE source_id = '62'")
+        (compression,) = cursor.fetchone()
+    assert compression == ("lz4" if column_compression == "l" else "pglz")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_file_failing_while_its_references_are_being_copied_imports_nothing_and_the_next_import_works():
+    """Outside a test's transaction: the import's own transaction rolls back while its COPY into the stage is open."""
+    articles = [pubmed_article(str(300_000 + n), f"Record {n}") for n in range(30)]
+    content = pubmed_set(*articles)
+    with pytest.raises(ImportInvalid):
+        references_import(file=io.BytesIO(content[: content.rindex(b"</PubmedArticle>")]), format="pubmed_xml")
+    assert not Reference.objects.exists()
+
+    summary = references_import(file=io.BytesIO(content), format="pubmed_xml")
+    assert (summary.created, Reference.objects.count()) == (30, 30)
+
+
 # Re-imports: articles the corpus holds byte for byte ---------------------------------------------------------------
 
 

@@ -1,0 +1,205 @@
+"""Re-importing MEDLINE and RIS files: a record the corpus holds byte for byte (by the digest of its raw record) is
+counted unchanged without being parsed again, and answers the same warnings as when it was first read; a record
+with other bytes is parsed and written as before, so a changed record among unchanged ones is updated and a repeat
+with other content is still refused. The text is read a block at a time: lines, line numbers and line ends are
+those of the file whatever block they fall in."""
+
+import io
+
+import pytest
+
+from literature.importers.records import KNOWN_BATCH, TEXT_BLOCK
+from literature.models import Reference
+from literature.services import ImportInvalid, references_import
+from tests.literature.test_literature_importers import fixture
+
+MEDLINE_WITH_WARNINGS = (
+    b"PMID- 1\nTI  - Fine record\nDP  - 2020\n\n"
+    b"PMID- 2\nTI  - Broken line below\nthis line has no tag\nDP  - 2020 Feb 30\n\n"
+    b"      continuation before any tag\nPMID- 3\nTI  - Starts indented\nDP  - Spring\n\n"
+    b"TI  - No PMID at all\n"
+)
+RIS_WITH_WARNINGS = (
+    b"stray text\n"
+    b"TY  - JOUR\nTI  - Fine\nPY  - 2020\nER  - \n"
+    b"TY  - JOUR\nTI  - Dated twice\nPY  - 2019\nDA  - someday\nDO  - 10.1000/\n  wrapped\nER  - \n"
+    b"TY  - JOUR\nTI  - Bad year, good date\nPY  - 20x0\nDA  - 2020/05/04\nDO  - not-a-doi\n"
+    b"TY  - JOUR\nPY  - 20x0\nER  - \n"
+    b"AU  - Orphan, Tag\n"
+    b"TY  - JOUR\nTI  - Never closed\nDO  - not-a-doi\n"
+)
+
+
+def medline_record(pmid: int, title: str) -> str:
+    return f"PMID- {pmid}\nTI  - {title}\nDP  - 2021 Mar\nAB  - An abstract\n      wrapped once.\nFAU - Doe, Jane\n\n"
+
+
+def ris_record(number: int, title: str) -> str:
+    return f"TY  - JOUR\nTI  - {title}\nPY  - 2021\nDO  - 10.1000/r{number}\nAU  - Doe, Jane\nER  - \n\n"
+
+
+def answers(summary) -> tuple:
+    return (summary.records, summary.skipped, summary.warnings, summary.repeated)
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("content", "format"),
+    [
+        (MEDLINE_WITH_WARNINGS, "medline"),
+        (RIS_WITH_WARNINGS, "ris"),
+        (fixture("pubmed.nbib").read_bytes(), "medline"),
+        (fixture("pubmed_titleless.nbib").read_bytes(), "medline"),
+        (fixture("biopython_medline_pubmed_result2.txt").read_bytes(), "medline"),
+        (fixture("references.ris").read_bytes(), "ris"),
+        (fixture("endnote_export.ris").read_bytes(), "ris"),
+        (fixture("ovid_numbered.ris").read_bytes(), "ris"),
+        (fixture("asreview_embase.ris").read_bytes(), "ris"),
+        (fixture("asreview_ovid_psycinfo.ris").read_bytes(), "ris"),
+        (fixture("asreview_scopus.ris").read_bytes(), "ris"),
+        (fixture("asreview_zotero_crlf.ris").read_bytes(), "ris"),
+        (fixture("asreview_pubmed_zotero.ris").read_bytes(), "ris"),
+        (fixture("asreview_pubmed_endnote.txt").read_bytes(), "ris"),
+    ],
+)
+def test_a_reimport_answers_the_warnings_and_skips_of_the_first_import(content, format):
+    first = references_import(file=io.BytesIO(content), format=format)
+    again = references_import(file=io.BytesIO(content), format=format)
+
+    assert (again.created, again.updated, again.unchanged) == (0, 0, first.records)
+    assert answers(again) == answers(first)
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("content", "format", "warned"),
+    [
+        (MEDLINE_WITH_WARNINGS, "medline", [(2, "line"), (2, "published"), (3, "line"), (3, "published")]),
+        (
+            RIS_WITH_WARNINGS,
+            "ris",
+            [(2, "doi"), (2, "published"), (3, "ER"), (3, "doi"), (3, "published"), (5, "ER"), (5, "doi")],
+        ),
+    ],
+)
+def test_a_stored_record_is_warned_about_again_as_when_it_was_first_read(content, format, warned):
+    references_import(file=io.BytesIO(content), format=format)
+    again = references_import(file=io.BytesIO(content), format=format)
+
+    assert again.created == again.updated == 0
+    assert [(warning["record"], warning["field"]) for warning in again.warnings] == warned
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("format", "record", "source_id"),
+    [("medline", medline_record, "3"), ("ris", ris_record, "doi:10.1000/r3")],
+)
+def test_a_record_stored_byte_for_byte_is_not_parsed_again_and_a_changed_one_is(format, record, source_id):
+    content = "".join(record(number, f"Title {number}") for number in range(1, 6))
+    references_import(file=io.BytesIO(content.encode()), format=format)
+    # As if an earlier release had hashed the content otherwise: parsing the record again would update it.
+    Reference.objects.filter(source_id=source_id).update(content_sha256="0" * 64)
+
+    again = references_import(file=io.BytesIO(content.encode()), format=format)
+    assert (again.created, again.updated, again.unchanged) == (0, 0, 5)
+    assert Reference.objects.get(source_id=source_id).content_sha256 == "0" * 64
+
+    changed = content.replace("Title 3", "Title 3, corrected")
+    third = references_import(file=io.BytesIO(changed.encode()), format=format)
+    assert (third.created, third.updated, third.unchanged) == (0, 1, 4)
+    stored = Reference.objects.get(source_id=source_id)
+    assert stored.title == "Title 3, corrected" and stored.content_sha256 != "0" * 64
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(("format", "record"), [("medline", medline_record), ("ris", ris_record)])
+def test_changed_and_new_records_among_many_stored_ones_are_written_and_only_they(format, record):
+    count = 2 * KNOWN_BATCH + 30
+    references_import(file=io.BytesIO("".join(record(n, f"Title {n}") for n in range(count)).encode()), format=format)
+    changed = {7, KNOWN_BATCH, count - 1}
+    content = "".join(record(n, f"Title {n}" + (", revised" if n in changed else "")) for n in range(count + 20))
+
+    summary = references_import(file=io.BytesIO(content.encode()), format=format)
+
+    assert (summary.records, summary.created, summary.updated, summary.unchanged) == (
+        count + 20,
+        20,
+        len(changed),
+        count - len(changed),
+    )
+    revised = Reference.objects.filter(source=Reference.Source.RIS if format == "ris" else "pubmed")
+    assert revised.filter(title__endswith=", revised").count() == len(changed)
+    assert revised.count() == count + 20
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(("format", "record"), [("medline", medline_record), ("ris", ris_record)])
+def test_a_stored_record_repeated_in_the_file_and_a_conflicting_copy_are_skipped(format, record):
+    references_import(file=io.BytesIO(record(1, "Stored").encode()), format=format)
+    content = record(1, "Stored") + record(1, "Stored") + record(1, "Stored, with other content")
+
+    summary = references_import(file=io.BytesIO(content.encode()), format=format)
+
+    assert (summary.records, summary.unchanged, summary.repeated) == (1, 1, 1)
+    assert [entry["record"] for entry in summary.skipped] == [3]
+    assert "Record 1 has the same id with different content" in summary.skipped[0]["reason"]
+    assert Reference.objects.get().title == "Stored"
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(("format", "record"), [("medline", medline_record), ("ris", ris_record)])
+def test_a_file_of_many_blocks_with_windows_line_ends_reads_as_with_line_feeds(format, record):
+    count = TEXT_BLOCK // 90  # each record is over 90 bytes: the file spans blocks, records straddle them
+    content = "".join(record(n, f"Title {n} – Zoë") for n in range(1, count)).encode()
+    assert len(content) > TEXT_BLOCK
+
+    crlf = references_import(file=io.BytesIO(content.replace(b"\n", b"\r\n")), format=format)
+    stored = dict(Reference.objects.values_list("source_id", "title"))
+    Reference.objects.all().delete()
+    lf = references_import(file=io.BytesIO(content), format=format)
+
+    assert (crlf.records, crlf.created, crlf.warnings) == (count - 1, count - 1, []) == (lf.records, lf.created, [])
+    assert stored == dict(Reference.objects.values_list("source_id", "title"))
+    assert all("\r" not in raw for raw in Reference.objects.values_list("raw", flat=True))
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(("format", "record"), [("medline", medline_record), ("ris", ris_record)])
+def test_bytes_that_are_not_utf8_past_the_first_block_name_their_line_and_import_nothing(format, record):
+    lines = "".join(record(n, f"Title {n}") for n in range(1, TEXT_BLOCK // 60)).encode()
+    assert len(lines) > TEXT_BLOCK
+    content = lines + b"TI  - caf\xe9\n" + lines
+    bad_line = lines.count(b"\n") + 1
+
+    with pytest.raises(ImportInvalid) as raised:
+        references_import(file=io.BytesIO(content), format=format)
+    problems = raised.value.problems
+    assert [problem["message"] for problem in problems] == [
+        f"Line {bad_line} is not UTF-8 text: save the file as UTF-8."
+    ]
+    assert not Reference.objects.exists()
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(("format", "record"), [("medline", medline_record), ("ris", ris_record)])
+def test_stored_records_after_a_long_run_of_new_ones_are_each_counted_once(format, record):
+    """A batch of new records is asked about by a sample; stored ones after it are found again (SampledLookup)."""
+    stored = range(KNOWN_BATCH + 100)
+    new = range(10_000, 10_000 + 2 * KNOWN_BATCH)
+    references_import(file=io.BytesIO("".join(record(n, f"Title {n}") for n in stored).encode()), format=format)
+    content = "".join(
+        [record(n, f"New {n}") for n in new]
+        + [record(n, f"Title {n}" if n != 5 else "Title 5, revised") for n in stored]
+        + [record(n, f"New {n}") for n in new][:3]
+    )
+
+    summary = references_import(file=io.BytesIO(content.encode()), format=format)
+
+    assert (summary.created, summary.updated, summary.unchanged, summary.repeated) == (
+        len(new),
+        1,
+        len(stored) - 1,
+        3,
+    )
+    assert Reference.objects.count() == len(stored) + len(new)
