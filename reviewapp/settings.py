@@ -141,6 +141,9 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
         "transaction_mode": "IMMEDIATE",
         "timeout": 20,
     }
+    # Tests use a file as well: threads standing in for the web server and the worker then wait on each other's
+    # locks as those processes do, where an in-memory database (one shared cache) refuses a locked table at once.
+    DATABASES["default"]["TEST"] = {"NAME": str(VAR_DIR / "test-openhypothesis.sqlite3")}
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
