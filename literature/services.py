@@ -132,6 +132,8 @@ class ReferenceWriter:
         self.created = self.updated = self.unchanged = 0
         self._stage: _Stage | None = None
         self._written: set[tuple[str, str]] = set()  # on SQLite, what this writer wrote
+        # Asked once: the connection proxy's look-up costs microseconds, and add() runs for every record.
+        self._staging = connection.vendor == "postgresql"
 
     def __enter__(self) -> "ReferenceWriter":
         return self
@@ -145,7 +147,7 @@ class ReferenceWriter:
         self.unchanged += 1
 
     def add(self, reference: ParsedReference) -> None:
-        if connection.vendor == "postgresql":
+        if self._staging:
             self._stage = self._stage or _Stage()
             self._stage.write(reference)
             return
