@@ -24,8 +24,10 @@ class Reference(models.Model):
 
     source = models.CharField(max_length=20, choices=Source.choices)
     source_id = models.CharField(max_length=200, help_text="the id within its source: PMID, DOI or the file's own id")
-    pmid = models.CharField(max_length=20, blank=True, db_index=True)
-    doi = models.CharField(max_length=200, blank=True, db_index=True)
+    # Not indexed: nothing looks references up by PMID or DOI (a reference is found by its source id), and every
+    # import would write the two indexes (four, with their LIKE variants) for each record.
+    pmid = models.CharField(max_length=20, blank=True)
+    doi = models.CharField(max_length=200, blank=True)
     title = models.TextField()
     abstract = models.TextField(blank=True)
     journal = models.CharField(max_length=500, blank=True)

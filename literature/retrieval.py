@@ -3,7 +3,8 @@
 One interface, `search()`, over two backends chosen by the database vendor:
 
 - PostgreSQL: a `search_vector` tsvector column (the title weighted A, the first 6000 characters of the abstract B)
-  with a GIN index, ranked with ts_rank.
+  with a GIN index of the computed vectors (a search's `@@` never matches a NULL one, so the references not indexed
+  yet are left out of it and an import does not write it), ranked with ts_rank.
 - SQLite: an FTS5 table (Porter stemming) holding the title and the first 6000 characters of the abstract, ranked
   with bm25 (the title counts double).
 
@@ -279,7 +280,8 @@ _PG_VECTOR = (
 )
 _PG_INSTALL = [
     "ALTER TABLE literature_reference ADD COLUMN IF NOT EXISTS search_vector tsvector",
-    "CREATE INDEX IF NOT EXISTS literature_reference_search ON literature_reference USING gin (search_vector)",
+    "CREATE INDEX IF NOT EXISTS literature_reference_search ON literature_reference USING gin (search_vector) "
+    "WHERE search_vector IS NOT NULL",
     "CREATE INDEX IF NOT EXISTS literature_reference_unindexed ON literature_reference (id) "
     "WHERE search_vector IS NULL",
     # Keep frequencies of many lexemes: they choose a query's informative terms (see _PostgresBackend).

@@ -93,7 +93,7 @@ def _decided(pending: list[_Record], known: StoredDigests | None) -> Iterator[Pa
     stored = known(Reference.Source.PUBMED, digests)
     for record, digest in zip(pending, digests, strict=True):
         found = stored.get(digest)
-        yield _parsed(record) if found is None else _known(record, found)
+        yield _parsed(record, digest) if found is None else _known(record, found)
 
 
 def _fields(record: _Record) -> tuple[dict[str, list[str]], list[Problem]]:
@@ -145,7 +145,8 @@ def _known(record: _Record, found: StoredRecord) -> Parsed:
     return records.identify(Parsed(record.number, None, [], warnings, known=stored))
 
 
-def _parsed(record: _Record) -> Parsed:
+def _parsed(record: _Record, digest: str | None = None) -> Parsed:
+    """The record read field by field; digest: its raw_digest, when computed already."""
     number = record.number
     fields, warnings = _fields(record)
     pmid = _first(fields, "PMID")
@@ -163,6 +164,8 @@ def _parsed(record: _Record) -> Parsed:
         published_precision=precision,
         raw=record.raw,
     )
+    if digest is not None:
+        reference.raw_md5 = digest
     problems = records.problems_of(reference, number, id_field="PMID", id_label="PMID")
     return records.identify(Parsed(number, None if problems else reference, problems, warnings))
 

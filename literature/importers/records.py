@@ -85,6 +85,12 @@ class ParsedReference:
         )
         return hashlib.sha256("\x1f".join(content).encode()).hexdigest()
 
+    @cached_property
+    def raw_md5(self) -> str:
+        """raw_digest of the raw record, stored beside it. A reader that digested the record already (to look it
+        up) sets it, so that it is not computed twice."""
+        return raw_digest(self.raw)
+
 
 @dataclass(frozen=True)
 class KnownRecord:

@@ -130,7 +130,7 @@ def _decided(pending: list[_Record | Parsed], known: StoredDigests | None) -> It
         elif (found := stored.get(digests[id(record)])) is not None:
             yield _known(record, found)
         else:
-            yield _parsed(record)
+            yield _parsed(record, digests[id(record)])
 
 
 def _outside_record(after: int, line_number: int, tag: str) -> Parsed:
@@ -182,7 +182,8 @@ def _known(record: _Record, found: StoredRecord) -> Parsed:
     return records.identify(Parsed(record.number, None, [], warnings, known=stored))
 
 
-def _parsed(record: _Record) -> Parsed:
+def _parsed(record: _Record, digest: str | None = None) -> Parsed:
+    """The record read field by field; digest: its raw_digest, when computed already."""
     number, warnings = record.number, record.warnings
     fields = _fields(record.lines)
     title = _first(fields, "TI", "T1", "BT", "CT")
@@ -205,6 +206,8 @@ def _parsed(record: _Record) -> Parsed:
         published_precision=precision,
         raw=record.raw,
     )
+    if digest is not None:
+        reference.raw_md5 = digest
     problems = records.problems_of(reference, number, id_from_content=True)
     return records.identify(Parsed(number, None if problems else reference, problems, warnings))
 
