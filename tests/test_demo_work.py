@@ -76,7 +76,7 @@ def test_load_demo_queues_every_role_s_work_once(simulated_roster):
 def test_load_demo_queues_nothing_for_a_real_provider(db, monkeypatch):
     for name in PROVIDER_KEYS:
         monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-real-key-for-the-test")
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "a-provider-key-set-by-the-test")
     roster_setup_default()
 
     load_demo()
