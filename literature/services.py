@@ -11,6 +11,7 @@ record) is counted unchanged without being parsed again.
 """
 
 import itertools
+import json
 import logging
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -19,8 +20,10 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path, PurePath
 from typing import Any
 
+import psycopg
 from django.db import connection, transaction
 from django.db.models import Value
+from django.utils import timezone
 
 from literature.importers import csv_table, medline, pubmed_xml, ris
 from literature.importers.csv_table import MappingInvalid, parse_mapping
@@ -116,29 +119,37 @@ class ImportInvalid(ServiceError):
 class ReferenceWriter:
     """Upserts: new references are inserted, changed ones updated, identical ones left alone.
 
-    The caller holds the transaction; `flush()` writes what was added. On PostgreSQL each reference is copied into a
-    temporary staging table as it is added, by one COPY that stays open while the caller reads on (the server takes
-    the rows in while the next ones are parsed; any other statement on the connection ends the COPY first), and
-    `flush()` upserts the whole stage in one statement, which also tells what it created, updated and left alone.
+    The caller holds the transaction; `flush()` writes what was added. On PostgreSQL each reference is copied as it
+    is added, by a COPY that stays open while the caller reads on (the server takes the rows in while the next ones
+    are parsed; any other statement on the connection ends the COPY first). When the caller adds each reference at
+    most once (`distinct_keys`, a file import: its repeats are skipped before they reach the writer), references are
+    copied straight into the corpus, a batch of `batch_size` under a savepoint: a batch that meets a reference the
+    corpus holds already (or that another import is writing) is rolled back to its savepoint and goes to the stage
+    instead, and so does everything after it. Otherwise each reference is copied into a temporary staging table,
+    and `flush()` upserts the whole stage in one statement, which also tells what it created, updated and left alone.
     Elsewhere references are compared with the stored ones by their content hash a batch at a time, and only new or
     changed ones written by a bulk upsert. The conflict clause keeps a reference unique even when another import
     writes the same one at the same moment (that one's content then counts as unchanged here). Used as a context
     manager, the writer ends its COPY when the caller's work fails, so that the transaction can be rolled back.
     """
 
-    def __init__(self, batch_size: int = WRITE_BATCH):
+    def __init__(self, batch_size: int = WRITE_BATCH, *, distinct_keys: bool = False):
         self.batch_size = batch_size
         self.pending: dict[tuple[str, str], ParsedReference] = {}
         self.created = self.updated = self.unchanged = 0
         self._stage: _Stage | None = None
         self._written: set[tuple[str, str]] = set()  # on SQLite, what this writer wrote
+        self._written_before = 0  # created and updated at the last flush
         # Asked once: the connection proxy's look-up costs microseconds, and add() runs for every record.
         self._staging = connection.vendor == "postgresql"
+        self._corpus_copy = _CorpusCopy(self) if self._staging and distinct_keys else None
 
     def __enter__(self) -> "ReferenceWriter":
         return self
 
     def __exit__(self, *exc_info) -> None:
+        if self._corpus_copy is not None:
+            self._corpus_copy.fail(exc_info)
         if self._stage is not None:
             self._stage.end(exc_info)
 
@@ -148,8 +159,12 @@ class ReferenceWriter:
 
     def add(self, reference: ParsedReference) -> None:
         if self._staging:
-            self._stage = self._stage or _Stage()
-            self._stage.write(reference)
+            row = _staged_row(reference)
+            if self._corpus_copy is not None:
+                self._corpus_copy.write(row)
+            else:
+                self._stage = self._stage or _Stage()
+                self._stage.write(row)
             return
         self.pending[(reference.source, reference.source_id)] = reference  # a later copy in one batch wins
         if len(self.pending) >= self.batch_size:
@@ -157,12 +172,31 @@ class ReferenceWriter:
 
     def flush(self) -> None:
         self._write_pending()
+        if self._corpus_copy is not None:
+            self._corpus_copy.end()
         if self._stage is not None:
             created, updated, staged = self._stage.upsert()
             self.created += created
             self.updated += updated
             self.unchanged += staged - created - updated
             self._stage = None
+        written = self.created + self.updated
+        if self._staging and written - self._written_before >= ANALYZE_AFTER:
+            _analyze_corpus()
+        self._written_before = written
+
+    def _copied(self, rows: list[tuple]) -> None:
+        """A batch copied straight into the corpus: every one of its references is new."""
+        self.created += len(rows)
+
+    def _conflicted(self, rows: list[tuple]) -> None:
+        """A batch copied into the corpus met a stored reference: its rows, and every row after them, go to the
+        stage. Its COPY is ended, as this may run just before another statement."""
+        self._corpus_copy = None
+        self._stage = self._stage or _Stage()
+        for row in rows:
+            self._stage.write(row)
+        self._stage.end()
 
     def _write_pending(self) -> None:
         batch, self.pending = list(self.pending.values()), {}
@@ -190,16 +224,120 @@ class ReferenceWriter:
 
 # What the stage holds: the key, then everything an update writes but its time.
 _STAGED_COLUMNS = ("source", "source_id", *(name for name in _UPDATE_FIELDS if name != "updated_at"))
+_AUTHORS = _STAGED_COLUMNS.index("authors")
 _stage_numbers = itertools.count(1)
 
 
 def _staged_row(reference: ParsedReference) -> tuple:
     """The reference's values in the order of _STAGED_COLUMNS (the authors as a list: the COPY dumps it as jsonb)."""
-    values = {
-        "raw_md5": reference.raw_md5,
-        "content_sha256": reference.content_sha256,
-    }
-    return tuple(values[name] if name in values else getattr(reference, name) for name in _STAGED_COLUMNS)
+    return (
+        reference.source,
+        reference.source_id,
+        reference.pmid,
+        reference.doi,
+        reference.title,
+        reference.abstract,
+        reference.journal,
+        reference.authors,
+        reference.published,
+        reference.published_precision,
+        reference.raw,
+        reference.raw_md5,
+        reference.content_sha256,
+        reference.is_demo,
+    )
+
+
+def _column_types(table: str, columns: Iterable[str]) -> list[int]:
+    """The type oids of a table's columns, in the order given (a binary COPY sends each value as its type)."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT attname, atttypid FROM pg_attribute WHERE attrelid = %s::regclass AND attnum > 0", [table]
+        )
+        types = dict(cursor.fetchall())
+    return [types[column] for column in columns]
+
+
+def _analyze_corpus() -> None:
+    """Statistics that still describe the corpus before a large import make the planner read it badly (a re-import's
+    look-ups took three times as long); autovacuum would come to it only later. Only the columns those look-ups
+    filter by: the search vector's statistics (a sample ten times larger) would describe vectors not computed yet,
+    and took two thirds of the time."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"ANALYZE {connection.ops.quote_name(Reference._meta.db_table)} ({', '.join(_ANALYZED_COLUMNS)})"
+        )
+
+
+class _CorpusCopy:
+    """Batches of a writer's rows copied straight into the corpus on PostgreSQL, each under a savepoint, by a COPY
+    that stays open while the caller reads on: the server writes each reference once, while the next ones are
+    parsed, instead of into the stage and then again into the corpus. A batch ends when it holds the writer's
+    batch_size rows, when another statement is about to run on the connection (a reader's look-up), or at the flush.
+    One that met a reference the corpus holds (a unique violation: stored before, or being written by another import,
+    whose commit the COPY waits for) is rolled back to its savepoint and handed back to the writer.
+
+    In text, not binary as the stage's: the server inserts what it has buffered each time its rows' text reaches
+    64 kB, so it keeps pace with the reader. It measures a binary COPY's buffer by rows alone (a thousand), so a
+    batch ended by a look-up every few hundred records would be inserted only at its end, while the reader waits."""
+
+    _SAVEPOINT = "literature_corpus_copy"
+
+    def __init__(self, writer: ReferenceWriter):
+        self.writer = writer
+        self.rows: list[tuple] = []  # of the open batch
+        table = Reference._meta.db_table
+        columns = (*_STAGED_COLUMNS, "created_at", "updated_at")
+        self._statement = f"COPY {connection.ops.quote_name(table)} ({', '.join(columns)}) FROM STDIN"
+        self._open: ExitStack | None = None  # the COPY's cursor and context while it is open
+        self._copy: Any = None
+        self._now: Any = None
+
+    def write(self, row: tuple) -> None:
+        if self._open is None:
+            self._begin()
+        self.rows.append(row)
+        self._copy.write_row((*row[:_AUTHORS], json.dumps(row[_AUTHORS]), *row[_AUTHORS + 1 :], self._now, self._now))
+        if len(self.rows) >= self.writer.batch_size:
+            self.end()
+
+    def end(self) -> None:
+        """End the open batch, if any: its rows are then in the corpus, or back with the writer."""
+        if self._open is None:
+            return
+        connection.execute_wrappers.remove(self._end_before)
+        opened, self._open, self._copy = self._open, None, None
+        rows, self.rows = self.rows, []
+        driver = connection.connection
+        try:
+            opened.__exit__(None, None, None)
+        except psycopg.errors.UniqueViolation:
+            driver.execute(f"ROLLBACK TO SAVEPOINT {self._SAVEPOINT}")
+            driver.execute(f"RELEASE SAVEPOINT {self._SAVEPOINT}")
+            self.writer._conflicted(rows)
+            return
+        driver.execute(f"RELEASE SAVEPOINT {self._SAVEPOINT}")
+        self.writer._copied(rows)
+
+    def fail(self, exc_info) -> None:
+        """The caller's work failed: the open COPY fails too (the caller's transaction is then rolled back)."""
+        if self._open is not None:
+            connection.execute_wrappers.remove(self._end_before)
+            opened, self._open, self._copy, self.rows = self._open, None, None, []
+            opened.__exit__(*exc_info)
+
+    def _begin(self) -> None:
+        self._open = ExitStack()
+        cursor = self._open.enter_context(connection.cursor())
+        # On the driver's own cursor: the savepoint is this batch's, not one of Django's atomic blocks.
+        cursor.cursor.execute(f"SAVEPOINT {self._SAVEPOINT}")
+        self._copy = self._open.enter_context(cursor.cursor.copy(self._statement))
+        self._now = timezone.now()
+        connection.execute_wrappers.append(self._end_before)
+
+    def _end_before(self, execute, sql, params, many, context):
+        self.end()
+        return execute(sql, params, many, context)
 
 
 class _Stage:
@@ -234,17 +372,13 @@ class _Stage:
                     cursor.execute(
                         f"ALTER TABLE {self.table} ALTER COLUMN {column} SET COMPRESSION {methods[compression]}"
                     )
-            cursor.execute(
-                "SELECT attname, atttypid FROM pg_attribute WHERE attrelid = %s::regclass AND attnum > 0",
-                [self.table],
-            )
-            types = dict(cursor.fetchall())
-            self._types = [types[column] for column in _STAGED_COLUMNS]
+        self._types = _column_types(self.table, _STAGED_COLUMNS)
 
         self._open: ExitStack | None = None  # the COPY's cursor and context while it is open
         self._copy: Any = None
 
-    def write(self, reference: ParsedReference) -> None:
+    def write(self, row: tuple) -> None:
+        """Copy one row of _STAGED_COLUMNS (see _staged_row)."""
         if self._open is None:
             self._open = ExitStack()
             cursor = self._open.enter_context(connection.cursor())
@@ -252,10 +386,10 @@ class _Stage:
             self._copy = self._open.enter_context(cursor.cursor.copy(statement))
             self._copy.set_types(self._types)
             connection.execute_wrappers.append(self._end_before)
-        key = (reference.source, reference.source_id)
+        key = (row[0], row[1])
         self.repeated |= key in self.keys
         self.keys.add(key)
-        self._copy.write_row(_staged_row(reference))
+        self._copy.write_row(row)
 
     def end(self, exc_info=(None, None, None)) -> None:
         """End the open COPY, if any (the server then holds every row written); exc_info of a failure makes the COPY
@@ -291,12 +425,6 @@ class _Stage:
             )
             created, updated = cursor.fetchone()
             cursor.execute(f"DROP TABLE {self.table}")
-            if created + updated >= ANALYZE_AFTER:
-                # Statistics that still describe the corpus before a large import make the planner read it badly
-                # (a re-import's look-ups took three times as long); autovacuum would come to it only later. Only
-                # the columns those look-ups filter by: the search vector's statistics (a sample ten times larger)
-                # would describe vectors not computed yet, and took two thirds of the time.
-                cursor.execute(f"ANALYZE {target} ({', '.join(_ANALYZED_COLUMNS)})")
         return created, updated, len(self.keys)
 
 
@@ -329,7 +457,7 @@ def references_import(
     with _binary(file) as stream:
         name = name or _file_name(file)
         with transaction.atomic():
-            with ReferenceWriter() as writer:
+            with ReferenceWriter(distinct_keys=True) as writer:
                 outcome = _write_file(read(stream), writer, progress)
                 writer.flush()
             batch = ReferenceImport.objects.create(

@@ -35,6 +35,7 @@ _UNTAGGED = re.compile(r"\n(?![A-Z][A-Z0-9]{1,3} {0,2}-| {6})")
 _TAGGED = re.compile(r"[A-Z][A-Z0-9]{1,3} {0,2}-")
 # A tag line and the continuation lines after it, in a record's text whose lines are all one or the other.
 _FIELD = re.compile(r"^([A-Z][A-Z0-9]{1,3}) {0,2}- ?(.*(?:\n {6}.*)*)", re.MULTILINE)
+_CONTINUED = "\n" + _CONTINUATION
 
 
 @dataclass(slots=True)
@@ -102,9 +103,9 @@ def _fields(record: _Record) -> tuple[dict[str, list[str]], list[Problem]]:
     warnings: list[Problem] = []
     if _TAGGED.match(record.raw) and not _UNTAGGED.search(record.raw):  # no line to leave out: one pattern reads all
         for tag, value in _FIELD.findall(record.raw):
-            if "\n" in value:
-                value = " ".join(part for part in map(str.strip, value.split("\n")) if part)
-            fields.setdefault(tag, []).append(value.strip())
+            # A value's lines joined at their line feeds and indents: every value is read through clean(), which
+            # collapses the whitespace left.
+            fields.setdefault(tag, []).append(value.replace(_CONTINUED, " ").strip())
         return fields, warnings
     last_tag = None
     for line_number, line in enumerate(record.lines, record.first_line):

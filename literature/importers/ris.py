@@ -37,6 +37,8 @@ _TAG_LINE = re.compile(r"^([A-Z][A-Z0-9]) {1,2}-(?: (.*))?$")
 # A line of a record's text, after its first ("TY  -"), that is not a tag line (a continuation). Each of these
 # patterns starts with the line feed before the line, which the regular expression engine finds fast.
 _UNTAGGED = re.compile(r"\n(?![A-Z][A-Z0-9] {1,2}-(?: |$))", re.MULTILINE)
+# Every tag line of a record's text whose lines are all tag lines.
+_FIELD = re.compile(r"^([A-Z][A-Z0-9]) {1,2}-(?: (.*))?$", re.MULTILINE)
 # The tag lines whose values can be warned about, after a record's first line.
 _WARNED = re.compile(r"\n(DO|DA|PY|Y1) {1,2}-(?: (.*))?$", re.MULTILINE)
 # The tags that end a record, inside one: "ER", or a "TY" of the next record when the "ER" is missing.
@@ -139,11 +141,16 @@ def _outside_record(after: int, line_number: int, tag: str) -> Parsed:
     return Parsed(after, None, [Problem(None, "TY", message)])
 
 
-def _fields(lines: list[str]) -> dict[str, list[str]]:
+def _fields(record: _Record) -> dict[str, list[str]]:
     """A record's values by tag, an untagged line continuing the value before it."""
     fields: dict[str, list[str]] = {}
+    if not _UNTAGGED.search(record.raw):  # every line a tag line: one pattern reads them all
+        for tag, value in _FIELD.findall(record.raw):
+            if tag != "ER":
+                fields.setdefault(tag, []).append(value.strip())
+        return fields
     last_tag = "TY"
-    for line in lines:
+    for line in record.lines:
         match = _TAG_LINE.match(line)
         if match is None:
             fields[last_tag][-1] = f"{fields[last_tag][-1]} {line.strip()}".strip()
@@ -171,7 +178,7 @@ def _known(record: _Record, found: StoredRecord) -> Parsed:
     """A record the corpus holds as it is: only its warnings are looked for, from the values of its DOI and dates
     (read from their lines alone when the record has no untagged lines)."""
     if _UNTAGGED.search(record.raw):
-        fields = _fields(record.lines)
+        fields = _fields(record)
     else:
         fields = {}
         for tag, value in _WARNED.findall(record.raw):
@@ -185,7 +192,7 @@ def _known(record: _Record, found: StoredRecord) -> Parsed:
 def _parsed(record: _Record, digest: str | None = None) -> Parsed:
     """The record read field by field; digest: its raw_digest, when computed already."""
     number, warnings = record.number, record.warnings
-    fields = _fields(record.lines)
+    fields = _fields(record)
     title = _first(fields, "TI", "T1", "BT", "CT")
     abstract = clean(" ".join(fields.get("AB", []) + fields.get("N2", [])))
     doi, published, precision = _doi_and_date(fields, number, warnings)

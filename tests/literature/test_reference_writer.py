@@ -4,13 +4,25 @@ staging table's COPY and its one upsert; on SQLite the batch upserts; the counts
 
 import hashlib
 import io
+import threading
+import time
 
+import psycopg
 import pytest
 from django.db import connection, transaction
+from psycopg.types.json import Jsonb
 
+from literature.importers import pubmed_xml
 from literature.importers.records import ParsedReference
 from literature.models import Reference, ReferenceImport
-from literature.services import WRITE_BATCH, ImportInvalid, ReferenceWriter, references_import
+from literature.services import (
+    _STAGED_COLUMNS,
+    WRITE_BATCH,
+    ImportInvalid,
+    ReferenceWriter,
+    _staged_row,
+    references_import,
+)
 from tests.literature.test_literature_importers import fixture, pubmed_article, pubmed_set
 
 
@@ -256,3 +268,102 @@ def test_every_written_reference_keeps_the_digest_of_its_raw_record():
     stored = list(Reference.objects.values_list("raw", "raw_md5"))
     assert len(stored) > 6
     assert all(digest == hashlib.md5(raw.encode()).hexdigest() for raw, digest in stored)
+
+
+# A file import's batches copied straight into the corpus (PostgreSQL) ----------------------------------------------
+
+
+@pytest.mark.django_db
+def test_a_batch_meeting_a_stored_reference_goes_through_the_stage_and_the_batches_before_it_stay():
+    with transaction.atomic():
+        first = ReferenceWriter()
+        first.add(parsed("91", "Stored before"))
+        first.flush()
+    with transaction.atomic():
+        writer = ReferenceWriter(batch_size=2, distinct_keys=True)
+        for reference in [
+            parsed("92", "New in the first batch"),
+            parsed("93", "Also new"),
+            parsed("94", "New, in the batch that meets the stored one"),
+            parsed("91", "Stored before, changed"),
+            parsed("95", "New, after it"),
+        ]:
+            writer.add(reference)
+        writer.flush()
+
+    assert written(writer) == (4, 1, 0)
+    assert sorted(Reference.objects.values_list("source_id", "title")) == [
+        ("91", "Stored before, changed"),
+        ("92", "New in the first batch"),
+        ("93", "Also new"),
+        ("94", "New, in the batch that meets the stored one"),
+        ("95", "New, after it"),
+    ]
+
+
+@pytest.mark.django_db
+def test_values_a_text_copy_escapes_are_stored_as_the_file_gave_them():
+    abstract = "Tab\there, a backslash \\ and \\N, a line\nfeed, β-catenin and “quotes”."
+    raw = f"TY  - JOUR\nTI  - Escapes\tin a title \\N\nAB  - {abstract}\nER  - "
+    references_import(file=io.BytesIO(raw.encode()), format="ris")
+
+    reference = Reference.objects.get()
+    assert reference.raw == raw
+    assert reference.raw_md5 == hashlib.md5(raw.encode()).hexdigest()
+    assert reference.title == "Escapes in a title \\N"
+    assert reference.abstract == " ".join(abstract.split())
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("same_content", [True, False])
+def test_an_import_meeting_a_reference_another_import_is_writing_waits_for_it_and_never_duplicates_it(
+    needs_postgres, same_content
+):
+    """The other import holds the row uncommitted: this one's COPY waits on it, then meets it once it commits."""
+    ours = [pubmed_article("3101", "Ours alone"), pubmed_article("3102", "Both imports")]
+    (theirs,) = pubmed_xml.read(
+        io.BytesIO(pubmed_set(pubmed_article("3102", "Both imports" if same_content else "Their copy")))
+    )
+    other = psycopg.connect(**_connection_parameters())
+    values = _staged_row(theirs.reference)
+    other.execute(
+        f"INSERT INTO literature_reference ({', '.join(_STAGED_COLUMNS)}, created_at, updated_at) "
+        f"VALUES ({', '.join(['%s'] * len(values))}, now(), now())",
+        [Jsonb(value) if isinstance(value, list) else value for value in values],
+    )
+    committing = threading.Thread(target=_commit_once_waited_on, args=(other,))
+    committing.start()
+    try:
+        summary = references_import(file=io.BytesIO(pubmed_set(*ours)), format="pubmed_xml")
+    finally:
+        committing.join()
+        other.close()
+
+    assert (summary.created, summary.updated, summary.unchanged) == ((1, 0, 1) if same_content else (1, 1, 0))
+    assert Reference.objects.filter(source_id="3102").count() == 1
+    assert Reference.objects.get(source_id="3102").title == "Both imports"
+
+
+def _connection_parameters() -> dict:
+    settings = connection.settings_dict
+    return {
+        "dbname": settings["NAME"],
+        "user": settings["USER"],
+        "host": settings["HOST"],
+        "port": settings["PORT"] or 5432,
+        "password": settings["PASSWORD"],
+    }
+
+
+def _commit_once_waited_on(other, timeout: float = 60) -> None:
+    """Commit the other connection's transaction once another backend waits on it (or after timeout seconds)."""
+    with psycopg.connect(**_connection_parameters(), autocommit=True) as watcher:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            (blocked,) = watcher.execute(
+                "SELECT count(*) FROM pg_stat_activity WHERE %s = ANY(pg_blocking_pids(pid))", [other.info.backend_pid]
+            ).fetchone()
+            if blocked:
+                break
+            time.sleep(0.05)
+    other.commit()
