@@ -367,3 +367,24 @@ def _commit_once_waited_on(other, timeout: float = 60) -> None:
                 break
             time.sleep(0.05)
     other.commit()
+
+
+@pytest.mark.django_db
+def test_changed_records_met_while_their_batch_is_open_are_updated_once_each_and_new_ones_created():
+    """A look-up between batches ends the one open, which meets the stored references it changes."""
+
+    def ris(titles: dict[int, str]) -> bytes:
+        return "".join(
+            f"TY  - JOUR\nTI  - {title}\nID  - r{n}\nPY  - 2020\nER  - \n\n" for n, title in titles.items()
+        ).encode()
+
+    references_import(file=io.BytesIO(ris({n: f"Record {n}" for n in range(600)})), format="ris")
+    changed = {n: f"Record {n}, revised" for n in range(0, 600, 2)}
+    new = {n: f"Record {n}" for n in range(600, 1300)}
+
+    summary = references_import(file=io.BytesIO(ris({**changed, **new})), format="ris")
+
+    assert (summary.created, summary.updated, summary.unchanged) == (700, 300, 0)
+    assert Reference.objects.count() == 1300
+    assert Reference.objects.get(source_id="id:r2").title == "Record 2, revised"
+    assert Reference.objects.get(source_id="id:r3").title == "Record 3"
