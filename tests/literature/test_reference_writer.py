@@ -1,6 +1,7 @@
 """Writing references: new ones created, changed ones updated, identical ones left alone, one row per (source, id)
-whatever repeats a file or a writer holds and whatever another import wrote meanwhile. On PostgreSQL this is the
-staging table's COPY and its one upsert; on SQLite the batch upserts; the counts are the same."""
+whatever repeats a file or a writer holds and whatever another import wrote meanwhile. On PostgreSQL a file import
+copies its batches straight into the corpus, falling back to the staging table's COPY and its one upsert (as other
+writers always do); on SQLite the batch upserts; the counts are the same."""
 
 import hashlib
 import io
