@@ -269,6 +269,31 @@ def _analyze_corpus() -> None:
         )
 
 
+class _OpenCopy:
+    """A `COPY … FROM STDIN` that stays open between writes while the caller reads on. Any other statement on the
+    connection first calls `before_statement` (an execute wrapper), which must end the COPY by `close()`; the next
+    write opens another. types: the columns' type oids for a binary COPY."""
+
+    def __init__(self, statement: str, before_statement: Callable[[], None], types: list[int] | None = None):
+        self._before_statement = before_statement
+        self._open = ExitStack()
+        cursor = self._open.enter_context(connection.cursor())
+        copy = self._open.enter_context(cursor.cursor.copy(statement))  # the driver's own cursor
+        if types is not None:
+            copy.set_types(types)
+        self.write_row = copy.write_row
+        connection.execute_wrappers.append(self._end_before)
+
+    def close(self, exc_info=(None, None, None)) -> None:
+        """End the COPY (the server then holds every row written); exc_info of a failure makes it fail instead."""
+        connection.execute_wrappers.remove(self._end_before)
+        self._open.__exit__(*exc_info)
+
+    def _end_before(self, execute, sql, params, many, context):
+        self._before_statement()
+        return execute(sql, params, many, context)
+
+
 class _CorpusCopy:
     """Batches of a writer's rows copied straight into the corpus on PostgreSQL, each under a savepoint, by a COPY
     that stays open while the caller reads on: the server writes each reference once, while the next ones are
@@ -289,15 +314,17 @@ class _CorpusCopy:
         table = Reference._meta.db_table
         columns = (*_STAGED_COLUMNS, "created_at", "updated_at")
         self._statement = f"COPY {connection.ops.quote_name(table)} ({', '.join(columns)}) FROM STDIN"
-        self._open: ExitStack | None = None  # the COPY's cursor and context while it is open
-        self._copy: Any = None
+        self._open: _OpenCopy | None = None
         self._now: Any = None
 
     def write(self, row: tuple) -> None:
         if self._open is None:
-            self._begin()
+            # The savepoint on the driver's own cursor: it is this batch's, not one of Django's atomic blocks.
+            connection.connection.execute(f"SAVEPOINT {self._SAVEPOINT}")
+            self._open = _OpenCopy(self._statement, self.end)
+            self._now = timezone.now()
         self.rows.append(row)
-        self._copy.write_row((*row[:_AUTHORS], json.dumps(row[_AUTHORS]), *row[_AUTHORS + 1 :], self._now, self._now))
+        self._open.write_row((*row[:_AUTHORS], json.dumps(row[_AUTHORS]), *row[_AUTHORS + 1 :], self._now, self._now))
         if len(self.rows) >= self.writer.batch_size:
             self.end()
 
@@ -305,12 +332,11 @@ class _CorpusCopy:
         """End the open batch, if any: its rows are then in the corpus, or back with the writer."""
         if self._open is None:
             return
-        connection.execute_wrappers.remove(self._end_before)
-        opened, self._open, self._copy = self._open, None, None
+        opened, self._open = self._open, None
         rows, self.rows = self.rows, []
         driver = connection.connection
         try:
-            opened.__exit__(None, None, None)
+            opened.close()
         except psycopg.errors.UniqueViolation:
             driver.execute(f"ROLLBACK TO SAVEPOINT {self._SAVEPOINT}")
             driver.execute(f"RELEASE SAVEPOINT {self._SAVEPOINT}")
@@ -322,29 +348,15 @@ class _CorpusCopy:
     def fail(self, exc_info) -> None:
         """The caller's work failed: the open COPY fails too (the caller's transaction is then rolled back)."""
         if self._open is not None:
-            connection.execute_wrappers.remove(self._end_before)
-            opened, self._open, self._copy, self.rows = self._open, None, None, []
-            opened.__exit__(*exc_info)
-
-    def _begin(self) -> None:
-        self._open = ExitStack()
-        cursor = self._open.enter_context(connection.cursor())
-        # On the driver's own cursor: the savepoint is this batch's, not one of Django's atomic blocks.
-        cursor.cursor.execute(f"SAVEPOINT {self._SAVEPOINT}")
-        self._copy = self._open.enter_context(cursor.cursor.copy(self._statement))
-        self._now = timezone.now()
-        connection.execute_wrappers.append(self._end_before)
-
-    def _end_before(self, execute, sql, params, many, context):
-        self.end()
-        return execute(sql, params, many, context)
+            opened, self._open, self.rows = self._open, None, []
+            opened.close(exc_info)
 
 
 class _Stage:
     """A temporary table on PostgreSQL that references are copied into as they come, then upserted from at once.
 
-    The COPY stays open between writes; an execute wrapper ends it before any other statement on the connection (a
-    look-up, the ORM's), and the next write opens another. It is binary, typed by the stage's columns: the server
+    Its COPY stays open between writes (_OpenCopy), ended before any other statement on the connection (a look-up,
+    the ORM's). It is binary, typed by the stage's columns: the server
     takes each value as it is instead of scanning some 9 kB of text a PubMed record for escapes (a quarter less of
     its time). Its columns are compressed as the corpus's own (raw and abstract lz4, see literature/migrations/0005),
     so each value is compressed once, when it is copied in, and by the corpus's method: PostgreSQL moves a
@@ -373,36 +385,24 @@ class _Stage:
                         f"ALTER TABLE {self.table} ALTER COLUMN {column} SET COMPRESSION {methods[compression]}"
                     )
         self._types = _column_types(self.table, _STAGED_COLUMNS)
-
-        self._open: ExitStack | None = None  # the COPY's cursor and context while it is open
-        self._copy: Any = None
+        self._statement = f"COPY {self.table} ({', '.join(_STAGED_COLUMNS)}) FROM STDIN (FORMAT BINARY)"
+        self._open: _OpenCopy | None = None
 
     def write(self, row: tuple) -> None:
         """Copy one row of _STAGED_COLUMNS (see _staged_row)."""
         if self._open is None:
-            self._open = ExitStack()
-            cursor = self._open.enter_context(connection.cursor())
-            statement = f"COPY {self.table} ({', '.join(_STAGED_COLUMNS)}) FROM STDIN (FORMAT BINARY)"
-            self._copy = self._open.enter_context(cursor.cursor.copy(statement))
-            self._copy.set_types(self._types)
-            connection.execute_wrappers.append(self._end_before)
+            self._open = _OpenCopy(self._statement, self.end, self._types)
         key = (row[0], row[1])
         self.repeated |= key in self.keys
         self.keys.add(key)
-        self._copy.write_row(row)
+        self._open.write_row(row)
 
     def end(self, exc_info=(None, None, None)) -> None:
         """End the open COPY, if any (the server then holds every row written); exc_info of a failure makes the COPY
         fail instead."""
-        if self._open is None:
-            return
-        connection.execute_wrappers.remove(self._end_before)
-        opened, self._open, self._copy = self._open, None, None
-        opened.__exit__(*exc_info)
-
-    def _end_before(self, execute, sql, params, many, context):
-        self.end()
-        return execute(sql, params, many, context)
+        if self._open is not None:
+            opened, self._open = self._open, None
+            opened.close(exc_info)
 
     def upsert(self) -> tuple[int, int, int]:
         """Write the stage into the corpus: (created, updated, staged). The stage is dropped."""

@@ -38,7 +38,7 @@ _TAG_LINE = re.compile(r"^([A-Z][A-Z0-9]) {1,2}-(?: (.*))?$")
 # patterns starts with the line feed before the line, which the regular expression engine finds fast.
 _UNTAGGED = re.compile(r"\n(?![A-Z][A-Z0-9] {1,2}-(?: |$))", re.MULTILINE)
 # Every tag line of a record's text whose lines are all tag lines.
-_FIELD = re.compile(r"^([A-Z][A-Z0-9]) {1,2}-(?: (.*))?$", re.MULTILINE)
+_FIELD = re.compile(_TAG_LINE.pattern, re.MULTILINE)
 # The tag lines whose values can be warned about, after a record's first line.
 _WARNED = re.compile(r"\n(DO|DA|PY|Y1) {1,2}-(?: (.*))?$", re.MULTILINE)
 # The tags that end a record, inside one: "ER", or a "TY" of the next record when the "ER" is missing.
