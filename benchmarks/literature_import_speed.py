@@ -12,6 +12,12 @@ lines split into tag and value for MEDLINE and RIS), which is the floor. It repo
 
 - each import and re-import per record, as a ratio to the bare parse (goals ≤ 3× and ≤ 1.5×); the import's time is
   the one it records (`ReferenceImport.seconds`, the work itself, without the process's start);
+- for reference, the import's writer alone, per record, as a ratio to the same bare parse: the first WRITE_ALONE
+  usable records of the file, read beforehand, written as a file import writes them (content hash, raw digest, the
+  COPY into the corpus and the server's inserts), in a transaction then rolled back, with the part of it that is the
+  writing process's own CPU. A first import does that work besides reading the file, which costs at least the bare
+  parse: when that CPU is twice the bare parse or more, the import's goal of 3× is out of reach whatever its reader
+  costs;
 - the PubMed import's wall time, process start to exit (target ≤ 40 s for 100,000 records) and the peak resident
   memory of the import processes (their own rusage, Django included; ≤ 300 MB).
 
@@ -20,6 +26,7 @@ when a goal or target is missed.
 """
 
 import argparse
+import itertools
 import json
 import os
 import random
@@ -35,6 +42,7 @@ from support import Results, child_figures, postgres_server, run_child, run_meas
 SCRATCH_DATABASE = "oh_bench_literature"
 RECORDS = 100_000
 LINE_RECORDS = 20_000
+WRITE_ALONE = 20_000  # records the writer alone writes (all read into memory first)
 TARGET_SECONDS = 40  # for RECORDS articles
 TARGET_MEGABYTES = 300
 IMPORT_GOAL = 3.0
@@ -186,6 +194,29 @@ def bare_child(path: str, format: str) -> None:
     print(json.dumps({"seconds": time.perf_counter() - started, "records": records}))
 
 
+def write_alone_child(path: str, format: str) -> None:
+    """The writer alone (see the module's docs), in this process: prints its seconds and the records it wrote."""
+    setup_django()
+    from django.db import transaction
+
+    from literature.importers import medline, pubmed_xml, ris
+    from literature.services import ReferenceWriter
+
+    read = {"pubmed_xml": pubmed_xml.read, "medline": medline.read, "ris": ris.read}[format]
+    with open(path, "rb") as stream:
+        references = [parsed.reference for parsed in itertools.islice(read(stream), WRITE_ALONE) if parsed.reference]
+    with transaction.atomic():
+        started, started_cpu = time.perf_counter(), time.process_time()
+        with ReferenceWriter(distinct_keys=True) as writer:
+            for reference in references:
+                writer.add(reference)
+            writer.flush()
+        seconds, cpu = time.perf_counter() - started, time.process_time() - started_cpu
+        assert writer.created == len(references), (writer.created, len(references))
+        transaction.set_rollback(True)
+    print(json.dumps({"seconds": seconds, "cpu": cpu, "records": len(references)}))
+
+
 def import_seconds(env: dict, command: list[str]) -> tuple[float, float, float, str]:
     """(seconds inside the import as it recorded them, wall seconds of the process, its peak MB, its output)."""
     wall, peak, output = run_measured(command, env)
@@ -214,6 +245,9 @@ def measure_format(results: Results, env: dict, folder: Path, format: str, recor
         return figures["seconds"]
 
     floors = [floor()]
+    print("Writing the first records alone…", flush=True)
+    written = child_figures([PYTHON, __file__, "--write-alone", str(path), format], env)
+    own_cpu = 1e6 * written["cpu"] / written["records"]
     print(f"Importing {path.name} ({megabytes:,.0f} MB)…", flush=True)
     seconds, wall, peak, output = import_seconds(env, command)
     assert f"Imported {records} references" in output and f"{records} new" in output, output
@@ -236,6 +270,17 @@ def measure_format(results: Results, env: dict, folder: Path, format: str, recor
         floor_name=f"bare parse of the same file (median of {len(floors)})",
         scale=per_record,
         note=f"({megabytes:,.0f} MB file; {wall:.1f} s with the process's start)",
+    )
+    results.ratio(
+        f"{format} import's writer alone, {written['records']:,} records, per record",
+        [written["seconds"] / written["records"]],
+        [floor_seconds / records],
+        "µs",
+        None,
+        floor_name="bare parse of the same file",
+        scale=1e6,
+        note=f"(for reference: the first import's write without its reading; {own_cpu:.1f} µs a record of it the "
+        "writing process's own CPU, the rest waiting on the server)",
     )
     results.ratio(
         f"{format} re-import, every record unchanged, per record",
@@ -269,10 +314,14 @@ def main() -> int:
     parser.add_argument("--repeats", type=int, default=2, help="re-imports of each file")
     parser.add_argument("--formats", default="pubmed_xml,medline,ris", help="the formats to measure")
     parser.add_argument("--bare-parse", nargs=2, metavar=("FILE", "FORMAT"), help=argparse.SUPPRESS)
+    parser.add_argument("--write-alone", nargs=2, metavar=("FILE", "FORMAT"), help=argparse.SUPPRESS)
     parser.add_argument("--last-import-seconds", action="store_true", help=argparse.SUPPRESS)
     arguments = parser.parse_args()
     if arguments.bare_parse:
         bare_child(*arguments.bare_parse)
+        return 0
+    if arguments.write_alone:
+        write_alone_child(*arguments.write_alone)
         return 0
     if arguments.last_import_seconds:
         last_import_seconds()

@@ -291,7 +291,8 @@ def interleaved(figure, floor, repeats: int) -> tuple[list[float], list[float]]:
 
 
 class Row(tuple):
-    """One figure: (figure, measured, floor, ratio, goal, passed, note). floor and ratio are "–" without a floor."""
+    """One figure: (figure, measured, floor, ratio, goal, passed, note). floor and ratio are "–" without a floor;
+    passed is None for a figure shown for reference, without a goal."""
 
     def __new__(cls, figure, measured, floor, ratio, goal, passed, note=""):
         return super().__new__(cls, (figure, measured, floor, ratio, goal, passed, note))
@@ -319,7 +320,7 @@ class Results(list):
         values: list[float],
         floors: list[float],
         unit: str,
-        goal: float,
+        goal: float | None,
         *,
         floor_name: str,
         note: str = "",
@@ -327,16 +328,20 @@ class Results(list):
         at_least: bool = False,
     ) -> float:
         """A figure as the median of its ratios to the floor measured beside it (values[i] / floors[i]), against
-        a goal on that ratio (at most `goal`, or with at_least at least `goal`: a rate against the best one); the
-        note gives the ratios' spread. scale converts the values to `unit`. Returns the median ratio."""
+        a goal on that ratio (at most `goal`, or with at_least at least `goal`: a rate against the best one; None: a
+        figure for reference, which neither passes nor fails); the note gives the ratios' spread. scale converts the
+        values to `unit`. Returns the median ratio."""
         ratios = [value / floor for value, floor in zip(values, floors, strict=True)]
         ratio, low, high = median_and_spread(ratios)
         spread = f"ratio {low:.2f}–{high:.2f} over {len(ratios)}" if len(ratios) > 1 else "one measurement"
         note = f"({spread}; floor: {floor_name}){' ' + note if note else ''}"
         measured = _shown(statistics.median(values) * scale, unit)
         floor = _shown(statistics.median(floors) * scale, unit)
-        passed = ratio >= goal if at_least else ratio <= goal
-        goal_text = f"≥ {goal:g}×" if at_least else f"≤ {goal:g}×"
+        if goal is None:
+            passed, goal_text = None, "–"
+        else:
+            passed = ratio >= goal if at_least else ratio <= goal
+            goal_text = f"≥ {goal:g}×" if at_least else f"≤ {goal:g}×"
         self.append(Row(figure, measured, floor, f"{ratio:.2f}×", goal_text, passed, note))
         print(f"  {figure}: {measured}, floor {floor}, ratio {ratio:.2f}× {note}", flush=True)
         return ratio
@@ -360,7 +365,7 @@ COLUMNS = ("figure", "measured", "floor", "ratio", "goal", "result")
 def table_lines(rows) -> list[str]:
     """The rows (Rows, or lists of their values) as lines of a table of COLUMNS."""
     cells = [COLUMNS] + [
-        (figure, measured, floor, ratio, goal, "PASS" if passed else "FAIL")
+        (figure, measured, floor, ratio, goal, "–" if passed is None else "PASS" if passed else "FAIL")
         for figure, measured, floor, ratio, goal, passed, *_ in rows
     ]
     widths = [max(len(row[column]) for row in cells) for column in range(len(COLUMNS))]
@@ -375,4 +380,4 @@ def print_table(results) -> None:
 
 
 def all_passed(results) -> bool:
-    return all(row[5] for row in results)
+    return all(row[5] is not False for row in results)
