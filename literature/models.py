@@ -37,6 +37,9 @@ class Reference(models.Model):
     published_precision = models.CharField(max_length=5, choices=DatePrecision.choices, blank=True)
     raw = models.TextField(blank=True, help_text="the record as the source gave it")
     raw_md5 = models.CharField(max_length=32, blank=True, help_text="md5 of raw's UTF-8 bytes: tells a re-import")
+    raw_warned = models.BooleanField(
+        null=True, help_text="whether reading raw gave warnings (a field left out); empty when not told"
+    )
     content_sha256 = models.CharField(max_length=64)
     is_demo = models.BooleanField(default=False)
     created_at = models.DateTimeField(auto_now_add=True)

@@ -66,6 +66,7 @@ _UPDATE_FIELDS = [
     "published_precision",
     "raw",
     "raw_md5",
+    "raw_warned",
     "content_sha256",
     "is_demo",
     "updated_at",
@@ -243,6 +244,7 @@ def _staged_row(reference: ParsedReference) -> tuple:
         reference.published_precision,
         reference.raw,
         reference.raw_md5,
+        reference.raw_warned,
         reference.content_sha256,
         reference.is_demo,
     )
@@ -614,6 +616,7 @@ def _write_file(parsed_records: Iterator[Parsed], writer: ReferenceWriter, progr
             outcome.records += 1
             outcome.warnings += [warning.as_dict() for warning in parsed.warnings]
             if parsed.reference is not None:
+                parsed.reference.raw_warned = bool(parsed.warnings)
                 writer.add(parsed.reference)
             else:
                 writer.count_unchanged()
@@ -674,18 +677,21 @@ def _stored_digests(source: str, digests: list[str]) -> dict[str, StoredRecord]:
         table = connection.ops.quote_name(Reference._meta.db_table)
         with connection.cursor() as cursor:
             cursor.execute(
-                f"SELECT raw_md5, source_id, content_sha256, published IS NULL FROM {table} "
+                f"SELECT raw_md5, source_id, content_sha256, published IS NULL, raw_warned FROM {table} "
                 "WHERE source = %s AND raw_md5 = ANY(%s)",
                 [source, digests],
             )
-            return {digest: StoredRecord(source_id, sha, undated) for digest, source_id, sha, undated in cursor}
+            return {
+                digest: StoredRecord(source_id, sha, undated, warned)
+                for digest, source_id, sha, undated, warned in cursor
+            }
     found = {}
     for offset in range(0, len(digests), _LOOKUP_CHUNK):
         rows = Reference.objects.filter(source=source, raw_md5__in=digests[offset : offset + _LOOKUP_CHUNK])
-        for digest, source_id, sha, published in rows.values_list(
-            "raw_md5", "source_id", "content_sha256", "published"
+        for digest, source_id, sha, published, warned in rows.values_list(
+            "raw_md5", "source_id", "content_sha256", "published", "raw_warned"
         ):
-            found[digest] = StoredRecord(source_id, sha, published is None)
+            found[digest] = StoredRecord(source_id, sha, published is None, warned)
     return found
 
 

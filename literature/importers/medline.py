@@ -134,14 +134,16 @@ def _date(fields: dict[str, list[str]], number: int, warnings: list[Problem]):
 
 
 def _known(record: _Record, found: StoredRecord) -> Parsed:
-    """A record the corpus holds as it is: only its warnings are looked for. A dated stored record had no warning
-    about its date; one whose lines are all tag lines and continuations, none about its lines."""
+    """A record the corpus holds as it is: only its warnings are looked for, unless it had none when it was stored.
+    A dated stored record had no warning about its date; one whose lines are all tag lines and continuations, none
+    about its lines."""
     fields: dict[str, list[str]] | None = None
     warnings: list[Problem] = []
-    if not _TAGGED.match(record.raw) or _UNTAGGED.search(record.raw):
-        fields, warnings = _fields(record)
-    if found.undated:
-        _date(fields if fields is not None else _fields(record)[0], record.number, warnings)
+    if found.warned is not False:
+        if not _TAGGED.match(record.raw) or _UNTAGGED.search(record.raw):
+            fields, warnings = _fields(record)
+        if found.undated:
+            _date(fields if fields is not None else _fields(record)[0], record.number, warnings)
     stored = KnownRecord(Reference.Source.PUBMED, found.source_id, found.content_sha256)
     return records.identify(Parsed(record.number, None, [], warnings, known=stored))
 

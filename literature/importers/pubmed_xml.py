@@ -6,10 +6,14 @@ record is the article's own bytes from the file, cut from what the parser has re
 from 1 in file order.
 
 A caller that can tell which articles the corpus already holds byte for byte passes `known`: those articles are not
-read field by field again (the same bytes give the same reference), only their id and date (for its warning). While
-most articles of a batch of KNOWN_BATCH are known, the next batch is first read that lightly, and the articles that
-turn out not to be known are parsed again from their bytes; while most are not, articles are read in full and one
-look at a sample of each batch tells whether known ones have begun.
+read field by field again (the same bytes give the same reference), only their id and date (for its warning). The
+first KNOWN_BATCH articles are cut from the bytes ahead and looked up before the file is parsed. When most of them
+are held (a re-import), the whole file is read lightly: expat checks that it is well formed without building any
+element, each article is cut from its bytes and its PMID read from them, and only the articles the corpus does not
+hold (looked up a batch at a time) are parsed, from their bytes. Otherwise the file is parsed as above, and while
+most articles of a batch are known, the next batch is first read that lightly from the parser's elements, the
+articles that turn out not to be known being parsed again from their bytes; while most are not, articles are read
+in full and one look at a sample of each batch tells whether known ones have begun.
 """
 
 import hashlib
@@ -17,6 +21,7 @@ import re
 import xml.etree.ElementTree as ET
 from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass
+from xml.parsers import expat
 
 from literature.importers import records
 from literature.importers.records import FileUnreadable, KnownRecord, Parsed, ParsedReference, Problem, clean
@@ -26,46 +31,85 @@ ROOT = "PubmedArticleSet"
 ARTICLES = ("PubmedArticle", "PubmedBookArticle")
 _OPENING = {tag: re.compile(rb"<%s[\s>]" % tag.encode()) for tag in ARTICLES}
 _CLOSING = {tag: re.compile(rb"</%s\s*>" % tag.encode()) for tag in ARTICLES}
+_ANY_OPENING = re.compile(rb"<(%s)[\s>]" % "|".join(ARTICLES).encode())
+# An article's own PMID is its first (MedlineCitation's or BookDocument's; later ones are those it cites).
+_FIRST_PMID = re.compile(rb"<PMID\b[^>]*>([^<]*)</PMID>")
 _DECLARED_ENCODING = re.compile(rb"""^\s*<\?xml[^>]*encoding=["']([A-Za-z0-9._-]+)["']""")
 KNOWN_BATCH = 500
 # While articles are read in full, one in this many is looked up to see whether known ones have begun.
 _PROBE_EVERY = 10
+# Bytes read at a time while a file is read lightly.
+_CHUNK = 1 << 16
 # {PMID: the article's digest (records.raw_digest)} → {PMID: (the stored record's digest, its content hash, whether it
 # is undated)} of those the corpus holds.
 Known = Callable[[dict[str, str]], dict[str, tuple[str, str, bool]]]
 
 
 class _RecordingStream:
-    """Passes reads through and keeps the bytes read since the last article was cut out."""
+    """Passes reads through and keeps the bytes read since the last article was cut out. Bytes read ahead (`ahead`)
+    are passed on first."""
 
     def __init__(self, stream):
         self.stream = stream
         self.pending = bytearray()
+        self.start = 0  # the offset in the file of pending's first byte
+        self.ahead = bytearray()
+        self.ahead_passed = 0  # of the bytes read ahead, those passed on
         self.encoding: str | None = None
 
     def read(self, size: int = -1) -> bytes:
+        if self.ahead:
+            end = len(self.ahead) if size < 0 else self.ahead_passed + size
+            data = bytes(self.ahead[self.ahead_passed : end])
+            self.ahead_passed += len(data)
+            if self.ahead_passed == len(self.ahead):
+                self.ahead, self.ahead_passed = bytearray(), 0
+        else:
+            data = self._read(size)
+        self.pending += data
+        return data
+
+    def read_ahead(self, size: int) -> bool:
+        """Read the next bytes into `ahead`, which read() then passes on; False at the end of the stream."""
+        data = self._read(size)
+        self.ahead += data
+        return bool(data)
+
+    def _read(self, size: int) -> bytes:
         data = self.stream.read(size)
         if self.encoding is None:
             declared = _DECLARED_ENCODING.match(data)
             self.encoding = declared.group(1).decode() if declared else "utf-8"
-        self.pending += data
         return data
 
     def cut(self, tag: str) -> bytes | None:
         """The next article's bytes, or None when its tags cannot be found (the caller then serialises)."""
         opening = _OPENING[tag].search(self.pending)
-        closing = _CLOSING[tag].search(self.pending, opening.end()) if opening else None
-        if opening is None or closing is None:
+        return self._cut(opening, tag) if opening else None
+
+    def cut_next(self, before: int | None = None) -> bytes | None:
+        """The next whole article's bytes, if its closing tag ends before the offset `before` (when given)."""
+        opening = _ANY_OPENING.search(self.pending)
+        return self._cut(opening, opening.group(1).decode(), before) if opening else None
+
+    def _cut(self, opening: re.Match, tag: str, before: int | None = None) -> bytes | None:
+        closing = _CLOSING[tag].search(self.pending, opening.end())
+        if closing is None or (before is not None and self.start + closing.end() > before):
             return None
         raw = bytes(self.pending[opening.start() : closing.end()])
         del self.pending[: closing.end()]
+        self.start += closing.end()
         return raw
+
+    @property
+    def utf8(self) -> bool:
+        return (self.encoding or "utf-8").lower().replace("-", "") in ("utf8", "ascii")
 
     def text(self, raw: bytes) -> str:
         return raw.decode(self.encoding or "utf-8", errors="replace")
 
     def digest(self, raw: bytes) -> str:
-        if (self.encoding or "utf-8").lower().replace("-", "") in ("utf8", "ascii"):
+        if self.utf8:
             return hashlib.md5(raw, usedforsecurity=False).hexdigest()
         return records.raw_digest(self.text(raw))
 
@@ -73,9 +117,12 @@ class _RecordingStream:
 def read(stream, known: Known | None = None) -> Iterator[Parsed]:
     """Parsed records of a binary stream holding a PubmedArticleSet (see the module's docs for `known`)."""
     recording = _RecordingStream(stream)
+    if known is not None and _mostly_held(recording, known):
+        yield from _read_lightly(recording, known)
+        return
     number = 0
     element = None
-    light = known is not None  # expecting articles the corpus holds
+    light = False  # expecting articles the corpus holds
     batch: list[_Light] = []  # read lightly, not decided yet
     probe: dict[str, str] = {}  # PMID → digest of articles read in full, to see whether known ones begin
     try:
@@ -108,6 +155,93 @@ def read(stream, known: Known | None = None) -> Iterator[Parsed]:
     # The last element to end is the outermost one.
     if element is not None and element.tag != ROOT:
         raise FileUnreadable(f"This is not a PubMed XML file: its outer element is <{element.tag}>, not <{ROOT}>.")
+
+
+def _mostly_held(recording: _RecordingStream, known: Known) -> bool:
+    """Whether the corpus holds most of the first KNOWN_BATCH articles, cut from the bytes ahead (which the reader
+    then reads again). A file whose prolog declares entities is parsed (its articles would not read on their own),
+    and so is one in an encoding other than UTF-8."""
+    ahead = recording.ahead
+    articles: dict[str, str] = {}
+    position = 0  # past the last article cut
+    while len(articles) < KNOWN_BATCH and recording.read_ahead(_CHUNK):
+        if not recording.utf8:
+            return False
+        while len(articles) < KNOWN_BATCH and (opening := _ANY_OPENING.search(ahead, position)):
+            if position == 0 and b"<!ENTITY" in ahead[: opening.start()]:
+                return False
+            closing = _CLOSING[opening.group(1).decode()].search(ahead, opening.end())
+            if closing is None:
+                break
+            raw = bytes(ahead[opening.start() : closing.end()])
+            if pmid := _raw_pmid(raw):
+                articles[pmid] = recording.digest(raw)
+            position = closing.end()
+    if not articles:
+        return False
+    stored = known(articles)
+    held = sum(1 for pmid, digest in articles.items() if pmid in stored and stored[pmid][0] == digest)
+    return 2 * held >= len(articles)
+
+
+def _read_lightly(recording: _RecordingStream, known: Known) -> Iterator[Parsed]:
+    """Every article of a file the corpus mostly holds (see the module's docs): expat, without handlers but for the
+    first element's start (the outer element) and an undefined entity (refused as ElementTree refuses it), checks the
+    file well formed; the articles before an error are read, and the error is reported as the parser reports one."""
+    parser = expat.ParserCreate()
+    outer: list[str] = []
+    refused: list[tuple[str, int]] = []  # (why, at which offset) an undefined entity was refused
+
+    def first_element(name, attributes):
+        outer.append(name)
+        parser.StartElementHandler = None
+
+    def undefined_entity(name, is_parameter_entity):
+        where = f"line {parser.CurrentLineNumber}, column {parser.CurrentColumnNumber}"
+        refused.append((f"undefined entity &{name};: {where}", parser.CurrentByteIndex))
+        raise expat.ExpatError(refused[-1][0])
+
+    parser.StartElementHandler = first_element
+    parser.SkippedEntityHandler = undefined_entity
+    number = 0
+    batch: list[_Light] = []
+
+    def cut(before: int) -> Iterator[Parsed]:
+        """The articles whose bytes the parser has gone past (their closing tag ends before `before`), a batch at a
+        time."""
+        nonlocal number, batch
+        while (raw := recording.cut_next(before)) is not None:
+            number += 1
+            batch.append(_Light(number, _raw_pmid(raw), recording.digest(raw), raw))
+            if len(batch) == KNOWN_BATCH:
+                yield from _decided(batch, recording, known)
+                batch = []
+
+    try:
+        while True:
+            data = recording.read(_CHUNK)
+            try:
+                parser.Parse(data, not data)
+            except expat.ExpatError as exc:
+                error, at = refused[-1] if refused else (str(exc), parser.ErrorByteIndex)
+                yield from cut(at)
+                yield from _decided(batch, recording, known)
+                raise FileUnreadable(f"The XML is not well-formed after record {number}: {error}.") from None
+            # Outside a handler the parser's index is just past what it has parsed.
+            yield from cut(parser.CurrentByteIndex)
+            if not data:
+                break
+        yield from _decided(batch, recording, known)
+    except ET.ParseError as exc:  # an article the corpus does not hold, parsed from its bytes alone
+        raise FileUnreadable(f"The XML is not well-formed after record {number}: {exc}.") from None
+    if outer and outer[0] != ROOT:
+        raise FileUnreadable(f"This is not a PubMed XML file: its outer element is <{outer[0]}>, not <{ROOT}>.")
+
+
+def _raw_pmid(raw: bytes) -> str:
+    """An article's PMID read from its bytes ("" when it has none there; the article is then parsed)."""
+    found = _FIRST_PMID.search(raw)
+    return found.group(1).decode(errors="replace").strip() if found else ""
 
 
 @dataclass(frozen=True)

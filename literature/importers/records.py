@@ -68,6 +68,9 @@ class ParsedReference:
     published_precision: str = PRECISION_UNKNOWN
     raw: str = ""
     is_demo: bool = False
+    # Whether reading raw gave warnings (a field left out); None when not told (a fetched record). A file import
+    # sets it: a re-import then need not look again for the warnings of a stored record that had none.
+    raw_warned: bool | None = None
 
     @cached_property
     def content_sha256(self) -> str:
@@ -115,12 +118,14 @@ class Parsed:
 
 @dataclass(frozen=True)
 class StoredRecord:
-    """What the corpus holds for a raw record stored byte for byte: its reference's id, its content hash and whether
-    it is undated (a record whose date could not be read is; one that is dated had no warning about its date)."""
+    """What the corpus holds for a raw record stored byte for byte: its reference's id, its content hash, whether
+    it is undated (a record whose date could not be read is; one that is dated had no warning about its date) and
+    whether reading it gave warnings (ParsedReference.raw_warned; None when not told)."""
 
     source_id: str
     content_sha256: str
     undated: bool
+    warned: bool | None = None
 
 
 # (source, raw digests) → {digest: StoredRecord} of the source's references whose raw record has that digest.

@@ -176,15 +176,16 @@ def _doi_and_date(fields: dict[str, list[str]], number: int, warnings: list[Prob
 
 def _known(record: _Record, found: StoredRecord) -> Parsed:
     """A record the corpus holds as it is: only its warnings are looked for, from the values of its DOI and dates
-    (read from their lines alone when the record has no untagged lines)."""
-    if _UNTAGGED.search(record.raw):
-        fields = _fields(record)
-    else:
-        fields = {}
-        for tag, value in _WARNED.findall(record.raw):
-            fields.setdefault(tag, []).append(value.strip())
+    (read from their lines alone when the record has no untagged lines), unless it had none when it was stored."""
     warnings = record.warnings
-    _doi_and_date(fields, record.number, warnings)
+    if found.warned is not False:
+        if _UNTAGGED.search(record.raw):
+            fields = _fields(record)
+        else:
+            fields = {}
+            for tag, value in _WARNED.findall(record.raw):
+                fields.setdefault(tag, []).append(value.strip())
+        _doi_and_date(fields, record.number, warnings)
     stored = KnownRecord(Reference.Source.RIS, found.source_id, found.content_sha256)
     return records.identify(Parsed(record.number, None, [], warnings, known=stored))
 

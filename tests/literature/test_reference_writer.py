@@ -243,6 +243,86 @@ def test_a_file_breaking_off_after_known_articles_imports_nothing():
     assert ReferenceImport.objects.count() == 1
 
 
+DOCTYPE = '<!DOCTYPE PubmedArticleSet PUBLIC "-//NLM//DTD PubMedArticle, 1st January 2025//EN" "pubmed_250101.dtd">'
+HELD = [pubmed_article(str(810 + n), f"Held {n}") for n in range(5)]
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    "breaking",
+    [
+        pytest.param(lambda content: content[: content.rindex(b"</PubmedArticle>")], id="truncated"),
+        pytest.param(lambda content: content.replace(b"Held 3</ArticleTitle>", b"Held 3</Title>"), id="mismatched"),
+        pytest.param(
+            lambda content: content.replace(
+                b"<PubmedArticle><MedlineCitation><PMID>813", b"&nbsp;<PubmedArticle><MedlineCitation><PMID>813"
+            ),
+            id="entity",
+        ),
+        pytest.param(
+            lambda content: content.replace(b"?>\n", b"?>\n" + DOCTYPE.encode()).replace(
+                b"<PubmedArticle><MedlineCitation><PMID>813", b"&nbsp;<PubmedArticle><MedlineCitation><PMID>813"
+            ),
+            id="entity-with-doctype",
+        ),
+        pytest.param(lambda content: content + b"<More/>", id="after-the-end"),
+        pytest.param(
+            lambda content: content.replace(b"<PubmedArticleSet>", b"<Other>").replace(
+                b"</PubmedArticleSet>", b"</Other>"
+            ),
+            id="outer-element",
+        ),
+    ],
+)
+def test_a_broken_file_the_corpus_mostly_holds_is_refused_as_when_nothing_is_held(needs_postgres, breaking):
+    """Read lightly (most of its first articles held), a file that is not well formed is refused with the same
+    words, after the same record, as when it is parsed."""
+    broken = breaking(pubmed_set(*HELD))
+    with pytest.raises(ImportInvalid) as parsed_whole:
+        references_import(file=io.BytesIO(broken), format="pubmed_xml")
+    references_import(file=io.BytesIO(pubmed_set(*HELD)), format="pubmed_xml")
+
+    with pytest.raises(ImportInvalid) as read_lightly:
+        references_import(file=io.BytesIO(broken), format="pubmed_xml")
+
+    assert read_lightly.value.problems == parsed_whole.value.problems
+    assert "Held" not in str(parsed_whole.value.problems) and Reference.objects.count() == len(HELD)
+
+
+@pytest.mark.django_db
+def test_a_reimport_reads_changed_and_new_articles_among_held_ones_from_their_bytes(needs_postgres):
+    held = [pubmed_article(str(2_000 + n), f"Held {n}") for n in range(600)]
+    references_import(file=io.BytesIO(pubmed_set(*held)), format="pubmed_xml")
+    changed = pubmed_article("2003", "Held 3, retitled", month="Foo")
+    book = (
+        "<PubmedBookArticle><BookDocument><PMID>2999</PMID><ArticleTitle>A chapter</ArticleTitle><Book>"
+        "<BookTitle>A book</BookTitle><PubDate><Year>2021</Year></PubDate></Book></BookDocument></PubmedBookArticle>"
+    )
+    content = pubmed_set(*held[:3], changed, *held[4:], pubmed_article("2998", "New one"), book)
+
+    summary = references_import(file=io.BytesIO(content), format="pubmed_xml")
+
+    assert (summary.records, summary.created, summary.updated, summary.unchanged) == (602, 2, 1, 599)
+    assert [(warning["record"], warning["id"]) for warning in summary.warnings] == [(4, "2003")]
+    assert Reference.objects.get(source_id="2003").title == "Held 3, retitled"
+    assert Reference.objects.get(source_id="2999").journal == "A book"
+
+
+@pytest.mark.django_db
+def test_a_reimport_of_a_file_declaring_entities_reads_its_changed_articles_with_them(needs_postgres):
+    prolog = b"<?xml version='1.0'?>\n<!DOCTYPE PubmedArticleSet [<!ENTITY lab \"Laboratory\">]>\n"
+    articles = [pubmed_article(str(3_000 + n), f"Held {n} &lab;") for n in range(5)]
+    content = pubmed_set(*articles).replace(b"<?xml version='1.0'?>\n", prolog)
+    references_import(file=io.BytesIO(content), format="pubmed_xml")
+
+    again = references_import(
+        file=io.BytesIO(content.replace(b"Held 4 &lab;", b"Held 4, the &lab;")), format="pubmed_xml"
+    )
+
+    assert (again.updated, again.unchanged) == (1, 4)
+    assert Reference.objects.get(source_id="3004").title == "Held 4, the Laboratory"
+
+
 @pytest.mark.django_db
 def test_known_and_new_articles_in_long_runs_of_either_are_each_counted_once():
     """Past a batch of known articles reading switches to new ones and back (pubmed_xml.KNOWN_BATCH)."""

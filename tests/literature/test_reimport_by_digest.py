@@ -93,6 +93,50 @@ def test_a_stored_record_is_warned_about_again_as_when_it_was_first_read(content
 
 @pytest.mark.django_db
 @pytest.mark.parametrize(
+    ("content", "format", "warned"),
+    [
+        (MEDLINE_WITH_WARNINGS, "medline", {"Fine record": False, "Broken line below": True, "Starts indented": True}),
+        (RIS_WITH_WARNINGS, "ris", {"Fine": False, "Dated twice": True, "Bad year, good date": True}),
+    ],
+)
+def test_each_record_a_file_import_stores_tells_whether_reading_it_gave_warnings(content, format, warned):
+    references_import(file=io.BytesIO(content), format=format)
+
+    stored = dict(Reference.objects.filter(title__in=warned).values_list("title", "raw_warned"))
+    assert stored == warned
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("content", "format", "warned", "told_none"),
+    [
+        (
+            MEDLINE_WITH_WARNINGS,
+            "medline",
+            [(2, "line"), (2, "published"), (3, "line"), (3, "published")],
+            [],
+        ),
+        (
+            RIS_WITH_WARNINGS,
+            "ris",
+            [(2, "doi"), (2, "published"), (3, "ER"), (3, "doi"), (3, "published"), (5, "ER"), (5, "doi")],
+            [(3, "ER"), (5, "ER")],  # where a record ends is read with the file, not from what is stored
+        ),
+    ],
+)
+def test_a_stored_record_is_looked_at_again_for_warnings_unless_it_had_none(content, format, warned, told_none):
+    references_import(file=io.BytesIO(content), format=format)
+    Reference.objects.update(raw_warned=None)  # stored before imports told
+    not_told = references_import(file=io.BytesIO(content), format=format)
+    Reference.objects.update(raw_warned=False)
+    none = references_import(file=io.BytesIO(content), format=format)
+
+    assert [(warning["record"], warning["field"]) for warning in not_told.warnings] == warned
+    assert [(warning["record"], warning["field"]) for warning in none.warnings] == told_none
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
     ("format", "record", "source_id"),
     [("medline", medline_record, "3"), ("ris", ris_record, "doi:10.1000/r3")],
 )
