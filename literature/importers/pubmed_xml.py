@@ -13,7 +13,8 @@ element, each article is cut from its bytes and its PMID read from them, and onl
 hold (looked up a batch at a time) are parsed, from their bytes. Otherwise the file is parsed as above, and while
 most articles of a batch are known, the next batch is first read that lightly from the parser's elements, the
 articles that turn out not to be known being parsed again from their bytes; while most are not, articles are read
-in full and one look at a sample of each batch tells whether known ones have begun.
+in full, and after each batch a look at the next few articles, cut from the bytes ahead of the parser before it
+reads them (so none this import has written), tells whether known ones have begun.
 """
 
 import hashlib
@@ -36,8 +37,9 @@ _ANY_OPENING = re.compile(rb"<(%s)[\s>]" % "|".join(ARTICLES).encode())
 _FIRST_PMID = re.compile(rb"<PMID\b[^>]*>([^<]*)</PMID>")
 _DECLARED_ENCODING = re.compile(rb"""^\s*<\?xml[^>]*encoding=["']([A-Za-z0-9._-]+)["']""")
 KNOWN_BATCH = 500
-# While articles are read in full, one in this many is looked up to see whether known ones have begun.
-_PROBE_EVERY = 10
+# While articles are read in full, this many of those ahead are looked up after each KNOWN_BATCH, to see whether
+# known ones have begun.
+_SAMPLE = 50
 # Bytes read at a time while a file is read lightly.
 _CHUNK = 1 << 16
 # {PMID: the article's digest (records.raw_digest)} → {PMID: (the stored record's digest, its content hash, whether it
@@ -124,7 +126,6 @@ def read(stream, known: Known | None = None) -> Iterator[Parsed]:
     element = None
     light = False  # expecting articles the corpus holds
     batch: list[_Light] = []  # read lightly, not decided yet
-    probe: dict[str, str] = {}  # PMID → digest of articles read in full, to see whether known ones begin
     try:
         for _, element in ET.iterparse(recording, events=("end",)):
             if element.tag not in ARTICLES:
@@ -140,11 +141,8 @@ def read(stream, known: Known | None = None) -> Iterator[Parsed]:
                 yield from _decided(batch, recording, known)  # what was read before, in file order
                 batch = []
                 yield parse_article(element, number, raw=None if raw is None else recording.text(raw))
-                if known is not None and raw is not None and number % _PROBE_EVERY == 0:
-                    probe[_pmid(element)] = recording.digest(raw)
-                    if len(probe) == KNOWN_BATCH // _PROBE_EVERY:
-                        light = 2 * len(known(probe)) >= len(probe)
-                        probe = {}
+                if known is not None and number % KNOWN_BATCH == 0:
+                    light = _held_ahead(recording, known, _SAMPLE)
             element.clear()
     except ET.ParseError as exc:
         yield from _decided(batch, recording, known)
@@ -158,18 +156,23 @@ def read(stream, known: Known | None = None) -> Iterator[Parsed]:
 
 
 def _mostly_held(recording: _RecordingStream, known: Known) -> bool:
-    """Whether the corpus holds most of the first KNOWN_BATCH articles, cut from the bytes ahead (which the reader
-    then reads again). A file whose prolog declares entities is parsed (its articles would not read on their own),
-    and so is one in an encoding other than UTF-8."""
+    """Whether the corpus holds most of the first KNOWN_BATCH articles (_held_ahead) of a file that can be read
+    lightly: one in UTF-8 whose prolog declares no entities (its articles would not read on their own)."""
+    if not _held_ahead(recording, known, KNOWN_BATCH) or not recording.utf8:
+        return False
+    first = _ANY_OPENING.search(recording.ahead)
+    return first is not None and b"<!ENTITY" not in recording.ahead[: first.start()]
+
+
+def _held_ahead(recording: _RecordingStream, known: Known, count: int) -> bool:
+    """Whether the corpus holds most of the next `count` whole articles that the parser has not been given, cut
+    from bytes read ahead (which the parser then reads as it would have). Looked up before they are read, they are
+    none that this import has written."""
     ahead = recording.ahead
+    position = recording.ahead_passed  # past the last article cut
     articles: dict[str, str] = {}
-    position = 0  # past the last article cut
-    while len(articles) < KNOWN_BATCH and recording.read_ahead(_CHUNK):
-        if not recording.utf8:
-            return False
-        while len(articles) < KNOWN_BATCH and (opening := _ANY_OPENING.search(ahead, position)):
-            if position == 0 and b"<!ENTITY" in ahead[: opening.start()]:
-                return False
+    while True:
+        while len(articles) < count and (opening := _ANY_OPENING.search(ahead, position)):
             closing = _CLOSING[opening.group(1).decode()].search(ahead, opening.end())
             if closing is None:
                 break
@@ -177,6 +180,8 @@ def _mostly_held(recording: _RecordingStream, known: Known) -> bool:
             if pmid := _raw_pmid(raw):
                 articles[pmid] = recording.digest(raw)
             position = closing.end()
+        if len(articles) >= count or not recording.read_ahead(_CHUNK):
+            break
     if not articles:
         return False
     stored = known(articles)

@@ -289,6 +289,30 @@ def test_a_broken_file_the_corpus_mostly_holds_is_refused_as_when_nothing_is_hel
     assert "Held" not in str(parsed_whole.value.problems) and Reference.objects.count() == len(HELD)
 
 
+def test_reading_asks_which_articles_are_held_only_of_those_it_has_not_yet_given_out():
+    """A corpus that takes in each article as it is read (as a file import's writer does) is asked only about
+    articles not yet read: one it has just taken in is never taken for one it held before."""
+    content = pubmed_set(*(pubmed_article(str(4_000 + n), f"New {n}") for n in range(1_500)))
+    corpus: dict[str, tuple[str, str, bool]] = {}
+    given: set[str] = set()
+    asked: list[str] = []
+    asked_after_given: set[str] = set()
+
+    def held(digests: dict[str, str]) -> dict[str, tuple[str, str, bool]]:
+        asked.extend(digests)
+        asked_after_given.update(given.intersection(digests))
+        return {pmid: corpus[pmid] for pmid in digests if pmid in corpus}
+
+    for parsed in pubmed_xml.read(io.BytesIO(content), known=held):
+        reference = parsed.reference
+        given.add(reference.source_id)
+        corpus[reference.source_id] = (reference.raw_md5, reference.content_sha256, reference.published is None)
+
+    assert len(given) == 1_500
+    assert asked_after_given == set()
+    assert len(asked) == pubmed_xml.KNOWN_BATCH + 2 * 50  # the first batch, then a look ahead after each batch
+
+
 @pytest.mark.django_db
 def test_a_reimport_reads_changed_and_new_articles_among_held_ones_from_their_bytes(needs_postgres):
     held = [pubmed_article(str(2_000 + n), f"Held {n}") for n in range(600)]
