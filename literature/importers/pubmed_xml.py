@@ -87,20 +87,20 @@ class _RecordingStream:
     def cut(self, tag: str) -> bytes | None:
         """The next article's bytes, or None when its tags cannot be found (the caller then serialises)."""
         opening = _OPENING[tag].search(self.pending)
-        return self._cut(opening, tag) if opening else None
+        closing = _CLOSING[tag].search(self.pending, opening.end()) if opening else None
+        return self._cut(opening.start(), closing.end()) if opening and closing else None
 
-    def cut_next(self, before: int | None = None) -> bytes | None:
-        """The next whole article's bytes, if its closing tag ends before the offset `before` (when given)."""
-        opening = _ANY_OPENING.search(self.pending)
-        return self._cut(opening, opening.group(1).decode(), before) if opening else None
-
-    def _cut(self, opening: re.Match, tag: str, before: int | None = None) -> bytes | None:
-        closing = _CLOSING[tag].search(self.pending, opening.end())
-        if closing is None or (before is not None and self.start + closing.end() > before):
+    def cut_next(self, before: int) -> bytes | None:
+        """The next whole article's bytes, if its closing tag ends before the offset `before` in the file."""
+        span = _article_span(self.pending)
+        if span is None or self.start + span[1] > before:
             return None
-        raw = bytes(self.pending[opening.start() : closing.end()])
-        del self.pending[: closing.end()]
-        self.start += closing.end()
+        return self._cut(*span)
+
+    def _cut(self, start: int, end: int) -> bytes:
+        raw = bytes(self.pending[start:end])
+        del self.pending[:end]
+        self.start += end
         return raw
 
     @property
@@ -172,14 +172,11 @@ def _held_ahead(recording: _RecordingStream, known: Known, count: int) -> bool:
     position = recording.ahead_passed  # past the last article cut
     articles: dict[str, str] = {}
     while True:
-        while len(articles) < count and (opening := _ANY_OPENING.search(ahead, position)):
-            closing = _CLOSING[opening.group(1).decode()].search(ahead, opening.end())
-            if closing is None:
-                break
-            raw = bytes(ahead[opening.start() : closing.end()])
+        while len(articles) < count and (span := _article_span(ahead, position)):
+            raw = bytes(ahead[span[0] : span[1]])
             if pmid := _raw_pmid(raw):
                 articles[pmid] = recording.digest(raw)
-            position = closing.end()
+            position = span[1]
         if len(articles) >= count or not recording.read_ahead(_CHUNK):
             break
     if not articles:
@@ -241,6 +238,13 @@ def _read_lightly(recording: _RecordingStream, known: Known) -> Iterator[Parsed]
         raise FileUnreadable(f"The XML is not well-formed after record {number}: {exc}.") from None
     if outer and outer[0] != ROOT:
         raise FileUnreadable(f"This is not a PubMed XML file: its outer element is <{outer[0]}>, not <{ROOT}>.")
+
+
+def _article_span(data: bytearray, position: int = 0) -> tuple[int, int] | None:
+    """Where the next whole article of `data` from `position` starts and ends (by its tags), if there is one."""
+    opening = _ANY_OPENING.search(data, position)
+    closing = _CLOSING[opening.group(1).decode()].search(data, opening.end()) if opening else None
+    return (opening.start(), closing.end()) if opening and closing else None
 
 
 def _raw_pmid(raw: bytes) -> str:
