@@ -199,10 +199,9 @@ def write_alone_child(path: str, format: str) -> None:
     setup_django()
     from django.db import transaction
 
-    from literature.importers import medline, pubmed_xml, ris
-    from literature.services import ReferenceWriter
+    from literature.services import _READERS, ReferenceWriter
 
-    read = {"pubmed_xml": pubmed_xml.read, "medline": medline.read, "ris": ris.read}[format]
+    read = _READERS[format]
     with open(path, "rb") as stream:
         references = [parsed.reference for parsed in itertools.islice(read(stream), WRITE_ALONE) if parsed.reference]
     with transaction.atomic():

@@ -30,7 +30,6 @@ from literature.models import Reference
 
 ROOT = "PubmedArticleSet"
 ARTICLES = ("PubmedArticle", "PubmedBookArticle")
-_OPENING = {tag: re.compile(rb"<%s[\s>]" % tag.encode()) for tag in ARTICLES}
 _CLOSING = {tag: re.compile(rb"</%s\s*>" % tag.encode()) for tag in ARTICLES}
 _ANY_OPENING = re.compile(rb"<(%s)[\s>]" % "|".join(ARTICLES).encode())
 # An article's own PMID is its first (MedlineCitation's or BookDocument's; later ones are those it cites).
@@ -84,20 +83,13 @@ class _RecordingStream:
             self.encoding = declared.group(1).decode() if declared else "utf-8"
         return data
 
-    def cut(self, tag: str) -> bytes | None:
-        """The next article's bytes, or None when its tags cannot be found (the caller then serialises)."""
-        opening = _OPENING[tag].search(self.pending)
-        closing = _CLOSING[tag].search(self.pending, opening.end()) if opening else None
-        return self._cut(opening.start(), closing.end()) if opening and closing else None
-
-    def cut_next(self, before: int) -> bytes | None:
-        """The next whole article's bytes, if its closing tag ends before the offset `before` in the file."""
+    def cut(self, before: int | None = None) -> bytes | None:
+        """The next whole article's bytes, if its closing tag ends before the offset `before` in the file (when
+        given); None when its tags cannot be found (a caller that has the parsed article then serialises it)."""
         span = _article_span(self.pending)
-        if span is None or self.start + span[1] > before:
+        if span is None or (before is not None and self.start + span[1] > before):
             return None
-        return self._cut(*span)
-
-    def _cut(self, start: int, end: int) -> bytes:
+        start, end = span
         raw = bytes(self.pending[start:end])
         del self.pending[:end]
         self.start += end
@@ -131,7 +123,7 @@ def read(stream, known: Known | None = None) -> Iterator[Parsed]:
             if element.tag not in ARTICLES:
                 continue
             number += 1
-            raw = recording.cut(element.tag)
+            raw = recording.cut()
             if known is not None and light and raw is not None:
                 batch.append(_Light(number, _pmid(element), recording.digest(raw), raw))
                 if len(batch) == KNOWN_BATCH:
@@ -182,7 +174,7 @@ def _held_ahead(recording: _RecordingStream, known: Known, count: int) -> bool:
     if not articles:
         return False
     stored = known(articles)
-    held = sum(1 for pmid, digest in articles.items() if pmid in stored and stored[pmid][0] == digest)
+    held = sum(1 for pmid, digest in articles.items() if _held(stored, pmid, digest))
     return 2 * held >= len(articles)
 
 
@@ -212,7 +204,7 @@ def _read_lightly(recording: _RecordingStream, known: Known) -> Iterator[Parsed]
         """The articles whose bytes the parser has gone past (their closing tag ends before `before`), a batch at a
         time."""
         nonlocal number, batch
-        while (raw := recording.cut_next(before)) is not None:
+        while (raw := recording.cut(before)) is not None:
             number += 1
             batch.append(_Light(number, _raw_pmid(raw), recording.digest(raw), raw))
             if len(batch) == KNOWN_BATCH:
@@ -247,6 +239,11 @@ def _article_span(data: bytearray, position: int = 0) -> tuple[int, int] | None:
     return (opening.start(), closing.end()) if opening and closing else None
 
 
+def _held(stored: dict[str, tuple[str, str, bool]], pmid: str, digest: str) -> bool:
+    """Whether the corpus holds the article of that PMID with these very bytes (what `known` answered)."""
+    return pmid in stored and stored[pmid][0] == digest
+
+
 def _raw_pmid(raw: bytes) -> str:
     """An article's PMID read from its bytes ("" when it has none there; the article is then parsed)."""
     found = _FIRST_PMID.search(raw)
@@ -272,7 +269,7 @@ def _decided(batch: list[_Light], recording: _RecordingStream, known: Known | No
     stored = known({article.pmid: article.digest for article in batch if article.pmid})
     hits = 0
     for article in batch:
-        if article.pmid in stored and stored[article.pmid][0] == article.digest:
+        if _held(stored, article.pmid, article.digest):
             hits += 1
             _, content_sha256, undated = stored[article.pmid]
             found = KnownRecord(Reference.Source.PUBMED, article.pmid, content_sha256=content_sha256)
