@@ -10,7 +10,7 @@ import pytest
 from django.urls import reverse
 
 from reviewapp.models import Review
-from reviewapp.protocol import CANT_JUDGE, CRITERION_FIELDS
+from reviewapp.protocol import CANT_JUDGE, CRITERION_FIELDS, FLAW_CHECKLIST_KEYS
 from reviewapp.selectors.exports import (
     csv_chunks,
     review_export_csv,
@@ -99,6 +99,33 @@ def _export(cohort, *, unblinded: bool, layout: str) -> bytes:
 def test_the_database_writes_the_same_bytes_as_the_csv_module(needs_postgres, awkward_cohort, layout, unblinded):
     expected = _python_csv(awkward_cohort, unblinded=unblinded, layout=layout)
     assert _export(awkward_cohort, unblinded=unblinded, layout=layout) == expected
+
+
+def test_a_checklist_of_any_length_is_joined_as_the_csv_module_joins_it(needs_postgres, reviewer):
+    """The database reads a list as long as the form's checklist item by item and a longer one by its function: both
+    give the Python export's bytes."""
+    task = factories.make_task(key="lists")
+    cohort = factories.make_cohort([], name="Lists")
+    awkward = FORMULA_TEXTS + PLAIN_TEXTS
+    checklists = [
+        list(FLAW_CHECKLIST_KEYS),
+        [*FLAW_CHECKLIST_KEYS, "other again"],
+        awkward,
+        awkward[::-1],
+        ["power"],
+        [],
+    ]
+    for number, checklist in enumerate(checklists):
+        proposal = factories.make_proposal(task, external_id=f"list-{number}")
+        cohort.proposals.add(proposal)
+        _review(cohort, reviewer, proposal, position=number + 1, flaw_checklist=checklist)
+
+    exported = _export(cohort, unblinded=True, layout="wide")
+
+    assert exported == _python_csv(cohort, unblinded=True, layout="wide")
+    rows = list(csv.DictReader(io.StringIO(exported.decode(), newline="")))
+    assert rows[2]["flaw_checklist"] == spreadsheet_text(";".join(awkward))
+    assert rows[1]["flaw_checklist"].endswith(";other;other again")
 
 
 @pytest.mark.parametrize("layout", ["wide", "long"])
