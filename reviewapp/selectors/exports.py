@@ -223,8 +223,8 @@ _CHECKLIST_SQL = (
     f"THEN concat_ws(';', {_CHECKLIST_ITEMS_SQL}) "
     "ELSE reviewapp_checklist_text(r.flaw_checklist) END AS joined) AS checklist"
 )
-# The query is cheap but looks costly to the planner: compiling it (JIT) would take longer than
-# running it, and its sort of the formatted rows fits in memory. For the export's transaction only.
+# The query is cheap but looks costly to the planner: compiling it (JIT) would take longer than running it, and its
+# sort of the formatted rows fits in memory. For the export's transaction only.
 _COPY_SETTINGS = "SELECT set_config('jit', 'off', true), set_config('work_mem', '64MB', true)"
 
 
