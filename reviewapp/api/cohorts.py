@@ -5,12 +5,13 @@ Coordinators and analysts read; only coordinators write. Reviewers get 403 on ev
 
 from django.shortcuts import get_object_or_404
 from django.urls import path
-from drf_spectacular.utils import extend_schema, inline_serializer
+from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from reviewapp.core.errors import NotFound, validated
+from reviewapp.core.paging import PageFilter, page_of
 from reviewapp.core.roles import CanReadAll, IsCoordinator
 from reviewapp.core.routing import by_method
 from reviewapp.models import Assignment, Cohort, Conflict
@@ -147,13 +148,12 @@ class AssignmentListApi(APIView):
     """A page of a cohort's assignments: ?reviewer=&proposal=&state=&limit=&offset=."""
 
     permission_classes = [CanReadAll]
+    paged = True
 
-    class FilterSerializer(serializers.Serializer):
+    class FilterSerializer(PageFilter):
         reviewer = serializers.CharField(required=False, default="")
         proposal = serializers.CharField(required=False, default="")
         state = serializers.ChoiceField(choices=list(cohort_selectors.ASSIGNMENT_STATES), required=False, default="")
-        limit = serializers.IntegerField(min_value=1, max_value=1000, default=100)
-        offset = serializers.IntegerField(min_value=0, default=0)
 
     class OutputSerializer(serializers.Serializer):
         id = serializers.IntegerField()
@@ -166,23 +166,16 @@ class AssignmentListApi(APIView):
         def get_state(self, assignment) -> str:
             return cohort_selectors.assignment_state(assignment)
 
-    @extend_schema(
-        responses=inline_serializer(
-            "AssignmentPage",
-            {"count": serializers.IntegerField(), "results": OutputSerializer(many=True)},
-        )
-    )
     def get(self, request, cohort_id: int):
         cohort = _cohort(cohort_id)
         filters = validated(self.FilterSerializer, request.query_params)
-        limit, offset = filters.pop("limit"), filters.pop("offset")
-        assignments = cohort_selectors.cohort_assignments(cohort, **filters)
-        return Response(
-            {
-                "count": assignments.count(),
-                "results": self.OutputSerializer(assignments[offset : offset + limit], many=True).data,
-            }
+        page = page_of(
+            cohort_selectors.cohort_assignments(
+                cohort, reviewer=filters["reviewer"], proposal=filters["proposal"], state=filters["state"]
+            ),
+            filters,
         )
+        return Response({**page, "results": self.OutputSerializer(page["results"], many=True).data})
 
 
 class ProgressSerializer(serializers.Serializer):

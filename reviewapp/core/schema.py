@@ -3,7 +3,8 @@
 
 Our views follow one convention, so the schema reads it rather than repeating it in decorators: an APIView's nested
 `InputSerializer` is its request body, `FilterSerializer` its query parameters and `OutputSerializer` its answer
-(with the status in `success_status` when it is not 200, a list when `output_many`), and `error_codes` maps an HTTP
+(with the status in `success_status` when it is not 200, a list when `output_many`, a page of the list when `paged`:
+`reviewapp.core.paging`), and `error_codes` maps an HTTP
 status to the codes of its own refusals (per method, {"PUT": {...}}, when one view serves several). The errors every
 endpoint shares (README, "API") are added from what the view is: signed-in or public, with a body or not, with an id
 in its path or not. A view that answers otherwise says so with
@@ -21,6 +22,8 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse
 from rest_framework import serializers
 from rest_framework.permissions import AllowAny
+
+from reviewapp.core.paging import page_serializer
 
 
 class ErrorSerializer(serializers.Serializer):
@@ -86,7 +89,11 @@ class AutoSchema(SpectacularAutoSchema):
     def get_response_serializers(self):
         output = self._nested("OutputSerializer")
         if output is not None:
-            body = output(many=True) if getattr(self.view, "output_many", False) else output
+            if getattr(self.view, "paged", False):
+                name = _without_suffix(self.get_serializer_name(output, "response"), "Output")
+                body = page_serializer(f"{name}Page", output)
+            else:
+                body = output(many=True) if getattr(self.view, "output_many", False) else output
             return {getattr(self.view, "success_status", 200): body}
         return super().get_response_serializers()
 

@@ -443,3 +443,15 @@ def test_assignment_positions_form_a_permutation_even_after_manual_changes(coord
         by_reviewer[reviewer_id].append(position)
     for values in by_reviewer.values():
         assert sorted(values) == list(range(1, len(values) + 1))
+
+
+def test_assignment_pages_carry_their_count_limit_and_offset(coordinator_api, coordinator):
+    cohort, _ = assigned_cohort(coordinator, n_proposals=3, n_reviewers=3, k=2)
+
+    second = coordinator_api.get(f"/api/v1/cohorts/{cohort.pk}/assignments", {"limit": 4, "offset": 4}).json()
+    beyond = coordinator_api.get(f"/api/v1/cohorts/{cohort.pk}/assignments", {"offset": 6}).json()
+    too_many = coordinator_api.get(f"/api/v1/cohorts/{cohort.pk}/assignments", {"limit": 1001})
+
+    assert (second["count"], second["limit"], second["offset"], len(second["results"])) == (6, 4, 4, 2)
+    assert beyond["count"] == 6 and beyond["results"] == []
+    assert too_many.status_code == 400 and too_many.json()["error"] == "invalid_body"
