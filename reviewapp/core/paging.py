@@ -8,6 +8,7 @@ reaches it.
 
 from collections.abc import Sequence
 
+from django.db.models import QuerySet
 from rest_framework import serializers
 
 DEFAULT_LIMIT = 100
@@ -23,11 +24,11 @@ class PageFilter(serializers.Serializer):
     offset = serializers.IntegerField(min_value=0, max_value=MAX_OFFSET, default=0, help_text="rows to skip")
 
 
-def page_of(rows: Sequence, filters: dict) -> dict:
+def page_of(rows: Sequence | QuerySet, filters: dict) -> dict:
     """The page that `filters` (validated by a PageFilter) asks for of `rows` (a list or a queryset), with its
     count; the results are the rows themselves, for the view's OutputSerializer to turn into data."""
     limit, offset = filters["limit"], filters["offset"]
-    count = rows.count() if hasattr(rows, "count") and not isinstance(rows, list | tuple) else len(rows)
+    count = rows.count() if isinstance(rows, QuerySet) else len(rows)
     return {"count": count, "limit": limit, "offset": offset, "results": rows[offset : offset + limit]}
 
 
