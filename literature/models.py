@@ -14,6 +14,8 @@ class Reference(models.Model):
         EUROPE_PMC = "europepmc", "Europe PMC"
         RIS = "ris", "RIS file"
         CSV = "csv", "CSV file"
+        WOS = "wos", "Web of Science file"
+        BIBTEX = "bibtex", "BibTeX file"
         DEMO = "demo", "Demo data"
 
     class DatePrecision(models.TextChoices):
@@ -63,7 +65,7 @@ class ReferenceImport(models.Model):
         PUBMED = "pubmed", "PubMed search"
 
     origin = models.CharField(max_length=20, choices=Origin.choices)
-    file_format = models.CharField(max_length=20, blank=True, help_text="pubmed_xml, medline, ris or csv")
+    file_format = models.CharField(max_length=20, blank=True, help_text="pubmed_xml, medline, ris, wos, bibtex or csv")
     name = models.CharField(max_length=500, help_text="the file's name, or the search query")
     records = models.PositiveIntegerField(default=0)
     created = models.PositiveIntegerField(default=0)
