@@ -1,7 +1,7 @@
 """API of the literature area.
 
-POST /api/v1/literature/import: multipart "file" and "format" (pubmed_xml, medline, ris or csv), optionally "mapping"
-(CSV columns, a JSON object {field: column}). POST/GET /api/v1/literature/checks: novelty checks of proposals.
+POST /api/v1/literature/import: multipart "file", optionally "format" (pubmed_xml, medline, ris, wos, bibtex or csv;
+left out, it is told from the file's content) and "mapping" (CSV columns, a JSON object {field: column}). POST/GET /api/v1/literature/checks: novelty checks of proposals.
 POST/GET /api/v1/literature/citation-waves: building the corpus by citation wave.
 """
 
@@ -31,7 +31,13 @@ from screening.llm.models import RosterMember
 class ReferenceImportInput(serializers.Serializer):
     # An empty file reaches the importer, which explains the problem like any other.
     file = serializers.FileField(allow_empty_file=True)
-    format = serializers.ChoiceField(choices=list(FORMATS))
+    format = serializers.ChoiceField(
+        choices=list(FORMATS),
+        required=False,
+        allow_blank=True,
+        help_text="left out (or empty), the format is told from the file's content; a declared format that the "
+        "content shows to be another is refused with invalid_import, naming the one detected",
+    )
     mapping = serializers.CharField(required=False, allow_blank=True, trim_whitespace=True)
 
 
@@ -46,7 +52,7 @@ def import_request(data) -> dict:
             for name, messages in error.details["fields"].items()
         ]
         raise ImportInvalid(records) from None
-    return {"file": values["file"], "format": values["format"], "column_mapping": values.get("mapping") or None}
+    return {"file": values["file"], "format": values.get("format") or None, "column_mapping": values.get("mapping") or None}
 
 
 class ReferenceImportApi(APIView):
@@ -56,6 +62,7 @@ class ReferenceImportApi(APIView):
     class OutputSerializer(serializers.Serializer):
         import_id = serializers.IntegerField()
         format = serializers.CharField()
+        format_detected = serializers.BooleanField(help_text="the format was told from the file's content")
         records = serializers.IntegerField()
         created = serializers.IntegerField()
         updated = serializers.IntegerField()

@@ -37,7 +37,7 @@ def literature_home(request):
         "csv_fields": FIELD_HELP,
         "upload_limit": settings.OH_MAX_REFERENCE_IMPORT_BYTES,
     }
-    chosen = request.POST.get("format", "pubmed_xml")
+    chosen = request.POST.get("format", "")
     if request.method == "POST":
         with page_errors() as outcome:
             values = import_request({**request.POST.dict(), **request.FILES.dict()})
