@@ -91,7 +91,9 @@ def _plain_records(first: tuple[int, str], lines) -> Iterator[_Record]:
         message = "The file ends inside this record: its “ER” line is missing."
         yield _Record(number, "\n".join(current), [Problem(number, "ER", message)])
     if number == 0:
-        raise FileUnreadable("The file holds no Web of Science records (“PT J” … “ER” lines, or a tab-delimited export).")
+        raise FileUnreadable(
+            "The file holds no Web of Science records (“PT J” … “ER” lines, or a tab-delimited export)."
+        )
 
 
 def _tab_records(first: tuple[int, str], lines) -> Iterator[_Record]:
@@ -125,7 +127,10 @@ def _fields(record: _Record) -> dict[str, str] | Problem:
     header = record.header
     if len(values) > len(header) and any(value.strip() for value in values[len(header) :]):
         return Problem(record.number, "row", f"The line has {len(values)} values but the header names {len(header)}.")
-    return {tag: value.replace("; ", "\n") if tag in ("AU", "AF") else value for tag, value in zip(header, values)}
+    return {
+        tag: value.replace("; ", "\n") if tag in ("AU", "AF") else value
+        for tag, value in zip(header, values, strict=False)
+    }
 
 
 def _parsed(record: _Record, digest: str | None = None) -> Parsed:
@@ -167,7 +172,7 @@ def _known(record: _Record, found: StoredRecord) -> Parsed:
         if record.header is None:
             dated = dict(_DATED.findall(record.raw))
         else:
-            dated = dict(zip(record.header, record.raw.split("\t")))
+            dated = dict(zip(record.header, record.raw.split("\t"), strict=False))
         _published(clean(dated.get("PY")), clean(dated.get("PD")), record.number, warnings)
     stored = KnownRecord(Reference.Source.WOS, found.source_id, found.content_sha256)
     return records.identify(Parsed(record.number, None, [], warnings, known=stored))

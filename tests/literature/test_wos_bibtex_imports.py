@@ -121,11 +121,11 @@ def test_windows_line_ends_and_a_byte_order_mark_change_nothing(name, count):
 @pytest.mark.django_db
 def test_web_of_science_records_without_title_or_abstract_are_skipped_and_a_missing_er_is_reported():
     content = (
-        "FN Clarivate Analytics Web of Science\nVR 1.0\n"
-        "PT J\nAU Doe, J\nSO JOURNAL OF TESTS\nPY 2020\nUT WOS:000000000000001\nER\n\n"
-        "PT J\nTI A record written for the test whose ER line is missing\nPY 2021\nPD FOO\nUT WOS:000000000000002\n"
-        "PT J\nAB An abstract without a title, written for the test.\nPY 2022\nUT WOS:000000000000003\nER\n\nEF\n"
-    ).encode()
+        b"FN Clarivate Analytics Web of Science\nVR 1.0\n"
+        b"PT J\nAU Doe, J\nSO JOURNAL OF TESTS\nPY 2020\nUT WOS:000000000000001\nER\n\n"
+        b"PT J\nTI A record written for the test whose ER line is missing\nPY 2021\nPD FOO\nUT WOS:000000000000002\n"
+        b"PT J\nAB An abstract without a title, written for the test.\nPY 2022\nUT WOS:000000000000003\nER\n\nEF\n"
+    )
     summary = references_import(file=io.BytesIO(content), format="wos")
     assert summary.skipped == [
         {"record": 1, "id": "WOS:000000000000001", "reason": "The record has neither a title nor an abstract."}

@@ -52,7 +52,9 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("path", help="the file to import")
-        parser.add_argument("--format", choices=list(FORMATS), help="the file's format (default: told from its content)")
+        parser.add_argument(
+            "--format", choices=list(FORMATS), help="the file's format (default: told from its content)"
+        )
         parser.add_argument("--mapping", help='CSV only: JSON {field: column}, e.g. {"title": "Article Title"}')
         parser.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
         parser.add_argument(
