@@ -1,8 +1,9 @@
 """API of the literature area.
 
 POST /api/v1/literature/import: multipart "file", optionally "format" (pubmed_xml, medline, ris, wos, bibtex or csv;
-left out, it is told from the file's content) and "mapping" (CSV columns, a JSON object {field: column}). POST/GET /api/v1/literature/checks: novelty checks of proposals.
-POST/GET /api/v1/literature/citation-waves: building the corpus by citation wave.
+left out, it is told from the file's content) and "mapping" (CSV columns, a JSON object {field: column}).
+POST/GET /api/v1/literature/checks: novelty checks of proposals. POST/GET /api/v1/literature/citation-waves: building
+the corpus by citation wave, from anchors typed in or from a cohort's or benchmark set's tasks' sources.
 """
 
 import csv

@@ -1,5 +1,6 @@
 """What the literature room registers when its app is ready (see apps.py): its Celery tasks, the check that does
-each work item of a screening run's literature step, and the sweeps of its on-demand checks and citation waves, and cohorts as groups of tasks whose sources anchor a wave."""
+each work item of a screening run's literature step, the sweeps of its on-demand checks and citation waves, and
+cohorts as groups of tasks whose sources anchor a wave."""
 
 from literature import tasks  # noqa: F401 (registers the tasks by name)
 from literature.hooks import TaskGroupKind, task_group_register

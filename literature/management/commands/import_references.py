@@ -46,8 +46,8 @@ class ProgressBar:
 
 class Command(BaseCommand):
     help = (
-        "Import references (PubMed XML, MEDLINE .nbib, RIS, Web of Science, BibTeX or CSV) into the corpus: every usable record; the others "
-        "are listed with their reasons. A file that cannot be read imports nothing."
+        "Import references (PubMed XML, MEDLINE .nbib, RIS, Web of Science, BibTeX or CSV) into the corpus: every "
+        "usable record; the others are listed with their reasons. A file that cannot be read imports nothing."
     )
 
     def add_arguments(self, parser):
