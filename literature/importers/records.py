@@ -164,8 +164,14 @@ def raw_digest(raw: str) -> str:
 
 
 def clean(text: str | None) -> str:
-    """Whitespace collapsed, ends trimmed."""
-    return " ".join(text.split()) if text else ""
+    """Whitespace collapsed, ends trimmed. Most values are clean already, which a few scans in C tell, instead of
+    splitting the text into words and joining them again: every whitespace character but the space is one that
+    str.isprintable() refuses."""
+    if not text:
+        return ""
+    if "  " in text or text[0] == " " or text[-1] == " " or not text.isprintable():
+        return " ".join(text.split())
+    return text
 
 
 # What PubMed writes as the title of an article that has none in English (XML ArticleTitle, MEDLINE TI); the title in

@@ -296,3 +296,16 @@ def test_imported_records_are_found_by_the_corpus_page_and_the_novelty_retrieval
     assert (best.source, best.source_id) == ("wos", "WOS:000401190100002")
     found = retrieval.search("chocolate acne vulgaris", limit=5)
     assert Reference.objects.get(pk=found[0].reference_id).title == "Effect of Chocolate on Acne Vulgaris"
+
+
+def test_clean_collapses_every_kind_of_whitespace_as_splitting_the_text_does():
+    """clean() returns a value unchanged when a few scans say it is clean already: never when it is not."""
+    import sys
+
+    from literature.importers.records import clean
+
+    spaces = [chr(code) for code in range(sys.maxunicode + 1) if chr(code).isspace()]
+    for space in spaces:
+        for text in (f"a{space}b", f"{space}a", f"a{space}", f"a {space}b", f"a{space}{space}b", space):
+            assert clean(text) == " ".join(text.split()), repr(text)
+    assert clean("A clean title.") == "A clean title." and clean(None) == ""
