@@ -210,7 +210,7 @@ def wave_corpus_sha256(wave: CitationWave) -> str:
     """sha256 of what the wave built: its anchors, its edges and each resolved work's id and content hash, sorted."""
     edges = sorted(CitationEdge.objects.filter(wave=wave).values_list("citing", "cited", "direction"))
     works = wave_works(wave)
-    contents = []
+    contents: list[tuple[str, str]] = []
     for offset in range(0, len(works), _LOOKUP_CHUNK):
         rows = Reference.objects.filter(
             source=Reference.Source.EUROPE_PMC, source_id__in=works[offset : offset + _LOOKUP_CHUNK]

@@ -44,7 +44,7 @@ _COMBINING = {
 _ACCENT = re.compile(r"\\([`'^\"~=.]|[uvHckrdb](?=[\s{]))\s*\{?(\\[ij]\b|[A-Za-z])\}?")
 _LETTER_NAMES = {"i": "ı", "j": "ȷ", "o": "ø", "O": "Ø", "ss": "ß", "ae": "æ", "AE": "Æ", "aa": "å", "AA": "Å"}
 _LETTER_NAMES |= {"l": "ł", "L": "Ł", "oe": "œ", "OE": "Œ"}
-_LETTER = re.compile(r"\\(%s)\b(?:\{\})?" % "|".join(sorted(_LETTER_NAMES, key=len, reverse=True)))
+_LETTER = re.compile(r"\\(" + "|".join(sorted(_LETTER_NAMES, key=len, reverse=True)) + r")\b(?:\{\})?")
 _ESCAPED = re.compile(r"\\([&%$#_{}])")
 
 
