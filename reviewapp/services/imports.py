@@ -99,8 +99,11 @@ class CohortFrozen(ServiceError):
 
 
 def task_content_sha256(values) -> str:
-    """sha256 of a task's content: a mapping with TASK_FIELDS as keys (published a date or None)."""
-    content = {name: values[name] for name in TASK_FIELDS if name not in _TASK_FINGERPRINT_WHEN_GIVEN or values[name]}
+    """sha256 of a task's content: a mapping with TASK_FIELDS as keys (published a date or None; sources may be
+    left out, and count only when given)."""
+    content = {
+        name: values[name] for name in TASK_FIELDS if name not in _TASK_FINGERPRINT_WHEN_GIVEN or values.get(name)
+    }
     content["published"] = content["published"].isoformat() if content["published"] else None
     return _sha256_json(content)
 
