@@ -36,6 +36,8 @@ _CONTINUED = re.compile(r"\n\s*")
 # The tags a record's lines can be warned about, read alone from a record the corpus holds.
 _DATED = re.compile(r"^(PY|PD) (.*)$", re.MULTILINE)
 _HEADER_TAGS = ("FN", "VR", "EF")
+# The tags that end an open record: its "ER", the next record's "PT" when the "ER" is missing, the file's "EF".
+_ENDING = frozenset({"ER", "PT", "EF"})
 _YEAR = re.compile(r"\b(\d{4})\b")
 _DAY = re.compile(r"^\d{1,2}$")
 
@@ -50,70 +52,67 @@ class _Record:
 
 def read(stream, known: StoredDigests | None = None) -> Iterator[Parsed]:
     """Parsed records of a binary stream of a Web of Science export, plain text or tab-delimited."""
-    lines = _lines(stream)
-    first = next(((number, line) for number, line in lines if line.strip()), None)
-    if first is None:
-        raise FileUnreadable("The file is empty.")
-    gathered = _tab_records(first, lines) if "\t" in first[1] else _plain_records(first, lines)
-    yield from records.held_apart(gathered, known, Reference.Source.WOS, _parsed, _known)
+    yield from records.held_apart(_gathered(stream), known, Reference.Source.WOS, _parsed, _known)
 
 
-def _lines(stream) -> Iterator[tuple[int, str]]:
-    for start, block in records.text_blocks(stream):
-        yield from enumerate(block, start)
-
-
-def _plain_records(first: tuple[int, str], lines) -> Iterator[_Record]:
+def _gathered(stream) -> Iterator[_Record]:
+    """The file's records, gathered line by line (a record's lines are only looked at for the tags that end it)."""
     number = 0
     current: list[str] | None = None  # the open record's lines
-    for line_number, line in _chain(first, lines):
-        if not line.strip():
-            continue
-        tag = line[:2] if _TAG_LINE.match(line) else None
-        if current is None:
-            if tag in _HEADER_TAGS or tag is None:
-                continue  # the file's header and end, and stray text between records
-            number += 1
-            current = [line]
-        elif tag == "ER":
-            yield _Record(number, "\n".join(current), [])
-            current = None
-        elif tag == "PT":
-            message = f"The record has no “ER” line; it was ended at line {line_number}."
-            yield _Record(number, "\n".join(current), [Problem(number, "ER", message)])
-            number += 1
-            current = [line]
-        elif tag == "EF":
-            break
-        else:
-            current.append(line)
+    header: list[str] | None = None  # a tab-delimited file's tags
+    first = True
+    for start, block in records.text_blocks(stream):
+        for line_number, line in enumerate(block, start):
+            if header is not None:
+                if line.strip():
+                    number += 1
+                    yield _Record(number, line, [], header)
+                continue
+            if first:
+                if not line.strip():
+                    continue
+                first = False
+                if "\t" in line:
+                    header = _tab_header(line)
+                    continue
+            if current is not None:
+                tag = line[:2]
+                if tag not in _ENDING or len(line) > 2 and line[2] != " ":
+                    if line.strip():
+                        current.append(line)
+                    continue
+                if tag == "PT":
+                    message = f"The record has no “ER” line; it was ended at line {line_number}."
+                    yield _Record(number, "\n".join(current), [Problem(number, "ER", message)])
+                    number += 1
+                    current = [line]
+                    continue
+                missing = [] if tag == "ER" else [Problem(number, "ER", "The record has no “ER” line before “EF”.")]
+                yield _Record(number, "\n".join(current), missing)
+                current = None
+            elif line.strip() and _TAG_LINE.match(line) and line[:2] not in _HEADER_TAGS:
+                number += 1
+                current = [line]  # "PT", or the first tag of a record whose "PT" line is missing
     if current is not None:
         message = "The file ends inside this record: its “ER” line is missing."
         yield _Record(number, "\n".join(current), [Problem(number, "ER", message)])
+    if first:
+        raise FileUnreadable("The file is empty.")
     if number == 0:
         raise FileUnreadable(
             "The file holds no Web of Science records (“PT J” … “ER” lines, or a tab-delimited export)."
+            if header is None
+            else "The file holds a header but no Web of Science records."
         )
 
 
-def _tab_records(first: tuple[int, str], lines) -> Iterator[_Record]:
-    header = [clean(name) for name in first[1].split("\t")]
+def _tab_header(line: str) -> list[str]:
+    header = [clean(name) for name in line.split("\t")]
     if "PT" not in header or not ({"TI", "AB"} & set(header)):
         raise FileUnreadable(
             "The first line is not a Web of Science tab-delimited header (tags such as PT, AU, TI, AB, UT)."
         )
-    number = 0
-    for _, line in lines:
-        if line.strip():
-            number += 1
-            yield _Record(number, line, [], header)
-    if number == 0:
-        raise FileUnreadable("The file holds a header but no Web of Science records.")
-
-
-def _chain(first, rest):
-    yield first
-    yield from rest
+    return header
 
 
 def _fields(record: _Record) -> dict[str, str] | Problem:
