@@ -309,3 +309,12 @@ def test_clean_collapses_every_kind_of_whitespace_as_splitting_the_text_does():
         for text in (f"a{space}b", f"{space}a", f"a{space}", f"a {space}b", f"a{space}{space}b", space):
             assert clean(text) == " ".join(text.split()), repr(text)
     assert clean("A clean title.") == "A clean title." and clean(None) == ""
+
+
+def test_the_literature_page_tells_the_format_and_names_it_in_the_outcome(client, coordinator):
+    client.force_login(coordinator)
+    page = client.get(reverse("literature-home")).content.decode()
+    assert '<option value="" selected>Tell from the file</option>' in page
+    upload = SimpleUploadedFile("TwoPaper.isi", fixture("wos_metaknowledge_twopaper.isi").read_bytes())
+    posted = client.post(reverse("literature-home"), {"format": "", "file": upload}, HTTP_HX_REQUEST="true")
+    assert "Imported 2 references</strong> from Web of Science (plain text or tab-delimited)" in posted.content.decode()
