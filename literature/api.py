@@ -1,8 +1,9 @@
 """API of the literature area.
 
-POST /api/v1/literature/import: multipart "file" and "format" (pubmed_xml, medline, ris or csv), optionally "mapping"
-(CSV columns, a JSON object {field: column}). POST/GET /api/v1/literature/checks: novelty checks of proposals.
-POST/GET /api/v1/literature/citation-waves: building the corpus by citation wave.
+POST /api/v1/literature/import: multipart "file", optionally "format" (pubmed_xml, medline, ris, wos, bibtex or csv;
+left out, it is told from the file's content) and "mapping" (CSV columns, a JSON object {field: column}).
+POST/GET /api/v1/literature/checks: novelty checks of proposals. POST/GET /api/v1/literature/citation-waves: building
+the corpus by citation wave, from anchors typed in or from a cohort's or benchmark set's tasks' sources.
 """
 
 import csv
@@ -19,7 +20,7 @@ from literature.models import CitationEdge, CitationWave, NoveltyCheck
 from literature.novelty import proposal_novelty_check_request
 from literature.selectors import citation_waves_recent
 from literature.services import FORMATS, ImportInvalid, references_import
-from literature.waves import MAX_ANCHORS, citation_wave_start
+from literature.waves import MAX_ANCHORS, citation_wave_begin
 from reviewapp.core.errors import InputInvalid, ServiceError, validated
 from reviewapp.core.roles import CanReadAll, IsCoordinator
 from reviewapp.core.schema import file_response
@@ -31,7 +32,13 @@ from screening.llm.models import RosterMember
 class ReferenceImportInput(serializers.Serializer):
     # An empty file reaches the importer, which explains the problem like any other.
     file = serializers.FileField(allow_empty_file=True)
-    format = serializers.ChoiceField(choices=list(FORMATS))
+    format = serializers.ChoiceField(
+        choices=list(FORMATS),
+        required=False,
+        allow_blank=True,
+        help_text="left out (or empty), the format is told from the file's content; a declared format that the "
+        "content shows to be another is refused with invalid_import, naming the one detected",
+    )
     mapping = serializers.CharField(required=False, allow_blank=True, trim_whitespace=True)
 
 
@@ -46,7 +53,11 @@ def import_request(data) -> dict:
             for name, messages in error.details["fields"].items()
         ]
         raise ImportInvalid(records) from None
-    return {"file": values["file"], "format": values["format"], "column_mapping": values.get("mapping") or None}
+    return {
+        "file": values["file"],
+        "format": values.get("format") or None,
+        "column_mapping": values.get("mapping") or None,
+    }
 
 
 class ReferenceImportApi(APIView):
@@ -56,6 +67,7 @@ class ReferenceImportApi(APIView):
     class OutputSerializer(serializers.Serializer):
         import_id = serializers.IntegerField()
         format = serializers.CharField()
+        format_detected = serializers.BooleanField(help_text="the format was told from the file's content")
         records = serializers.IntegerField()
         created = serializers.IntegerField()
         updated = serializers.IntegerField()
@@ -130,11 +142,23 @@ class NoveltyCheckDetailApi(APIView):
         return Response(NoveltyCheckOutputSerializer(check).data)
 
 
+class TaskSourcesSerializer(serializers.Serializer):
+    task = serializers.CharField(help_text="the research task's key")
+    sources = serializers.ListField(child=serializers.CharField(), help_text='"pmid:123", "doi:10.1000/x"')
+
+
 class CitationWaveOutputSerializer(serializers.Serializer):
     id = serializers.IntegerField()
     state = serializers.CharField()
     phase = serializers.CharField()
     anchors = serializers.ListField(child=serializers.CharField())
+    origin = serializers.CharField(help_text="anchors (typed in), cohort or benchmark (their tasks' sources)")
+    origin_id = serializers.IntegerField(allow_null=True, help_text="the cohort's or benchmark set's id")
+    origin_name = serializers.CharField()
+    task_sources = TaskSourcesSerializer(many=True)
+    source_dois = serializers.ListField(child=serializers.CharField(), help_text="DOIs found in Europe PMC")
+    unresolved_sources = serializers.ListField(child=serializers.CharField())
+    corpus_sha256 = serializers.CharField(help_text="the content hash of the finished wave's corpus")
     progress = serializers.IntegerField()
     total = serializers.IntegerField()
     traversals = serializers.IntegerField()
@@ -151,13 +175,24 @@ class CitationWaveOutputSerializer(serializers.Serializer):
 
 
 class CitationWaveInput(serializers.Serializer):
+    """One of: anchors typed in, a cohort, a benchmark set (whose tasks' source publications are the anchors)."""
+
     anchors = serializers.ListField(
-        child=serializers.CharField(max_length=100), allow_empty=False, max_length=MAX_ANCHORS
+        child=serializers.CharField(max_length=100), allow_empty=False, max_length=MAX_ANCHORS, required=False
     )
+    cohort = serializers.IntegerField(min_value=1, max_value=2**31 - 1, required=False)
+    benchmark = serializers.IntegerField(min_value=1, max_value=2**31 - 1, required=False)
+
+    def validate(self, data):
+        given = [name for name in ("anchors", "cohort", "benchmark") if name in data]
+        if len(given) != 1:
+            raise serializers.ValidationError("Give exactly one of anchors, cohort and benchmark.")
+        return data
 
 
 class CitationWaveCreateApi(APIView):
-    """POST /api/v1/literature/citation-waves {"anchors": ["MED:…", …]}: start a wave (202)."""
+    """POST /api/v1/literature/citation-waves {"anchors": ["MED:…", …]} or {"cohort": id} or {"benchmark": id}: start
+    a wave (202), from anchors typed in or from the source publications of the tasks."""
 
     permission_classes = [IsCoordinator]
     InputSerializer = CitationWaveInput
@@ -167,7 +202,7 @@ class CitationWaveCreateApi(APIView):
 
     def post(self, request):
         data = validated(CitationWaveInput, request.data)
-        wave = citation_wave_start(anchors=data["anchors"], user=request.user)
+        wave = citation_wave_begin(**data, user=request.user)
         return Response(CitationWaveOutputSerializer(wave).data, status=202)
 
 

@@ -14,6 +14,8 @@ class Reference(models.Model):
         EUROPE_PMC = "europepmc", "Europe PMC"
         RIS = "ris", "RIS file"
         CSV = "csv", "CSV file"
+        WOS = "wos", "Web of Science file"
+        BIBTEX = "bibtex", "BibTeX file"
         DEMO = "demo", "Demo data"
 
     class DatePrecision(models.TextChoices):
@@ -63,7 +65,7 @@ class ReferenceImport(models.Model):
         PUBMED = "pubmed", "PubMed search"
 
     origin = models.CharField(max_length=20, choices=Origin.choices)
-    file_format = models.CharField(max_length=20, blank=True, help_text="pubmed_xml, medline, ris or csv")
+    file_format = models.CharField(max_length=20, blank=True, help_text="pubmed_xml, medline, ris, wos, bibtex or csv")
     name = models.CharField(max_length=500, help_text="the file's name, or the search query")
     records = models.PositiveIntegerField(default=0)
     created = models.PositiveIntegerField(default=0)
@@ -170,7 +172,25 @@ class CitationWave(ClaimedWork):
 
     State = ClaimState
 
+    class Origin(models.TextChoices):
+        ANCHORS = "anchors", "Typed in"
+        COHORT = "cohort", "Cohort"
+        BENCHMARK = "benchmark", "Benchmark set"
+
     anchors = models.JSONField(help_text='Europe PMC ids with their source: ["MED:12345", "PMC:PMC67890"]')
+    origin = models.CharField(max_length=10, choices=Origin.choices, default=Origin.ANCHORS)
+    origin_id = models.PositiveIntegerField(null=True, blank=True, help_text="the cohort's or benchmark set's id")
+    origin_name = models.CharField(max_length=200, blank=True, help_text="its name when the wave started")
+    task_sources = models.JSONField(
+        default=list, blank=True, help_text='the tasks read, with their sources: [{"task", "sources"}]'
+    )
+    source_dois = models.JSONField(
+        default=list, blank=True, help_text="DOIs of the tasks' sources, found in Europe PMC by the worker"
+    )
+    unresolved_sources = models.JSONField(default=list, blank=True, help_text="sources Europe PMC did not know")
+    corpus_sha256 = models.CharField(
+        max_length=64, blank=True, help_text="sha256 of the anchors, edges and resolved works' content, once finished"
+    )
     phase = models.CharField(max_length=12, choices=Phase.choices, default=Phase.TRAVERSING)
     # Progress of the current phase (traversals, then works fetched), for the page's progress bar.
     progress = models.PositiveIntegerField(default=0)

@@ -9,8 +9,9 @@ from django.db.models import Count, F, Q
 from django.urls import reverse
 
 from literature import retrieval
-from literature.hooks import ReferenceUse, registered_uses
+from literature.hooks import ReferenceUse, TaskGroup, registered_uses
 from literature.models import CitationWave, NoveltyCheck, Reference, ReferenceImport
+from reviewapp.models import Cohort, ResearchTask
 
 # Searching reads at most this many ranked references; browsing pages through them.
 SEARCH_DEPTH = 500
@@ -118,3 +119,16 @@ def _check_use(check: NoveltyCheck, reference: Reference) -> ReferenceUse:
 
 def citation_waves_recent(*, limit: int = 20) -> list[CitationWave]:
     return list(CitationWave.objects.select_related("created_by")[:limit])
+
+
+def cohort_task_group(cohort_id: int) -> TaskGroup | None:
+    """The research tasks of a cohort's proposals, with their sources (literature.hooks.TaskGroup)."""
+    cohort = Cohort.objects.filter(pk=cohort_id).first()
+    if cohort is None:
+        return None
+    tasks = ResearchTask.objects.filter(proposals__cohorts=cohort).distinct().order_by("key")
+    return TaskGroup(cohort.name, [(key, sources) for key, sources in tasks.values_list("key", "sources")])
+
+
+def cohort_choices() -> list[tuple[int, str]]:
+    return list(Cohort.objects.order_by("name").values_list("pk", "name"))

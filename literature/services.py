@@ -1,4 +1,5 @@
-"""Writes to the reference corpus: file imports, online fetches and the one writer both use.
+"""Writes to the reference corpus: file imports (PubMed XML, MEDLINE, RIS, Web of Science, BibTeX, CSV; the format
+declared or told from the content), online fetches and the one writer both use.
 
 A file import writes every usable record and skips the others with their reasons (a record without a title or an
 abstract, without an identifier or a content key, or repeating an id with other content); a field that cannot be
@@ -10,6 +11,7 @@ record the corpus holds byte for byte (PubMed XML on PostgreSQL, MEDLINE and RIS
 record) is counted unchanged without being parsed again.
 """
 
+import io
 import itertools
 import json
 import logging
@@ -25,7 +27,7 @@ from django.db import connection, transaction
 from django.db.models import Value
 from django.utils import timezone
 
-from literature.importers import csv_table, medline, pubmed_xml, ris
+from literature.importers import bibtex, csv_table, detection, medline, pubmed_xml, ris, wos
 from literature.importers.csv_table import MappingInvalid, parse_mapping
 from literature.importers.records import FileUnreadable, Parsed, ParsedReference, Problem, StoredRecord
 from literature.models import Reference, ReferenceImport
@@ -38,13 +40,19 @@ FORMATS = {
     "pubmed_xml": "PubMed XML (efetch PubmedArticleSet)",
     "medline": "MEDLINE text (.nbib)",
     "ris": "RIS",
+    "wos": "Web of Science (plain text or tab-delimited)",
+    "bibtex": "BibTeX",
     "csv": "CSV",
 }
 _READERS: dict[str, Callable[..., Iterator[Parsed]]] = {
     "pubmed_xml": pubmed_xml.read,
     "medline": medline.read,
     "ris": ris.read,
+    "wos": wos.read,
+    "bibtex": bibtex.read,
 }
+# Readers that skip the records the corpus holds byte for byte, told by their raw record's digest.
+_BY_DIGEST = ("medline", "ris", "wos")
 WRITE_BATCH = 1000
 # An upsert that writes at least this many references refreshes the corpus table's statistics (PostgreSQL) of the
 # columns an import looks its records up by.
@@ -91,6 +99,11 @@ class ImportSummary:
     skipped_count: int = 0
     warnings: list[dict] = field(default_factory=list)  # [{"record", "id", "field", "message"}], fields left out
     warning_count: int = 0
+    format_detected: bool = False  # the format was told from the content, none being declared
+
+    @property
+    def format_label(self) -> str:
+        return FORMATS[self.format]
 
 
 @dataclass(frozen=True)
@@ -442,7 +455,7 @@ def references_upsert(*, references: Iterable[ParsedReference]) -> ReferenceWrit
 def references_import(
     *,
     file,
-    format: str,
+    format: str | None = None,
     user=None,
     progress: Callable[[int], None] | None = None,
     column_mapping: str | dict | None = None,
@@ -450,13 +463,18 @@ def references_import(
 ) -> ImportSummary:
     """Import the usable records of one file into the corpus (see the module docs).
 
-    file: a path, or a binary file object (an upload) read from its current position. format: a key of FORMATS.
-    progress(records_read) is called every PROGRESS_EVERY records. column_mapping: CSV only, {field: column}.
-    Raises ImportInvalid when the file cannot be read; nothing is written then.
+    file: a path, or a binary file object (an upload) read from its current position. format: a key of FORMATS, or
+    None to tell it from the file's content (literature.importers.detection); a declared format that the content
+    shows to be another is refused, naming that one. progress(records_read) is called every PROGRESS_EVERY records.
+    column_mapping: CSV only, {field: column}. Raises ImportInvalid when the file cannot be read; nothing is written
+    then.
     """
-    read = _reader(format, column_mapping)
     started = time.monotonic()
-    with _binary(file) as stream:
+    with _binary(file) as opened:
+        head, stream = _peeked(opened)
+        declared = format
+        format = _format_of(declared, detection.detect(head))
+        read = _reader(format, column_mapping)
         name = name or _file_name(file)
         with transaction.atomic():
             with ReferenceWriter(distinct_keys=True) as writer:
@@ -498,6 +516,7 @@ def references_import(
         skipped_count=len(outcome.skipped),
         warnings=outcome.warnings[:LISTED_AT_MOST],
         warning_count=len(outcome.warnings),
+        format_detected=not declared,
     )
 
 
@@ -562,6 +581,51 @@ def references_fetch(
     )
 
 
+def _format_of(declared: str | None, detected: str | None) -> str:
+    """The format to read: the declared one unless the content shows another (then refused, naming it); the
+    detected one when none is declared."""
+    if declared and detected and declared != detected and declared in FORMATS:
+        message = (
+            f"This file is {detection.NAMES[detected]}, not {detection.NAMES[declared]}: import it with the format "
+            f"“{detected}”, or leave the format out to have it told from the content."
+        )
+        raise ImportInvalid([Problem(None, "format", message).as_dict()])
+    if declared:
+        return declared
+    if detected is None:
+        message = (
+            "The format cannot be told from the file's first lines (XML, “PMID- ”, “TY  - ”, “FN”/“PT”, "
+            f"“@article{{”, a CSV header with a title column): choose one of {', '.join(FORMATS)}."
+        )
+        raise ImportInvalid([Problem(None, "format", message).as_dict()])
+    return detected
+
+
+class _HeadThenRest(io.RawIOBase):
+    """A stream that cannot seek, read again from its start: the bytes already read, then the rest."""
+
+    def __init__(self, head: bytes, rest):
+        self.head, self.rest = head, rest
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:
+        data = self.head[: len(buffer)] if self.head else self.rest.read(len(buffer))
+        self.head = self.head[len(data) :]
+        buffer[: len(data)] = data
+        return len(data)
+
+
+def _peeked(stream) -> tuple[bytes, Any]:
+    """The first detection.HEAD bytes of a binary stream, and the stream to read from its position as it was."""
+    head = stream.read(detection.HEAD)
+    if stream.seekable():
+        stream.seek(-len(head), io.SEEK_CUR)
+        return head, stream
+    return head, io.BufferedReader(_HeadThenRest(head, stream))
+
+
 def _reader(format: str, column_mapping) -> Callable[..., Iterator[Parsed]]:
     if format not in FORMATS:
         message = f"“{format}” is not a format this importer reads; use one of {', '.join(FORMATS)}."
@@ -571,7 +635,7 @@ def _reader(format: str, column_mapping) -> Callable[..., Iterator[Parsed]]:
             raise ImportInvalid([Problem(None, "mapping", "A column mapping applies to CSV files only.").as_dict()])
         if format == "pubmed_xml" and connection.vendor == "postgresql":
             return _pubmed_xml_against_the_corpus
-        if format in ("medline", "ris"):
+        if format in _BY_DIGEST:
             return lambda stream: _READERS[format](stream, known=_stored_digests)
         return _READERS[format]
     try:

@@ -12,10 +12,11 @@ from rest_framework import serializers
 
 from literature import selectors
 from literature.api import CitationWaveInput, import_request
+from literature.hooks import task_group_kinds
 from literature.importers.csv_table import FIELD_HELP
 from literature.models import CitationWave, Reference
 from literature.services import FORMATS, references_import
-from literature.waves import citation_wave_start
+from literature.waves import citation_wave_begin
 from reviewapp.core import roles
 from reviewapp.core.errors import page_errors, validated
 from reviewapp.core.requests import body_limit
@@ -37,7 +38,7 @@ def literature_home(request):
         "csv_fields": FIELD_HELP,
         "upload_limit": settings.OH_MAX_REFERENCE_IMPORT_BYTES,
     }
-    chosen = request.POST.get("format", "pubmed_xml")
+    chosen = request.POST.get("format", "")
     if request.method == "POST":
         with page_errors() as outcome:
             values = import_request({**request.POST.dict(), **request.FILES.dict()})
@@ -115,11 +116,26 @@ def citation_wave_list(request):
     if request.method == "POST":
         roles.require_coordinator(request.user)
         with page_errors(into=errors):
-            anchors = request.POST.get("anchors", "").replace(",", " ").split()
-            values = validated(CitationWaveInput, {"anchors": anchors})
-            wave = citation_wave_start(anchors=values["anchors"], user=request.user)
+            # The tasks' sources ("cohort:3", "benchmark:5") or anchors typed in.
+            kind, _, group_id = request.POST.get("tasks", "").partition(":")
+            if kind:
+                values = validated(CitationWaveInput, {kind: group_id})
+            else:
+                anchors = request.POST.get("anchors", "").replace(",", " ").split()
+                values = validated(CitationWaveInput, {"anchors": anchors})
+            wave = citation_wave_begin(**values, user=request.user)
             return redirect("literature-citation-wave", wave.pk)
-    context = {"waves": selectors.citation_waves_recent(), "errors": errors, "anchors": request.POST.get("anchors", "")}
+    groups = [
+        (f"{kind}:{group_id}", f"{group.label}: {name}")
+        for kind, group in task_group_kinds().items()
+        for group_id, name in group.choices()
+    ]
+    context = {
+        "waves": selectors.citation_waves_recent(),
+        "errors": errors,
+        "anchors": request.POST.get("anchors", ""),
+        "task_groups": groups,
+    }
     return render(request, "literature/citation_waves.html", context)
 
 

@@ -17,6 +17,9 @@ class ResearchTask(models.Model):
     reference_statement = models.TextField(blank=True)
     published = models.DateField(null=True, blank=True)
     dataset = models.CharField(max_length=200, blank=True)
+    # The publications the task was made from, imported with it (never written by a model): the anchors of a
+    # corpus built from the tasks' own sources (literature.waves).
+    sources = models.JSONField(default=list, blank=True, help_text='PMIDs and DOIs: ["pmid:123", "doi:10.1000/x"]')
     content_sha256 = models.CharField(max_length=64)
     import_batch = models.ForeignKey("ImportBatch", null=True, blank=True, on_delete=models.SET_NULL)
     created_at = models.DateTimeField(auto_now_add=True)

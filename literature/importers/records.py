@@ -12,10 +12,11 @@ import calendar
 import hashlib
 import html
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import date
 from functools import cached_property
+from typing import Any
 
 from literature.models import Reference
 from reviewapp.core.text import control_character_problem
@@ -163,8 +164,14 @@ def raw_digest(raw: str) -> str:
 
 
 def clean(text: str | None) -> str:
-    """Whitespace collapsed, ends trimmed."""
-    return " ".join(text.split()) if text else ""
+    """Whitespace collapsed, ends trimmed. Most values are clean already, which a few scans in C tell, instead of
+    splitting the text into words and joining them again: every whitespace character but the space is one that
+    str.isprintable() refuses."""
+    if not text:
+        return ""
+    if "  " in text or text[0] == " " or text[-1] == " " or not text.isprintable():
+        return " ".join(text.split())
+    return text
 
 
 # What PubMed writes as the title of an article that has none in English (XML ArticleTitle, MEDLINE TI); the title in
@@ -378,3 +385,40 @@ def file_source_id(*, pmid: str, doi: str, own_id: str, title: str, published: d
     if abstract:
         return "abstract:" + hashlib.sha256(f"{clean(abstract).lower()}|{year}".encode()).hexdigest()[:32]
     return ""
+
+
+def held_apart(
+    gathered: Iterable[Any],
+    known: StoredDigests | None,
+    source: str,
+    parse: Callable[[Any, str], Parsed],
+    parse_known: Callable[[Any, StoredRecord], Parsed],
+) -> Iterator[Parsed]:
+    """The records a reader gathered (each with its `raw` text), in file order: each parsed (parse(record, its
+    raw digest)), or, with `known`, looked up KNOWN_BATCH at a time (a sample first while most are new,
+    SampledLookup) and those the corpus holds byte for byte answered by parse_known(record, the stored record)."""
+    if known is None:
+        for record in gathered:
+            yield parse(record, None)
+        return
+    lookup = SampledLookup(known)
+    pending: list[Any] = []
+    try:
+        for record in gathered:
+            pending.append(record)
+            if len(pending) == KNOWN_BATCH:
+                yield from _looked_up(pending, lookup, source, parse, parse_known)
+                pending = []
+    except FileUnreadable:
+        # What was gathered before the file stopped being readable is still answered, in order.
+        yield from _looked_up(pending, lookup, source, parse, parse_known)
+        raise
+    yield from _looked_up(pending, lookup, source, parse, parse_known)
+
+
+def _looked_up(pending, lookup, source, parse, parse_known) -> Iterator[Parsed]:
+    digests = [raw_digest(record.raw) for record in pending]
+    stored = lookup(source, digests) if pending else {}
+    for record, digest in zip(pending, digests, strict=True):
+        found = stored.get(digest)
+        yield parse(record, digest) if found is None else parse_known(record, found)

@@ -18,6 +18,7 @@ from django.core.cache import cache
 from django.db.models import Count, Min, OuterRef, Prefetch, Q, Subquery
 from django.db.models.functions import Coalesce
 
+from literature.hooks import TaskGroup
 from reviewapp import analysis
 from reviewapp.analysis import JudgeOutcome
 from reviewapp.benchmarks.models import (
@@ -505,3 +506,16 @@ def benchmark_forecast_matrix(benchmark: BenchmarkSet, *, round_: int = 1) -> li
             }
         )
     return matrix
+
+
+def benchmark_task_group(benchmark_id: int) -> TaskGroup | None:
+    """A set's research tasks in their order, with their sources (literature.hooks.TaskGroup)."""
+    benchmark = BenchmarkSet.objects.filter(pk=benchmark_id).first()
+    if benchmark is None:
+        return None
+    rows = BenchmarkTask.objects.filter(benchmark=benchmark).order_by("position")
+    return TaskGroup(benchmark.name, list(rows.values_list("task__key", "task__sources")))
+
+
+def benchmark_choices() -> list[tuple[int, str]]:
+    return list(BenchmarkSet.objects.order_by("name").values_list("pk", "name"))

@@ -32,7 +32,10 @@ from reviewapp.services.tabular_files import (
 )
 
 TASKS, PROPOSALS = "tasks", "proposals"
-TASK_FIELDS = ("key", "question", "background", "reference_statement", "published", "dataset")
+TASK_FIELDS = ("key", "question", "background", "reference_statement", "published", "dataset", "sources")
+# Task fields a task's content fingerprint covers only when given, so that the fingerprints of tasks imported before
+# the field existed stay what they were.
+_TASK_FINGERPRINT_WHEN_GIVEN = ("sources",)
 PROPOSAL_FIELDS = (
     "id",
     "task",
@@ -58,6 +61,13 @@ _PROPOSAL_MODEL_FIELDS = tuple(name for name in PROPOSAL_FIELDS if name not in (
 _LOOKUP_CHUNK = 900
 _WRITE_BATCH = 1000
 _PARTIAL_DATE = re.compile(r"(\d{4})(?:-(\d{2})(?:-(\d{2}))?)?")
+# A task's sources in one cell: ids separated by spaces, commas or semicolons (a semicolon inside a DOI, as in
+# "10.1002/(SICI)…CO;2-K", is not a separator: one is only where the next id starts).
+_SOURCE_SEPARATOR = re.compile(r"[\s,]+|;(?=\s*(?:pmid|doi:|10\.\d|https?://|\d+(?:[;,\s]|$)))", re.IGNORECASE)
+# "PMID 123", "pmid: 123", "DOI: 10.1000/x" are one id each.
+_SOURCE_LABEL = re.compile(r"\b(pmid|doi)\s*:?\s*(?=\d)", re.IGNORECASE)
+_PMID = re.compile(r"^(?:pmid:)?(\d{1,9})$", re.IGNORECASE)
+_SOURCE_DOI = re.compile(r"^(?:doi:\s*|https?://(?:dx\.)?doi\.org/)?(10\.\d{4,9}(?:\.\d+)*/\S+)$", re.IGNORECASE)
 COHORT_FILE = TableFile(
     fields=FIELDS,
     required=REQUIRED,
@@ -89,8 +99,11 @@ class CohortFrozen(ServiceError):
 
 
 def task_content_sha256(values) -> str:
-    """sha256 of a task's content: a mapping with TASK_FIELDS as keys (published a date or None)."""
-    content = {name: values[name] for name in TASK_FIELDS}
+    """sha256 of a task's content: a mapping with TASK_FIELDS as keys (published a date or None; sources may be
+    left out, and count only when given)."""
+    content = {
+        name: values[name] for name in TASK_FIELDS if name not in _TASK_FINGERPRINT_WHEN_GIVEN or values.get(name)
+    }
     content["published"] = content["published"].isoformat() if content["published"] else None
     return _sha256_json(content)
 
@@ -239,7 +252,45 @@ def _clean_parents(value):
     return list(dict.fromkeys(item.strip() for item in items if item.strip())), None
 
 
-_CLEANERS = {"published": _clean_date, "citations": _clean_citations, "parents": _clean_parents}
+def clean_sources(value):
+    """A task's source publications as ["pmid:123", "doi:10.1000/x"] (DOIs lower-cased, repeats dropped), from a list
+    or from one cell ("PMID:123; 10.1000/x", "https://doi.org/10.1000/x"); a problem names what is neither."""
+    if isinstance(value, list):
+        texts = [as_text(item) for item in value]
+        if any(item is None for item in texts):
+            return [], "Must be a list of PMIDs and DOIs."
+        tokens = [token for text in texts for token in _SOURCE_SEPARATOR.split(_labelled(text or ""))]
+    else:
+        text = as_text(value)
+        if text is None:
+            return [], "Must be PMIDs and DOIs separated by “;”."
+        tokens = _SOURCE_SEPARATOR.split(_labelled(text))
+    sources, wrong = [], []
+    for token in (token.strip().rstrip(".;,") for token in tokens):
+        if not token:
+            continue
+        if pmid := _PMID.match(token):
+            sources.append(f"pmid:{int(pmid.group(1))}")
+        elif doi := _SOURCE_DOI.match(token):
+            sources.append(f"doi:{doi.group(1).lower()}")
+        else:
+            wrong.append(token)
+    if wrong:
+        shown = ", ".join(f"“{token}”" for token in wrong[:5])
+        return [], f"{shown} {'is' if len(wrong) == 1 else 'are'} neither a PMID nor a DOI (10.<registrant>/<suffix>)."
+    return list(dict.fromkeys(sources)), None
+
+
+def _labelled(text: str) -> str:
+    return _SOURCE_LABEL.sub(lambda match: f"{match.group(1).lower()}:", text)
+
+
+_CLEANERS = {
+    "published": _clean_date,
+    "citations": _clean_citations,
+    "parents": _clean_parents,
+    "sources": clean_sources,
+}
 
 
 # The most characters of each free-text field (the others have their column's max_length); README "Importing

@@ -53,6 +53,10 @@ def _set(attribute: str, field: str) -> Callable[[World, str], None]:
     return plant
 
 
+def _task_sources(world, value):
+    ResearchTask.objects.filter(pk=world.task.pk).update(sources=[f"doi:10.9999/{value}"])
+
+
 def _import_batch(world, value):
     batch = ImportBatch.objects.create(cohort=world.cohort, filename=value, file_format="json", sha256="0" * 64)
     Proposal.objects.filter(pk=world.proposal.pk).update(import_batch=batch)
@@ -203,6 +207,7 @@ CANARIES = [
     Canary("task key", "cnry-task-key-4e8f", _set("task", "key")),
     Canary("task reference statement", "cnry-reference-statement-1b9d", _set("task", "reference_statement")),
     Canary("task dataset", "cnry-dataset-6c2a", _set("task", "dataset")),
+    Canary("task source publications", "cnry-task-source-7d4e", _task_sources),
     Canary("revision parent statement", "cnry-parent-statement-0d5e", _parent_statement),
     Canary("revision child statement", "cnry-child-statement-8f1a", _child_statement),
     Canary("other reviewer's comments", "cnry-other-comments-3a6f", _others_review("comments")),

@@ -1,6 +1,7 @@
 """Import a file of references into the corpus, with a progress bar on stderr (made for large files).
 
-manage.py import_references pubmed_export.xml
+manage.py import_references pubmed_export.xml        # the format told from the content
+manage.py import_references savedrecs.txt --format wos
 manage.py import_references scopus.csv --format csv --mapping '{"title": "Title", "published": "Year"}'
 """
 
@@ -12,7 +13,6 @@ from django.core.management.base import BaseCommand, CommandError
 
 from literature.services import FORMATS, ImportInvalid, references_import
 
-_BY_EXTENSION = {".xml": "pubmed_xml", ".nbib": "medline", ".medline": "medline", ".ris": "ris", ".csv": "csv"}
 PROBLEMS_PRINTED = 200
 
 
@@ -46,13 +46,15 @@ class ProgressBar:
 
 class Command(BaseCommand):
     help = (
-        "Import references (PubMed XML, MEDLINE .nbib, RIS or CSV) into the corpus: every usable record; the others "
-        "are listed with their reasons. A file that cannot be read imports nothing."
+        "Import references (PubMed XML, MEDLINE .nbib, RIS, Web of Science, BibTeX or CSV) into the corpus: every "
+        "usable record; the others are listed with their reasons. A file that cannot be read imports nothing."
     )
 
     def add_arguments(self, parser):
         parser.add_argument("path", help="the file to import")
-        parser.add_argument("--format", choices=list(FORMATS), help="the file's format (default: from its extension)")
+        parser.add_argument(
+            "--format", choices=list(FORMATS), help="the file's format (default: told from its content)"
+        )
         parser.add_argument("--mapping", help='CSV only: JSON {field: column}, e.g. {"title": "Article Title"}')
         parser.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
         parser.add_argument(
@@ -63,11 +65,6 @@ class Command(BaseCommand):
         file_path = Path(path)
         if not file_path.is_file():
             raise CommandError(f"There is no file {path}.")
-        format = format or _BY_EXTENSION.get(file_path.suffix.lower())
-        if format is None:
-            raise CommandError(
-                f"Cannot tell the format from “{file_path.suffix}”: give --format ({', '.join(FORMATS)})."
-            )
         with open(file_path, "rb") as stream:
             progress = None if no_progress else ProgressBar(stream, os.path.getsize(file_path), self.stderr)
             records_read = 0

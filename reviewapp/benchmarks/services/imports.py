@@ -2,8 +2,9 @@
 
 One file (JSON, CSV or XLSX) holds any of three tables:
 
-- ``tasks``: the cohort import's task table (key, question, background, reference_statement, published, dataset);
-  a benchmark task needs its reference statement.
+- ``tasks``: the cohort import's task table (key, question, background, reference_statement, published, dataset,
+  and optionally sources, the PMIDs and DOIs of the task's source publications); a benchmark task needs its
+  reference statement.
 - ``hypotheses``: task, id, generator, generator_company, statement, mechanism, prediction, first_stage, selected
   and the forecasts per model (JSON: ``"forecasts": {"model": true}``; CSV and XLSX: one ``forecast:<model>``
   column per model, empty for no vote).
@@ -66,6 +67,7 @@ from reviewapp.services.imports import (
     _fetch_in,
     _sha256_json,
     batch_fields,
+    clean_sources,
     refused_when_raced,
     task_content_sha256,
 )
@@ -300,6 +302,7 @@ _CLEANERS = {
     "final": _clean_bool,
     "searched_on": _clean_date,
     "status": clean_status,
+    "sources": clean_sources,
 }
 # Long texts; every other text field is an id, a name or a company.
 _FREE_TEXT = {"statement", "mechanism", "prediction", "reason", *ANALYSIS_FREE_TEXT}

@@ -1,0 +1,201 @@
+"""Web of Science exports: plain text ("Other file formats → Plain text") and tab-delimited.
+
+Plain text: "FN"/"VR" header lines, then records of "XX value" lines from "PT" to "ER", a value's further lines
+indented by three spaces, "EF" at the end. A tag whose values are a list (AU, AF, CR, C1…) has one value a line; a
+text (TI, AB, SO) is its lines joined. A record whose "ER" line is missing is ended at the next "PT" line with a
+warning. Tab-delimited: a header row of tags, then one record a line (lists separated by "; "). Both in UTF-8, with
+or without a byte-order mark. Records are numbered from 1 in file order.
+
+Read from each record: TI (title), AB (abstract), AF (full names; else AU), SO (journal), PY and PD (year, month and
+day: "MAR", "JAN-FEB", "OCT 15", "Aug 1 2019"), DI (DOI), PM (PMID) and UT, the accession number, which is the
+record's id ("WOS:000086967200001"; without one, its PMID, DOI, or a hash of its title or abstract and year, as for
+RIS). A caller that can tell which raw records the corpus holds byte for byte passes `known`, as for RIS: those
+records are not read again, only their date checked for its warning."""
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from literature.importers import records
+from literature.importers.records import (
+    FileUnreadable,
+    KnownRecord,
+    Parsed,
+    ParsedReference,
+    Problem,
+    StoredDigests,
+    StoredRecord,
+    clean,
+)
+from literature.models import Reference
+
+_TAG_LINE = re.compile(r"^([A-Z][A-Z0-9])(?: (.*))?$")
+# Every tag of a record's text and its value, the value's continuation lines kept after their line feeds.
+_FIELD = re.compile(r"^([A-Z][A-Z0-9]) (.*(?:\n(?![A-Z][A-Z0-9](?: |$)).*)*)", re.MULTILINE)
+_CONTINUED = re.compile(r"\n\s*")
+# The tags a record's lines can be warned about, read alone from a record the corpus holds.
+_DATED = re.compile(r"^(PY|PD) (.*)$", re.MULTILINE)
+_HEADER_TAGS = ("FN", "VR", "EF")
+# The tags that end an open record: its "ER", the next record's "PT" when the "ER" is missing, the file's "EF".
+_ENDING = frozenset({"ER", "PT", "EF"})
+_YEAR = re.compile(r"\b(\d{4})\b")
+_DAY = re.compile(r"^\d{1,2}$")
+
+
+@dataclass(slots=True)
+class _Record:
+    number: int
+    raw: str
+    warnings: list[Problem]
+    header: list[str] | None = None  # the tab-delimited file's tags, for a record of that file
+
+
+def read(stream, known: StoredDigests | None = None) -> Iterator[Parsed]:
+    """Parsed records of a binary stream of a Web of Science export, plain text or tab-delimited."""
+    yield from records.held_apart(_gathered(stream), known, Reference.Source.WOS, _parsed, _known)
+
+
+def _gathered(stream) -> Iterator[_Record]:
+    """The file's records, gathered line by line (a record's lines are only looked at for the tags that end it)."""
+    number = 0
+    current: list[str] | None = None  # the open record's lines
+    header: list[str] | None = None  # a tab-delimited file's tags
+    first = True
+    for start, block in records.text_blocks(stream):
+        for line_number, line in enumerate(block, start):
+            if header is not None:
+                if line.strip():
+                    number += 1
+                    yield _Record(number, line, [], header)
+                continue
+            if first:
+                if not line.strip():
+                    continue
+                first = False
+                if "\t" in line:
+                    header = _tab_header(line)
+                    continue
+            if current is not None:
+                tag = line[:2]
+                if tag not in _ENDING or len(line) > 2 and line[2] != " ":
+                    if line.strip():
+                        current.append(line)
+                    continue
+                if tag == "PT":
+                    message = f"The record has no “ER” line; it was ended at line {line_number}."
+                    yield _Record(number, "\n".join(current), [Problem(number, "ER", message)])
+                    number += 1
+                    current = [line]
+                    continue
+                missing = [] if tag == "ER" else [Problem(number, "ER", "The record has no “ER” line before “EF”.")]
+                yield _Record(number, "\n".join(current), missing)
+                current = None
+            elif line.strip() and _TAG_LINE.match(line) and line[:2] not in _HEADER_TAGS:
+                number += 1
+                current = [line]  # "PT", or the first tag of a record whose "PT" line is missing
+    if current is not None:
+        message = "The file ends inside this record: its “ER” line is missing."
+        yield _Record(number, "\n".join(current), [Problem(number, "ER", message)])
+    if first:
+        raise FileUnreadable("The file is empty.")
+    if number == 0:
+        raise FileUnreadable(
+            "The file holds no Web of Science records (“PT J” … “ER” lines, or a tab-delimited export)."
+            if header is None
+            else "The file holds a header but no Web of Science records."
+        )
+
+
+def _tab_header(line: str) -> list[str]:
+    header = [clean(name) for name in line.split("\t")]
+    if "PT" not in header or not ({"TI", "AB"} & set(header)):
+        raise FileUnreadable(
+            "The first line is not a Web of Science tab-delimited header (tags such as PT, AU, TI, AB, UT)."
+        )
+    return header
+
+
+def _fields(record: _Record) -> dict[str, str] | Problem:
+    """Values by tag: a value's lines joined by line feeds (one list item a line)."""
+    if record.header is None:
+        fields: dict[str, str] = {}
+        for tag, value in _FIELD.findall(record.raw):
+            fields[tag] = f"{fields[tag]}\n{value}" if tag in fields else value
+        return fields
+    values = record.raw.split("\t")
+    header = record.header
+    if len(values) > len(header) and any(value.strip() for value in values[len(header) :]):
+        return Problem(record.number, "row", f"The line has {len(values)} values but the header names {len(header)}.")
+    return {
+        tag: value.replace("; ", "\n") if tag in ("AU", "AF") else value
+        for tag, value in zip(header, values, strict=False)
+    }
+
+
+def _parsed(record: _Record, digest: str | None = None) -> Parsed:
+    number, warnings = record.number, record.warnings
+    fields = _fields(record)
+    if isinstance(fields, Problem):
+        return Parsed(number, None, [fields])
+    title = _text(fields, "TI")
+    abstract = _text(fields, "AB")
+    doi = records.usable_doi(records.normalise_doi(_text(fields, "DI")), number, warnings)
+    pmid = records.usable_pmid(_text(fields, "PM"), number, warnings)
+    published, precision = _published(_text(fields, "PY"), _text(fields, "PD"), number, warnings)
+    accession = _text(fields, "UT")
+    names = fields.get("AF") or fields.get("AU") or ""
+    reference = ParsedReference(
+        source=Reference.Source.WOS,
+        source_id=accession[:200]
+        or records.file_source_id(pmid=pmid, doi=doi, own_id="", title=title, published=published, abstract=abstract),
+        pmid=pmid,
+        doi=doi,
+        title=title,
+        abstract=abstract,
+        journal=_text(fields, "SO"),
+        authors=[name for name in map(clean, names.split("\n")) if name],
+        published=published,
+        published_precision=precision,
+        raw=record.raw,
+    )
+    if digest is not None:
+        reference.raw_md5 = digest
+    problems = records.problems_of(reference, number, id_field="UT", id_from_content=True)
+    return records.identify(Parsed(number, None if problems else reference, problems, warnings))
+
+
+def _known(record: _Record, found: StoredRecord) -> Parsed:
+    """A record the corpus holds as it is: only its date is read again for its warning, when it was undated."""
+    warnings = record.warnings
+    if found.warned is not False and found.undated:
+        if record.header is None:
+            dated = dict(_DATED.findall(record.raw))
+        else:
+            dated = dict(zip(record.header, record.raw.split("\t"), strict=False))
+        _published(clean(dated.get("PY")), clean(dated.get("PD")), record.number, warnings)
+    stored = KnownRecord(Reference.Source.WOS, found.source_id, found.content_sha256)
+    return records.identify(Parsed(record.number, None, [], warnings, known=stored))
+
+
+def _text(fields: dict[str, str], tag: str) -> str:
+    return clean(fields.get(tag))
+
+
+def _published(py: str, pd: str, number: int, warnings: list[Problem]):
+    """The year of PY (else the one PD names) with PD's month and day when it names them ("MAR", "JAN-FEB",
+    "OCT 15", "Aug 1 2019"; a season gives the year alone). A date that cannot be read is left out with a warning."""
+    if not py and not pd:
+        return None, records.PRECISION_UNKNOWN
+    year = py or next(iter(_YEAR.findall(pd)), "")
+    words = [word for word in re.split(r"[\s-]+", _YEAR.sub(" ", pd)) if word]
+    month = words[0] if words and records.month_number(words[0]) else ""
+    day = words[1] if month and len(words) > 1 and _DAY.match(words[1]) else ""
+    try:
+        return records.partial_date(year, month, day)
+    except ValueError as exc:
+        if day:  # "FEB 30": the month stands
+            try:
+                return records.partial_date(year, month)
+            except ValueError:
+                pass
+        return records.date_left_out(number, "PY/PD", exc, warnings)

@@ -1,0 +1,320 @@
+"""Web of Science (plain text, tab-delimited) and BibTeX imports on exports the databases and reference managers
+wrote (tests/fixtures/literature/SOURCES.md), and the format told from a file's content: every record imported,
+its fields read, a re-import changing nothing, a wrong declared format refused naming the detected one; the records
+found by the corpus page's search and the novelty check's retrieval like any other."""
+
+import io
+from datetime import date
+from pathlib import Path
+
+import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.urls import reverse
+from rest_framework.test import APIClient
+
+from literature import retrieval
+from literature.importers import detection
+from literature.models import Reference
+from literature.services import ImportInvalid, references_import
+
+FIXTURES = Path(__file__).parent.parent / "fixtures" / "literature"
+EXPORTS = [
+    ("wos_bibx_savedrecs.txt", "wos", 20),
+    ("wos_bibx_single_article.txt", "wos", 1),
+    ("wos_metaknowledge_twopaper.isi", "wos", 2),
+    ("wos_wosfile_tab_delimited.txt", "wos", 2),
+    ("bibtex_scopus_bibx.bib", "bibtex", 15),
+    ("bibtex_jabref_chocolate.bib", "bibtex", 15),
+    ("bibtex_zotero_better_bibtex.bib", "bibtex", 1),
+]
+
+
+def fixture(name: str) -> Path:
+    return FIXTURES / name
+
+
+def by_id() -> dict[str, Reference]:
+    return {reference.source_id: reference for reference in Reference.objects.order_by("pk")}
+
+
+def refused(content: bytes, format: str | None) -> list[dict]:
+    with pytest.raises(ImportInvalid) as raised:
+        references_import(file=io.BytesIO(content), format=format)
+    return raised.value.problems
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(("name", "format", "count"), EXPORTS)
+def test_every_record_of_a_real_export_imports_and_a_reimport_changes_nothing(name, format, count):
+    first = references_import(file=fixture(name), format=format)
+    assert (first.records, first.created, first.skipped, first.warnings) == (count, count, [], [])
+    assert Reference.objects.filter(source=format).count() == count
+    again = references_import(file=fixture(name), format=format)
+    assert (again.created, again.updated, again.unchanged, again.skipped) == (0, 0, count, [])
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(("name", "format", "count"), EXPORTS)
+def test_the_format_of_a_real_export_is_told_from_its_content(name, format, count):
+    assert detection.detect(fixture(name).read_bytes()[: detection.HEAD]) == format
+    summary = references_import(file=fixture(name))
+    assert (summary.format, summary.format_detected, summary.records) == (format, True, count)
+
+
+# ------------------------------------------------------------------------------------------- Web of Science
+
+
+@pytest.mark.django_db
+def test_a_web_of_science_plain_text_export_with_its_byte_order_mark_and_continuation_lines():
+    assert fixture("wos_bibx_savedrecs.txt").read_bytes().startswith(b"\xef\xbb\xbfFN Thomson Reuters")
+    references_import(file=fixture("wos_bibx_savedrecs.txt"), format="wos")
+    solvent = by_id()["WOS:000401190100002"]
+    assert solvent.title == (
+        "In situ grazing incidence small-angle X-ray scattering study of solvent vapor annealing in "
+        "lamellae-forming block copolymer thin films: Trade-off of defects in deswelling"
+    )  # three lines joined
+    assert solvent.authors == ["Sun, Zhiwei", "Russell, Thomas P."]  # AF, one name a line
+    assert solvent.journal == "JOURNAL OF POLYMER SCIENCE PART B-POLYMER PHYSICS"
+    assert solvent.doi == "10.1002/polb.24346" and solvent.source == "wos"
+    assert solvent.abstract.startswith("Solvent vapor annealing (SVA) is one route")
+    assert solvent.raw.startswith("PT J\nAU Sun, ZW\n   Russell, TP\n")
+
+
+@pytest.mark.django_db
+def test_web_of_science_dates_keep_their_precision_and_a_record_without_abstract_imports():
+    references_import(file=fixture("wos_metaknowledge_twopaper.isi"), format="wos")
+    references_import(file=fixture("wos_bibx_single_article.txt"), format="wos")
+    references = by_id()
+    supervenience = references["WOS:000086967200001"]
+    assert (supervenience.published, supervenience.published_precision) == (date(2000, 3, 1), "month")  # PD MAR
+    assert supervenience.doi == "10.1023/a:1005282128866" and supervenience.authors == ["Kim, S"]
+    token = references["WOS:000168001500006"]
+    assert (token.published, token.published_precision, token.abstract) == (date(2001, 1, 1), "year", "")
+    nanodots = references["WOS:000397201600008"]
+    assert nanodots.title == "Structural control of ultra-fine CoPt nanodot arrays via electrodeposition process"
+    assert nanodots.authors == ["Wodarz, Siggi", "Hasegawa, Takashi", "Ishio, Shunji", "Homma, Takayuki"]
+
+
+@pytest.mark.django_db
+def test_a_web_of_science_tab_delimited_export():
+    references_import(file=fixture("wos_wosfile_tab_delimited.txt"), format="wos")
+    references = by_id()
+    assert list(references) == ["WOS:000220015600001", "WOS:000243494600113"]
+    networks = references["WOS:000220015600001"]
+    assert networks.title.startswith("Knowledge networks as channels and conduits")
+    assert networks.authors == ["Owen-Smith, J", "Powell, WW"]
+    assert (networks.published, networks.published_precision) == (date(2004, 1, 1), "month")  # PD JAN-FEB
+    assert networks.doi == "10.1287/orsc.1030.0054" and networks.journal == "ORGANIZATION SCIENCE"
+    assert len(references["WOS:000243494600113"].authors) == 24
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(("name", "count"), [("wos_wosfile_tab_delimited.txt", 2), ("bibtex_jabref_chocolate.bib", 15)])
+def test_windows_line_ends_and_a_byte_order_mark_change_nothing(name, count):
+    """The Windows exports were written with CR LF and a byte-order mark (SOURCES.md): the same records either way."""
+    references_import(file=fixture(name))
+    windows = b"\xef\xbb\xbf" + fixture(name).read_bytes().replace(b"\n", b"\r\n")
+    again = references_import(file=io.BytesIO(windows))
+    assert (again.records, again.created, again.updated, again.skipped) == (count, 0, 0, [])
+
+
+@pytest.mark.django_db
+def test_web_of_science_records_without_title_or_abstract_are_skipped_and_a_missing_er_is_reported():
+    content = (
+        b"FN Clarivate Analytics Web of Science\nVR 1.0\n"
+        b"PT J\nAU Doe, J\nSO JOURNAL OF TESTS\nPY 2020\nUT WOS:000000000000001\nER\n\n"
+        b"PT J\nTI A record written for the test whose ER line is missing\nPY 2021\nPD FOO\nUT WOS:000000000000002\n"
+        b"PT J\nAB An abstract without a title, written for the test.\nPY 2022\nUT WOS:000000000000003\nER\n\nEF\n"
+    )
+    summary = references_import(file=io.BytesIO(content), format="wos")
+    assert summary.skipped == [
+        {"record": 1, "id": "WOS:000000000000001", "reason": "The record has neither a title nor an abstract."}
+    ]
+    assert [(warning["record"], warning["field"]) for warning in summary.warnings] == [(2, "ER")]
+    assert set(by_id()) == {"WOS:000000000000002", "WOS:000000000000003"}
+    assert by_id()["WOS:000000000000002"].published == date(2021, 1, 1)  # PD FOO: the year stands
+
+
+# --------------------------------------------------------------------------------------------------- BibTeX
+
+
+@pytest.mark.django_db
+def test_a_scopus_bibtex_export_with_repeated_keys_and_fields():
+    references_import(file=fixture("bibtex_scopus_bibx.bib"), format="bibtex")
+    references = by_id()
+    assert len(references) == 15 and all(reference.source == "bibtex" for reference in references.values())
+    akagi = references["doi:10.35848/1347-4065/ac899a"]
+    assert akagi.title.startswith("Relationship between temperature rise and thermal conductivity")
+    assert akagi.authors == ["Akagi, F.", "Matsushima, N."] and akagi.journal == "Japanese Journal of Applied Physics"
+    assert (akagi.published, akagi.published_precision) == (date(2023, 1, 1), "year")
+    assert akagi.abstract.endswith("© 2022 The Japan Society of Applied Physics")
+    # Scopus gives two articles the key Jeong2022: both are imported, by their DOIs.
+    assert sum(1 for reference in references.values() if "@ARTICLE{Jeong2022," in reference.raw) == 2
+
+
+@pytest.mark.django_db
+def test_a_jabref_library_with_biblatex_dates_and_journaltitle():
+    references_import(file=fixture("bibtex_jabref_chocolate.bib"), format="bibtex")
+    references = by_id()
+    corti = references["doi:10.1161/circulationaha.108.827022"]
+    assert (corti.title, corti.journal) == ("Cocoa and Cardiovascular Health", "Circulation")
+    assert (corti.published, corti.published_precision) == (date(2009, 3, 1), "month")  # date = {2009-03}
+    assert corti.authors[-1] == "Lüscher, Thomas F."
+    acne = references["doi:10.1001/jama.1969.03160370055011"]
+    assert acne.title == "Effect of Chocolate on Acne Vulgaris"  # {{…}}: the protective braces removed
+    assert acne.authors[0] == "Fulton, James E., Jr."
+
+
+@pytest.mark.django_db
+def test_a_zotero_better_bibtex_export_has_its_latex_accents_decoded():
+    references_import(file=fixture("bibtex_zotero_better_bibtex.bib"), format="bibtex")
+    (procopio,) = by_id().values()
+    assert procopio.source_id == "id:Procopio2014"  # no DOI or PMID: the citation key
+    assert procopio.title == "Experimental Superposition of Orders of Quantum Gates"
+    assert "Araújo, Mateus" in procopio.authors and "Brukner, Časlav" in procopio.authors
+    assert (procopio.published, procopio.published_precision) == (date(2014, 12, 1), "month")  # month = dec
+    assert procopio.abstract.startswith("In a quantum computer, creating superpositions of quantum bits")
+
+
+BIBTEX_WRITTEN_FOR_THE_TEST = rb"""% Entries written for the test, in the shape of the exports above.
+@string{jomch = {Journal of Organometallic Chemistry}}
+@comment{jabref-meta: databaseType:bibtex;}
+
+@article{good1,
+  title = {Caf{\'e} {DNA} and the {\"O}zge effect in $\alpha$-helices},
+  author = {Aks{\i}n, {\"O}zge and {Barnes and Noble}},
+  journal = jomch,
+  year = 2001, month = mar, day = 5,
+  doi = {https://doi.org/10.1000/Test.1},
+  abstract = {Text \& more text},
+}
+
+@article{broken, title = {This entry lost its closing brace, year = 2002
+
+@article{good2,
+  title = "A quoted title",
+  eprint = {31415926}, eprinttype = {pubmed},
+  date = {2003-07-14},
+}
+
+@misc{notitle, year = {2004}}
+"""
+
+
+@pytest.mark.django_db
+def test_bibtex_macros_comments_accents_and_one_malformed_entry():
+    summary = references_import(file=io.BytesIO(BIBTEX_WRITTEN_FOR_THE_TEST), format="bibtex")
+    assert summary.records == 2
+    assert [(entry["record"], entry["reason"]) for entry in summary.skipped] == [
+        (2, summary.skipped[0]["reason"]),
+        (4, "The record has neither a title nor an abstract."),
+    ]
+    assert summary.skipped[0]["reason"].startswith("The entry at line 14 cannot be read (")
+    references = by_id()
+    first = references["doi:10.1000/test.1"]
+    assert first.title == "Café DNA and the Özge effect in α-helices"
+    assert first.authors == ["Aksın, Özge", "Barnes and Noble"]
+    assert first.journal == "Journal of Organometallic Chemistry"  # the @string macro
+    assert (first.published, first.published_precision) == (date(2001, 3, 5), "day")
+    assert first.abstract == "Text & more text"
+    second = references["pmid:31415926"]
+    assert (second.title, second.pmid, second.published) == ("A quoted title", "31415926", date(2003, 7, 14))
+
+
+@pytest.mark.django_db
+def test_a_file_without_any_bibtex_entry_or_not_utf8_is_refused_whole():
+    assert refused(b"% only a comment\n", "bibtex")[0]["message"].startswith("The file holds no BibTeX entries")
+    assert "not UTF-8" in refused(b"@article{a, title={caf\xe9}}\n", "bibtex")[0]["message"]
+    assert Reference.objects.count() == 0
+
+
+# ------------------------------------------------------------------------------------------ format detection
+
+
+@pytest.mark.parametrize(
+    ("head", "format"),
+    [
+        (b'<?xml version="1.0"?>\n<!DOCTYPE PubmedArticleSet>\n<PubmedArticleSet>', "pubmed_xml"),
+        (b"\xef\xbb\xbfPMID- 123\nTI  - x\n", "medline"),
+        (b"Record #1 of 2\nProvider: Ovid\n\n1.\nTY  - JOUR\n", "ris"),
+        (b"TY  - JOUR\nN1  - PMID- 123\n", "ris"),
+        (b"FN Clarivate Analytics Web of Science\nVR 1.0\n", "wos"),
+        (b"PT\tAU\tTI\tUT\nJ\ta\tb\tc\n", "wos"),
+        (b"% This file was created with JabRef\n\n@Article{x,\n", "bibtex"),
+        (b'"Key","Title","Abstract Note"\n', "csv"),
+        (b"<html><body>", None),
+        (b"just some text\n", None),
+    ],
+)
+def test_the_format_is_told_by_the_earliest_sign_in_the_file(head, format):
+    assert detection.detect(head) == format
+
+
+@pytest.mark.django_db
+def test_a_wrong_declared_format_is_refused_naming_the_detected_one():
+    problems = refused(fixture("wos_bibx_single_article.txt").read_bytes(), "ris")
+    assert problems == [
+        {
+            "record": None,
+            "id": "",
+            "field": "format",
+            "message": "This file is a Web of Science export, not RIS: import it with the format “wos”, or leave "
+            "the format out to have it told from the content.",
+        }
+    ]
+    assert "This file is BibTeX, not MEDLINE text" in refused(BIBTEX_WRITTEN_FOR_THE_TEST, "medline")[0]["message"]
+    assert refused(b"just some text\n", None)[0]["message"].startswith("The format cannot be told")
+    assert Reference.objects.count() == 0
+
+
+def test_api_without_a_format_tells_it_and_refuses_a_wrong_one(coordinator):
+    client = APIClient()
+    client.force_authenticate(coordinator)
+    upload = SimpleUploadedFile("savedrecs.txt", fixture("wos_metaknowledge_twopaper.isi").read_bytes())
+    told = client.post("/api/v1/literature/import", {"file": upload}, format="multipart")
+    assert told.status_code == 200, told.content
+    assert (told.json()["format"], told.json()["format_detected"], told.json()["created"]) == ("wos", True, 2)
+    upload = SimpleUploadedFile("library.bib", fixture("bibtex_jabref_chocolate.bib").read_bytes())
+    wrong = client.post("/api/v1/literature/import", {"file": upload, "format": "csv"}, format="multipart")
+    assert wrong.status_code == 400
+    assert wrong.json()["records"][0]["message"].startswith("This file is BibTeX, not CSV")
+
+
+# ----------------------------------------------------------------- the corpus page and the novelty retrieval
+
+
+def test_imported_records_are_found_by_the_corpus_page_and_the_novelty_retrieval(client, coordinator):
+    references_import(file=fixture("wos_bibx_savedrecs.txt"))
+    references_import(file=fixture("bibtex_jabref_chocolate.bib"))
+    client.force_login(coordinator)
+    page = client.get(reverse("literature-corpus"), {"q": "cocoa chocolate cardiovascular health"}).content.decode()
+    assert "Cocoa and Cardiovascular Health" in page and "BibTeX file" in page
+    wos_page = client.get(reverse("literature-corpus"), {"source": "wos"}).content.decode()
+    assert "Web of Science file" in wos_page and "solvent vapor annealing" in wos_page
+    found = retrieval.search("solvent vapor annealing block copolymer thin films defects", limit=5)
+    best = Reference.objects.get(pk=found[0].reference_id)
+    assert (best.source, best.source_id) == ("wos", "WOS:000401190100002")
+    found = retrieval.search("chocolate acne vulgaris", limit=5)
+    assert Reference.objects.get(pk=found[0].reference_id).title == "Effect of Chocolate on Acne Vulgaris"
+
+
+def test_clean_collapses_every_kind_of_whitespace_as_splitting_the_text_does():
+    """clean() returns a value unchanged when a few scans say it is clean already: never when it is not."""
+    import sys
+
+    from literature.importers.records import clean
+
+    spaces = [chr(code) for code in range(sys.maxunicode + 1) if chr(code).isspace()]
+    for space in spaces:
+        for text in (f"a{space}b", f"{space}a", f"a{space}", f"a {space}b", f"a{space}{space}b", space):
+            assert clean(text) == " ".join(text.split()), repr(text)
+    assert clean("A clean title.") == "A clean title." and clean(None) == ""
+
+
+def test_the_literature_page_tells_the_format_and_names_it_in_the_outcome(client, coordinator):
+    client.force_login(coordinator)
+    page = client.get(reverse("literature-home")).content.decode()
+    assert '<option value="" selected>Tell from the file</option>' in page
+    upload = SimpleUploadedFile("TwoPaper.isi", fixture("wos_metaknowledge_twopaper.isi").read_bytes())
+    posted = client.post(reverse("literature-home"), {"format": "", "file": upload}, HTTP_HX_REQUEST="true")
+    assert "Imported 2 references</strong> from Web of Science (plain text or tab-delimited)" in posted.content.decode()
