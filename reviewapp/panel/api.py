@@ -293,7 +293,11 @@ class RatingsSerializer(serializers.Serializer):
         mu = serializers.FloatField()
         sigma = serializers.FloatField()
         conservative = serializers.FloatField(help_text="s = μ − 2σ")
-        rank = serializers.IntegerField()
+        rank = serializers.FloatField(
+            allow_null=True,
+            help_text="tie-aware rank among the compared proposals of the task, 0–1 (1 the best); null when never "
+            "compared",
+        )
         comparisons = serializers.IntegerField()
 
     parameters = serializers.DictField(help_text="the TrueSkill parameters")

@@ -88,8 +88,9 @@ def replay(comparisons: Iterable[tuple[Key, Key, str]], start: Mapping[Key, Rati
 
 
 def ranks(conservatives: Mapping[Key, float]) -> dict[Key, float]:
-    """Tie-aware rank of each member of one stratum in [0, 1], 1 the best:
-    r = (number with lower s + ½ × (number with equal s − 1)) / (n − 1); a stratum of one has r = ½."""
+    """Tie-aware rank of each rated member of one stratum in [0, 1], 1 the best:
+    r = (number with lower s + ½ × (number with equal s − 1)) / (n − 1); a stratum of one has r = ½. Pass only rated
+    members (`stratum_ranks` chooses them): n counts what is passed."""
     n = len(conservatives)
     if n == 1:
         return dict.fromkeys(conservatives, 0.5)
@@ -100,6 +101,12 @@ def ranks(conservatives: Mapping[Key, float]) -> dict[Key, float]:
         equal = _count_below(ordered, value + TIE_TOLERANCE) - lower
         result[key] = (lower + 0.5 * (equal - 1)) / (n - 1)
     return result
+
+
+def stratum_ranks(ratings: Mapping[Key, Rating]) -> dict[Key, float]:
+    """The ranks of one stratum's rated members (at least one effective comparison). A member never compared, or
+    whose comparisons all abstained, holds only the prior: it has no rank and does not count in the stratum's n."""
+    return ranks({key: rating.conservative for key, rating in ratings.items() if rating.comparisons > 0})
 
 
 def _count_below(ordered: Sequence[float], limit: float) -> int:

@@ -135,7 +135,7 @@ class RatingRow:
     mu: float
     sigma: float
     conservative: float
-    rank: float
+    rank: float | None  # None when never compared: only rated proposals are ranked
     comparisons: int
 
 
@@ -370,8 +370,8 @@ class CohortRatings:
 
 
 def cohort_ratings(cohort: Cohort, *, members: list[dict] | None = None) -> CohortRatings:
-    """Every proposal's rating (the prior when it was never compared) with its tie-aware rank within its research
-    task (the stratum)."""
+    """Every proposal's rating (the prior when it was never compared) with its tie-aware rank among the rated
+    proposals of its research task (the stratum); a proposal never compared has no rank."""
     members = _members(cohort) if members is None else members
     stored = {
         proposal: trueskill_rules.Rating(mu, sigma, comparisons)
@@ -385,13 +385,13 @@ def cohort_ratings(cohort: Cohort, *, members: list[dict] | None = None) -> Coho
     by_proposal = {}
     for proposals in strata.values():
         ratings = {pk: stored.get(pk) or trueskill_rules.Rating() for pk in proposals}
-        ranks = trueskill_rules.ranks({pk: rating.conservative for pk, rating in ratings.items()})
+        ranks = trueskill_rules.stratum_ranks(ratings)
         for pk, rating in ratings.items():
             by_proposal[pk] = RatingRow(
                 mu=rating.mu,
                 sigma=rating.sigma,
                 conservative=rating.conservative,
-                rank=ranks[pk],
+                rank=ranks.get(pk),
                 comparisons=rating.comparisons,
             )
     return CohortRatings(by_proposal=by_proposal, strata=dict(strata))

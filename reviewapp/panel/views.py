@@ -204,7 +204,7 @@ def _ratings_tables(by_task: dict[str, list]) -> SafeString:
         rows = "".join(
             f'<tr><td>{escape(item["proposal"])}</td><td class="num">{item["mu"]:.3f}</td>'
             f'<td class="num">{item["sigma"]:.3f}</td><td class="num">{item["conservative"]:.3f}</td>'
-            f'<td class="num">{item["rank"]:.3f}</td><td class="num">{item["comparisons"]}</td></tr>'
+            f'<td class="num">{_number(item["rank"], 3)}</td><td class="num">{item["comparisons"]}</td></tr>'
             for item in sorted(items, key=lambda item: -item["conservative"])
         )
         parts.append(

@@ -81,11 +81,20 @@ def test_ranks_are_within_each_research_task(cohort, coordinator):
     )
     ratings = cohort_ratings(cohort)
     by_id = {proposal.external_id: ratings.by_proposal[proposal.pk] for proposal in cohort.proposals.all()}
-    assert by_id["c1"].rank == 0.5 and by_id["c1"].comparisons == 0  # a task of one
+    # Never compared: the prior, no rank, and not counted in the task's n (a3–a5 would otherwise tie between a2
+    # and a1 and push a1 to (4 + 0) / 4 and a2 to 0; here n = 2).
+    assert by_id["c1"].rank is None and by_id["c1"].comparisons == 0
+    assert by_id["a3"].rank is None and by_id["a4"].rank is None and by_id["b3"].rank is None
     assert by_id["a1"].rank == 1.0 and by_id["a2"].rank == 0.0
-    # a3, a4, a5 never compared: the prior, tied between the loser and the winner.
-    assert by_id["a3"].rank == by_id["a4"].rank == (1 + 0.5 * 2) / 4
-    assert by_id["b2"].rank == 1.0 and by_id["b3"].rank == 0.5 and by_id["b1"].rank == 0.0
+    assert by_id["b2"].rank == 1.0 and by_id["b1"].rank == 0.0
+    # A tie between a3 and a4 ranks them among the rated of T-A: s(a1) > s(a3) = s(a4) > s(a2) by hand, so with
+    # n = 4 a3 and a4 have (1 + ½ × 1) / 3 and a1 still 1.
+    comparisons_import(cohort=cohort, rows=[{"a": "a3", "b": "a4", "outcome": "tie"}], user=coordinator)
+    ratings = cohort_ratings(cohort)
+    by_id = {proposal.external_id: ratings.by_proposal[proposal.pk] for proposal in cohort.proposals.all()}
+    assert by_id["a1"].conservative > by_id["a3"].conservative == by_id["a4"].conservative > by_id["a2"].conservative
+    assert by_id["a3"].rank == by_id["a4"].rank == pytest.approx(1.5 / 3)
+    assert by_id["a1"].rank == 1.0 and by_id["a2"].rank == 0.0 and by_id["a5"].rank is None
 
 
 def test_the_critique_job_records_the_shown_order_and_answers_in_terms_of_proposals(

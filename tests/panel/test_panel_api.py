@@ -118,7 +118,8 @@ def test_comparisons_import_list_ratings_and_recompute(api, models, cohort, coor
     by_id = {row["proposal"]: row for row in ratings["ratings"]}
     assert set(by_id["p1"]) == {"proposal", "task", "mu", "sigma", "conservative", "rank", "comparisons"}
     assert by_id["p1"]["task"] == "T-A" and by_id["p1"]["rank"] == 1.0 and by_id["p1"]["comparisons"] == 1
-    assert by_id["p3"]["comparisons"] == 0 and by_id["q1"]["rank"] == 0.5
+    # p3 only abstained and q1 was never compared: the prior, and no rank.
+    assert by_id["p3"]["comparisons"] == 0 and by_id["p3"]["rank"] is None and by_id["q1"]["rank"] is None
     assert by_id["p1"]["conservative"] == pytest.approx(by_id["p1"]["mu"] - 2 * by_id["p1"]["sigma"])
     assert api.post(f"/api/v1/cohorts/{cohort.pk}/ratings/recompute").status_code == 403
     api.force_authenticate(coordinator)

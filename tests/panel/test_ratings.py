@@ -7,7 +7,7 @@ import random
 
 import pytest
 import trueskill
-from scipy.stats import norm
+from scipy.stats import norm, rankdata
 
 from reviewapp.panel import ratings as R
 
@@ -132,6 +132,26 @@ def test_ranks_are_tie_aware_and_in_zero_to_one():
     assert R.ranks({"only": 7.0}) == {"only": 0.5}
     # Float noise of equal histories counts as a tie.
     assert R.ranks({"a": 0.1 + 0.2, "b": 0.3}) == {"a": 0.5, "b": 0.5}
+
+
+def test_only_rated_members_are_ranked_and_counted_in_n():
+    """Checked against scipy's average ranks of the rated members alone: r = (average rank − 1) / (n − 1)."""
+    rng = random.Random(24)
+    stratum = {}
+    for index in range(40):
+        compared = rng.random() < 0.6
+        # Coarse values make ties; the unrated hold the prior, whose s sits among the rated ones.
+        stratum[index] = R.Rating(mu=rng.choice([20.0, 25.0, 30.0]), sigma=rng.choice([2.0, 4.0]), comparisons=3)
+        if not compared:
+            stratum[index] = R.Rating()
+    rated = [key for key, rating in stratum.items() if rating.comparisons > 0]
+    expected = (rankdata([stratum[key].conservative for key in rated], method="average") - 1) / (len(rated) - 1)
+    found = R.stratum_ranks(stratum)
+    assert set(found) == set(rated) and len(rated) < len(stratum)
+    assert [found[key] for key in rated] == pytest.approx(list(expected))
+    # One rated member among unrated ones is a stratum of one: ½. No rated member: no ranks at all.
+    assert R.stratum_ranks({"x": R.Rating(30, 2, comparisons=1), "y": R.Rating(), "z": R.Rating()}) == {"x": 0.5}
+    assert R.stratum_ranks({"y": R.Rating(), "z": R.Rating()}) == {}
 
 
 def test_next_pairs_stay_within_a_stratum_are_disjoint_and_respect_budget_and_history():
