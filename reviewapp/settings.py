@@ -309,6 +309,8 @@ GROK_45_MODEL = env_str("GROK_45_MODEL", "grok-4.5")
 CLAUDE_OPUS_55_MODEL = env_str("CLAUDE_OPUS_55_MODEL", "claude-opus-5-5")
 CLAUDE_SONNET_55_MODEL = env_str("CLAUDE_SONNET_55_MODEL", "claude-sonnet-5-5")
 GEMINI_4_ARGON_MODEL = env_str("GEMINI_4_ARGON_MODEL", "gemini-4-argon")
+GPT6_LUNA_MODEL = env_str("GPT6_LUNA_MODEL", "gpt-6-luna")
+GPT56_SOL_MODEL = env_str("GPT56_SOL_MODEL", "gpt-5.6-sol")
 
 # Open Hypothesis public runs (docs/protocol.md#limits): limits per client address and per day (24 h), and runs waiting
 # at once.

@@ -76,12 +76,15 @@ def test_load_demo_queues_every_role_s_work_once(simulated_roster):
 def test_load_demo_queues_nothing_for_a_real_provider(db, monkeypatch):
     for name in PROVIDER_KEYS:
         monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("ANTHROPIC_API_KEY", "a-provider-key-set-by-the-test")
+    # OpenAI's key makes GPT-6 Astra (a generator), GPT-6 Luna (the inspiration judge) and GPT-5.6 Sol (the AI panel)
+    # real: every piece of the demo would ask a real model.
+    monkeypatch.setenv("OPENAI_API_KEY", "a-provider-key-set-by-the-test")
     roster_setup_default()
 
     load_demo()
 
     assert not BenchmarkSet.objects.exists() and not Run.objects.exists() and not InspirationAudit.objects.exists()
+    assert not BackgroundJob.objects.filter(kind__in=("ai_panel", "ai_critique")).exists()
 
 
 @pytest.fixture

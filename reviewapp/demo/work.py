@@ -82,7 +82,8 @@ def _roster_simulated(roster: Roster | None) -> bool:
 
 def demo_panel_start(cohort: Cohort, coordinator: User) -> list[BackgroundJob]:
     """Queue the AI panel and the pairwise critique of the demo cohort, once."""
-    if not _all_simulated(roster_endpoint(role) for role in PANEL_ROLES):
+    reference = roster_endpoint("reference_reviewer")  # asked too when the roster names one
+    if not _all_simulated([*(roster_endpoint(role) for role in PANEL_ROLES), *filter(None, [reference])]):
         return []
     if BackgroundJob.objects.filter(kind__in=("ai_panel", "ai_critique"), params__cohort_id=cohort.pk).exists():
         return []

@@ -58,6 +58,9 @@ class InspirationAudit(ClaimedWork):
     benchmark = models.ForeignKey(
         "benchmarks.BenchmarkSet", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
+    window_start = models.DateField(
+        null=True, blank=True, help_text="later literature published on or after this day (the window's first day)"
+    )
     window_end = models.DateField(null=True, blank=True, help_text="later literature published on or before this day")
     title_diagnostic = models.BooleanField(default=False, help_text="also retrieve with each proposal's title")
     replay_of = models.ForeignKey(
@@ -66,7 +69,8 @@ class InspirationAudit(ClaimedWork):
     phase = models.CharField(max_length=10, choices=Phase.choices, default=Phase.RETRIEVAL)
     # {group: {"cutoff", "precision", "last_day", "date_too_coarse"}} as they were when the audit started.
     cutoffs = models.JSONField(default=dict)
-    # {"references", "dated", "fingerprint", "date_too_coarse"}: the corpus when retrieval started.
+    # {"references", "dated", "fingerprint", "window_start", "window_end", "in_window", "date_too_coarse"}: the corpus
+    # when retrieval started.
     corpus = models.JSONField(default=dict)
     judge_endpoint = models.ForeignKey(
         "screening.ModelEndpoint", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"

@@ -346,16 +346,62 @@ def calibration_as_dict(result) -> dict:
     }
 
 
+class CalibrationFigureSerializer(serializers.Serializer):
+    estimate = serializers.FloatField(
+        allow_null=True, help_text="null when undefined (fewer than two pairs, a constant side)"
+    )
+    low = serializers.FloatField(allow_null=True, help_text="95% percentile interval over whole-task resamples")
+    high = serializers.FloatField(allow_null=True)
+    n = serializers.IntegerField(help_text="proposals in the computation")
+    undefined_resamples = serializers.IntegerField()
+
+
+class ReferenceDiagnosticsSerializer(serializers.Serializer):
+    """The calibration answer's `reference`: development diagnostics of each role against the fresh-context
+    reference (docs/protocol.md#fresh-context-references), apart from the human calibration."""
+
+    class Role(serializers.Serializer):
+        class AbsoluteDifference(CalibrationFigureSerializer):
+            pairs = serializers.IntegerField(source="extra.pairs", help_text="(proposal, dimension) pairs compared")
+
+        role = serializers.CharField()
+        reviews = serializers.IntegerField(help_text="proposals with both this role's and the reference's review")
+        weighted = CalibrationFigureSerializer(help_text="Spearman's ρ of the two weighted scores (weights of Q)")
+        dimensions = serializers.DictField(
+            child=CalibrationFigureSerializer(), help_text="per dimension: Spearman's ρ of the two scores"
+        )
+        absolute_difference = AbsoluteDifference(help_text="mean |role − reference| on the 1–10 scale")
+
+    configured = serializers.BooleanField(help_text="the default roster names a reference reviewer")
+    models = serializers.ListField(child=serializers.CharField(), help_text="the models that gave reference reviews")
+    simulated = serializers.BooleanField()
+    reviewed = serializers.IntegerField(help_text="proposals with a valid reference review")
+    failed = serializers.IntegerField(help_text="proposals whose reference review failed")
+    tasks = serializers.IntegerField(source="result.tasks")
+    resamples = serializers.IntegerField(source="result.resamples")
+    seed = serializers.IntegerField(source="result.seed")
+    roles = Role(many=True)
+
+
 class CalibrationApi(APIView):
     permission_classes = [CanReadAll]
 
     @_described(
         "`proposals`, `tasks`, `resamples`, `seed`, `q_vs_overall`, `dimensions` (each with its closest criterion), "
         "`s_vs_overall_within_tasks`, `reject_share` {top_quarter, bottom_quarter}; each figure "
-        "`{estimate, low, high, n}`."
+        "`{estimate, low, high, n}`. Apart from the human calibration, `reference`: each role against the "
+        "fresh-context reference (ReferenceDiagnosticsSerializer: `configured`, `models`, `simulated`, `reviewed`, "
+        "`failed`, `tasks`, `resamples`, `seed`, `roles` [{role, reviews, weighted, dimensions, "
+        "absolute_difference}])."
     )
     def get(self, request, cohort_id: int):
-        return Response(calibration_as_dict(selectors.cohort_calibration(_cohort(cohort_id))))
+        cohort = _cohort(cohort_id)
+        return Response(
+            {
+                **calibration_as_dict(selectors.cohort_calibration(cohort)),
+                "reference": ReferenceDiagnosticsSerializer(selectors.cohort_reference_diagnostics(cohort)).data,
+            }
+        )
 
 
 class PromptsApi(APIView):
@@ -435,7 +481,8 @@ class SubjectApi(APIView):
 
     @_described(
         "One profile: `id`, `title`, `dimensions`, `reviews` (as in the cohort's panel), `medians`, `q`, `complete`, "
-        "`coverage`, `revision`."
+        "`coverage`, `revision`, `reference` (the fresh-context reference's review, as a review with role "
+        "`reference_reviewer`, or null)."
     )
     def get(self, request, subject_id: int):
         found = selectors.subject_profile(subject_id)
@@ -449,6 +496,7 @@ class SubjectApi(APIView):
                 "reviews": [review_as_dict(review) for review in found.reviews],
                 **profile_as_dict(found.profile),
                 "revision": revision_as_dict(found.revision),
+                "reference": review_as_dict(found.reference) if found.reference is not None else None,
             }
         )
 

@@ -1,5 +1,6 @@
-"""Calibration of the AI review panel against blinded human reviews (docs/protocol.md#calibration): pure functions of
-per-proposal values, no database.
+"""Calibration of the AI review panel against blinded human reviews (docs/protocol.md#calibration), and its
+development diagnostics against a fresh-context AI reference (docs/protocol.md#fresh-context-references): pure
+functions of per-proposal values, no database.
 
 Every figure has a 95% percentile interval from resampling whole research tasks (the index matrix of
 reviewapp.analysis's task bootstrap, so the same resample draws the same tasks for every figure). Human "can't judge"
@@ -13,6 +14,7 @@ import numpy as np
 from scipy.stats import spearmanr
 
 from reviewapp.analysis._resampling import DEFAULT_SEED, estimate, resample_counts, task_codes
+from reviewapp.panel.profile import DIMENSION_KEYS, ROLES, WEIGHTS, is_known
 
 RESAMPLES = 2000
 # The human criterion closest to each AI dimension; feasibility and actionability have none.
@@ -126,7 +128,7 @@ def _mean(values: Sequence[int]) -> float | None:
 class _Resampler:
     """Whole-task resamples of the units: each resample weights every unit by the count of its task."""
 
-    def __init__(self, units: Sequence[Unit], resamples: int, seed: int):
+    def __init__(self, units: Sequence["Unit | ReferenceUnit"], resamples: int, seed: int):
         codes, order = task_codes(unit.task for unit in units)
         self.codes, self.tasks = codes, len(order)
         self.counts = resample_counts(len(order), resamples, seed).astype(np.intp) if resamples and order else None
@@ -140,7 +142,7 @@ class _Resampler:
         return Figure(result.value, result.low, result.high, len(indices), result.undefined_resamples)
 
 
-def _spearman_figure(resampler: _Resampler, units: Sequence[Unit], x_of, y_of) -> Figure:
+def _spearman_figure(resampler: _Resampler, units: Sequence["Unit | ReferenceUnit"], x_of, y_of) -> Figure:
     indices, x, y = [], [], []
     for index, unit in enumerate(units):
         a, b = x_of(unit), y_of(unit)
@@ -233,4 +235,111 @@ def calibration(units: Sequence[Unit], *, resamples: int = RESAMPLES, seed: int 
         s_vs_overall_within_tasks=_within_tasks(resampler, units),
         reject_top_quarter=_quarter(resampler, units, top=True),
         reject_bottom_quarter=_quarter(resampler, units, top=False),
+    )
+
+
+# Development diagnostics: each role against the fresh-context reference ------------------------------------------
+
+
+@dataclass(frozen=True)
+class ReferenceUnit:
+    """One proposal with a valid reference review: the reference's scores and each role's valid review's scores."""
+
+    task: Hashable
+    reference: Mapping[str, int | str]
+    roles: Mapping[str, Mapping[str, int | str]]  # role → its scores; a failed or missing role is absent
+
+
+@dataclass(frozen=True)
+class RoleAgreement:
+    role: str
+    reviews: int  # proposals with both this role's and the reference's valid review
+    weighted: Figure  # Spearman's ρ of the role's weighted score with the reference's
+    dimensions: dict[str, Figure]  # per dimension: Spearman's ρ of the role's score with the reference's
+    absolute_difference: Figure  # mean |role − reference| over the dimensions both scored with a number
+
+
+@dataclass(frozen=True)
+class ReferenceCalibration:
+    proposals: int  # with a valid reference review
+    tasks: int
+    resamples: int
+    seed: int
+    roles: dict[str, RoleAgreement]
+
+
+def weighted_score(scores: Mapping[str, int | str]) -> float | None:
+    """One review's weighted mean on the 1–10 scale (the weights of Q), only when all eight scores are numbers."""
+    if not all(is_known(scores.get(key)) for key in DIMENSION_KEYS):
+        return None
+    return sum(WEIGHTS[key] * int(scores[key]) for key in DIMENSION_KEYS) / 100
+
+
+def _known(score) -> float | None:
+    return float(score) if is_known(score) else None
+
+
+def _absolute_difference(resampler: _Resampler, units: Sequence[ReferenceUnit], role: str) -> Figure:
+    """The mean absolute difference over every (proposal, dimension) both scored with a number; a resample weights
+    each proposal's differences by the count of its task."""
+    indices, sums, counts = [], [], []
+    for index, unit in enumerate(units):
+        scores = unit.roles.get(role)
+        if scores is None:
+            continue
+        differences = [
+            abs(int(scores[key]) - int(unit.reference[key]))
+            for key in DIMENSION_KEYS
+            if is_known(scores.get(key)) and is_known(unit.reference.get(key))
+        ]
+        if differences:
+            indices.append(index)
+            sums.append(float(sum(differences)))
+            counts.append(len(differences))
+    total = sum(counts)
+    point = sum(sums) / total if total else float("nan")
+    resampled = None
+    if resampler.counts is not None and indices:
+        weights = resampler.counts[:, resampler.codes[indices]]
+        pairs = weights @ np.asarray(counts, dtype=float)
+        resampled = np.divide(weights @ np.asarray(sums), pairs, out=np.full(len(weights), np.nan), where=pairs > 0)
+    result = estimate(point, resampled)
+    return Figure(result.value, result.low, result.high, len(indices), result.undefined_resamples, {"pairs": total})
+
+
+def reference_calibration(
+    units: Sequence[ReferenceUnit], *, resamples: int = RESAMPLES, seed: int = DEFAULT_SEED
+) -> ReferenceCalibration:
+    """Each role's agreement with the fresh-context reference on the same packets (development diagnostics, apart
+    from the human calibration): weighted scores and each dimension by Spearman's ρ, and the mean absolute
+    difference of the scores, with whole-task intervals. Unknown and inapplicable are left out of a pair."""
+    resampler = _Resampler(units, resamples, seed)
+    roles = {}
+    for role in ROLES:
+        roles[role] = RoleAgreement(
+            role=role,
+            reviews=sum(role in unit.roles for unit in units),
+            weighted=_spearman_figure(
+                resampler,
+                units,
+                lambda unit, role=role: weighted_score(unit.roles[role]) if role in unit.roles else None,
+                lambda unit: weighted_score(unit.reference),
+            ),
+            dimensions={
+                key: _spearman_figure(
+                    resampler,
+                    units,
+                    lambda unit, role=role, key=key: _known(unit.roles.get(role, {}).get(key)),
+                    lambda unit, key=key: _known(unit.reference.get(key)),
+                )
+                for key in DIMENSION_KEYS
+            },
+            absolute_difference=_absolute_difference(resampler, units, role),
+        )
+    return ReferenceCalibration(
+        proposals=len(units),
+        tasks=len({unit.task for unit in units}),
+        resamples=resamples,
+        seed=seed,
+        roles=roles,
     )

@@ -201,8 +201,8 @@ def calibration_plot(result) -> "Figure":
             if item.estimate is None:
                 axes.text(limits[0] + 0.02, position, "undefined", va="center", fontsize=8, color="#555")
                 continue
-            low = item.estimate - item.low if item.low is not None else 0
-            high = item.high - item.estimate if item.high is not None else 0
+            low = max(0.0, item.estimate - item.low) if item.low is not None else 0  # clipped as in reference_plot
+            high = max(0.0, item.high - item.estimate) if item.high is not None else 0
             axes.errorbar([item.estimate], [position], xerr=[[low], [high]], fmt="o", color=COLOURS[0], capsize=3)
         axes.set_yticks(range(len(group)), [f"{label} (n={item.n})" for _key, label, item in group], fontsize=8)
         axes.invert_yaxis()
@@ -234,3 +234,61 @@ def calibration_scatter_table(units) -> list[list]:
             mean = rounded(float(np.mean(unit.overall)))
             rows.append([spreadsheet_text(str(unit.task)), rounded(unit.q), mean, len(unit.overall)])
     return rows
+
+
+# Development diagnostics against the fresh-context reference (source: selectors.ReferenceDiagnostics) -------------
+
+
+def _reference_figures(diagnostics) -> list[tuple[str, str, str, object]]:
+    """(role, compared, unit, Figure) of every diagnostic, role by role: weighted score, each dimension, then the
+    mean absolute difference."""
+    items = []
+    for agreement in diagnostics.roles:
+        items.append((agreement.role, "weighted score", "spearman", agreement.weighted))
+        items += [(agreement.role, key, "spearman", agreement.dimensions[key]) for key in rules.DIMENSION_KEYS]
+        items.append((agreement.role, "all dimensions", "mean_absolute_difference", agreement.absolute_difference))
+    return items
+
+
+def reference_table(diagnostics) -> list[list]:
+    rows = [["role", "compares", "statistic", "estimate", "low", "high", "n", "undefined_resamples"]]
+    for role, compared, statistic, figure in _reference_figures(diagnostics):
+        estimate = [rounded(figure.estimate), rounded(figure.low), rounded(figure.high)]
+        rows.append([role, compared, statistic, *estimate, figure.n, figure.undefined_resamples])
+    return rows
+
+
+def reference_plot(diagnostics) -> "Figure":
+    """Per role: Spearman's ρ of its weighted score and of each dimension with the reference's, with task-resampled
+    95% intervals; a coefficient that is undefined is labelled, not drawn."""
+    figure = new_figure(9, 4.8)
+    if not diagnostics.reviewed:
+        return no_data(figure, figure.add_subplot(), "No proposal of the cohort has a fresh-context reference review.")
+    axes = figure.add_subplot()
+    labels = ["weighted score", *(dimension.label for dimension in rules.DIMENSIONS)]
+    offsets = np.linspace(-0.25, 0.25, len(diagnostics.roles))
+    for offset, agreement in zip(offsets, diagnostics.roles, strict=True):
+        items = [agreement.weighted, *(agreement.dimensions[key] for key in rules.DIMENSION_KEYS)]
+        shown = [(position, item) for position, item in enumerate(items) if item.estimate is not None]
+        if not shown:
+            continue
+        positions = [position + offset for position, _ in shown]
+        estimates = [item.estimate for _, item in shown]
+        # Clipped at 0: an estimate of ±1 may lie a rounding error outside its own interval.
+        below = [max(0.0, item.estimate - item.low) if item.low is not None else 0 for _, item in shown]
+        above = [max(0.0, item.high - item.estimate) if item.high is not None else 0 for _, item in shown]
+        axes.errorbar(
+            estimates,
+            positions,
+            xerr=[below, above],
+            fmt=ROLE_MARKERS[agreement.role],
+            capsize=2,
+            label=rules.ROLE_LABELS[agreement.role],
+        )
+    axes.set_yticks(range(len(labels)), labels, fontsize=8)
+    axes.invert_yaxis()
+    axes.set_xlim(-1, 1)
+    axes.axvline(0, color="#555", lw=0.8)
+    axes.set_xlabel("Spearman's ρ with the fresh-context reference, 95% interval from resampled research tasks")
+    axes.legend(fontsize=8, loc="lower left")
+    return figure

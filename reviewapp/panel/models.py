@@ -20,6 +20,7 @@ class PanelPrompt(models.Model):
         METHODS_REVIEWER = "methods_reviewer", "methods reviewer"
         CRITIC = "critic", "pairwise critique"
         REVISION_JUDGE = "revision_judge", "revision judge"
+        REFERENCE_REVIEWER = "reference_reviewer", "fresh-context reference reviewer"
 
     kind = models.CharField(max_length=20, choices=Kind.choices)
     version = models.CharField(max_length=40)
@@ -110,6 +111,34 @@ class PanelReview(_ModelAnswer):
 
     def __str__(self):
         return f"{self.role} review of {self.subject_id} ({self.state})"
+
+
+class ReferenceReview(_ModelAnswer):
+    """A fresh-context reference's review of one subject: the same packet and scale as the roles', asked in a new
+    conversation without a role's framing (docs/protocol.md#fresh-context-references). A development diagnostic of
+    the roles, kept apart from them: it never enters medians, Q or the human calibration."""
+
+    class State(models.TextChoices):
+        DONE = "done", "Reviewed"
+        FAILED = "failed", "Failed"
+
+    subject = models.OneToOneField(PanelSubject, on_delete=models.CASCADE, related_name="reference_review")
+    state = models.CharField(max_length=10, choices=State.choices)
+    eligible = models.CharField(max_length=10, blank=True, help_text="true, false or unknown; empty when failed")
+    scores = models.JSONField(default=dict, blank=True, help_text='dimension → 1–10, "unknown" or "inapplicable"')
+    rationale = models.TextField(blank=True)
+    error = models.TextField(blank=True)
+
+    class Meta:
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(state="failed", eligible="") | Q(state="done", eligible__in=ELIGIBLE_VALUES),
+                name="reference_review_eligibility_known_when_done",
+            ),
+        ]
+
+    def __str__(self):
+        return f"reference review of {self.subject_id} ({self.state})"
 
 
 class RevisionJudgment(_ModelAnswer):

@@ -25,6 +25,9 @@ from screening.prompts import GROK_SUFFIX
 
 PROMPT_VERSION = "panel-v1"
 CRITIC, REVISION_JUDGE = "critic", "revision_judge"
+# The fresh-context reference: a review of the same packet in a new conversation, without a role's framing
+# (docs/protocol.md#fresh-context-references).
+REFERENCE_REVIEWER = "reference_reviewer"
 
 # The first sentence of each user message: the simulated model server recognises a request by it.
 REVIEW_QUESTION = "Review the research proposal below on the eight dimensions of the hypothesis profile."
@@ -55,6 +58,8 @@ REVISION_SYSTEM = (
     "You are the progress reviewer of a scientific review panel. You judge what a revision changed against its "
     "predecessor. Answer with JSON only."
 )
+# No role, no panel: only what every role's system message also asks of the reply's form.
+REFERENCE_SYSTEM = "Answer with JSON only."
 
 REVIEW_TEMPLATE = (
     REVIEW_QUESTION
@@ -149,6 +154,8 @@ PROMPTS = {
     **{role: PromptText(role, PROMPT_VERSION, ROLE_SYSTEMS[role], REVIEW_TEMPLATE) for role in ROLES},
     CRITIC: PromptText(CRITIC, PROMPT_VERSION, CRITIC_SYSTEM, CRITIQUE_TEMPLATE),
     REVISION_JUDGE: PromptText(REVISION_JUDGE, PROMPT_VERSION, REVISION_SYSTEM, REVISION_TEMPLATE),
+    # The roles' own user message (the same packet, dimensions and scale) under the reference's system message.
+    REFERENCE_REVIEWER: PromptText(REFERENCE_REVIEWER, PROMPT_VERSION, REFERENCE_SYSTEM, REVIEW_TEMPLATE),
 }
 
 
@@ -177,6 +184,7 @@ def _with_grok(system: str, user: str, grok: bool) -> tuple[str, str]:
 
 
 def review_messages(role: str, packet: ProposalPacket, *, grok: bool = False) -> tuple[str, str]:
+    """A role's review request, or the fresh-context reference's (role REFERENCE_REVIEWER): the same user message."""
     prompt = PROMPTS[role]
     packet_text = f"{context_text(packet)}\n\nPROPOSAL\n{proposal_text(packet)}"
     return _with_grok(prompt.system, prompt.template.format(packet=packet_text), grok)

@@ -18,10 +18,20 @@ from reviewapp.models import BackgroundJob, Cohort, Proposal, Review
 from reviewapp.panel import calibration as calibration_rules
 from reviewapp.panel import profile as rules
 from reviewapp.panel import ratings as trueskill_rules
-from reviewapp.panel.models import Comparison, PanelPrompt, PanelReview, PanelSubject, Rating, RevisionJudgment
+from reviewapp.panel.models import (
+    Comparison,
+    PanelPrompt,
+    PanelReview,
+    PanelSubject,
+    Rating,
+    ReferenceReview,
+    RevisionJudgment,
+)
+from reviewapp.panel.prompts import REFERENCE_REVIEWER
 from reviewapp.protocol import CANT_JUDGE, CRITERION_FIELDS
 from reviewapp.selectors.packets import ProposalPacket, proposal_packets
 from reviewapp.selectors.revisions import first_parents
+from screening.llm import roster_endpoint
 from screening.models import Hypothesis
 
 PANEL_JOB, CRITIQUE_JOB = "ai_panel", "ai_critique"
@@ -274,11 +284,34 @@ class SubjectProfile:
     profile: rules.Profile
     cohorts: list[Cohort]
     revision: RevisionRow | None
+    reference: ReviewRow | None = None  # the fresh-context reference's review: a diagnostic, never part of Q
+
+
+def _reference_review(subject_id: int) -> ReviewRow | None:
+    row = (
+        ReferenceReview.objects.filter(subject_id=subject_id)
+        .values("state", "eligible", "scores", "rationale", "error", "model_name", "simulated", "prompt__version")
+        .first()
+    )
+    if row is None:
+        return None
+    return ReviewRow(
+        role=REFERENCE_REVIEWER,
+        state=row["state"],
+        eligible=row["eligible"],
+        scores=row["scores"],
+        rationale=row["rationale"],
+        error=row["error"],
+        model_name=row["model_name"],
+        simulated=row["simulated"],
+        prompt_version=row["prompt__version"] or "",
+        prompt_id=None,
+    )
 
 
 def subject_profile(subject_id: int) -> SubjectProfile | None:
-    """One reviewed hypothesis: its packet (as the models read it), every role's review with rationale, the profile
-    and, for a revised proposal, its revision judgment."""
+    """One reviewed hypothesis: its packet (as the models read it), every role's review with rationale, the profile,
+    for a revised proposal its revision judgment, and the fresh-context reference's review when there is one."""
     subject = (
         PanelSubject.objects.select_related("proposal", "screening_hypothesis__run", "benchmark_hypothesis__benchmark")
         .filter(pk=subject_id)
@@ -326,6 +359,7 @@ def subject_profile(subject_id: int) -> SubjectProfile | None:
         profile=profile,
         cohorts=cohorts,
         revision=revision,
+        reference=_reference_review(subject.pk),
     )
 
 
@@ -577,17 +611,81 @@ def calibration_units(cohort: Cohort) -> list[calibration_rules.Unit]:
     return units
 
 
+def _cached(kind: str, cohort: Cohort, records: list, compute):
+    """compute(), kept per cohort and per distinct data (a sha256 of every value it reads)."""
+    digest = hashlib.sha256(json.dumps(records, default=str).encode()).hexdigest()
+    key = f"{kind}:{cohort.pk}:{digest}:{calibration_rules.RESAMPLES}"
+    cached = cache.get(key)
+    if cached is None:
+        cached = compute()
+        cache.set(key, cached, CALIBRATION_CACHE_SECONDS)
+    return cached
+
+
 def cohort_calibration(cohort: Cohort) -> calibration_rules.Calibration:
-    """The calibration figures, computed once per distinct data (a sha256 of every value they read)."""
+    """The calibration figures, computed once per distinct data."""
     units = calibration_units(cohort)
     records = [
         [unit.task, unit.q, unit.conservative, unit.medians, unit.overall, unit.recommendations, unit.criteria]
         for unit in units
     ]
-    digest = hashlib.sha256(json.dumps(records, default=str).encode()).hexdigest()
-    key = f"panel-calibration:{cohort.pk}:{digest}:{calibration_rules.RESAMPLES}"
-    cached = cache.get(key)
-    if cached is None:
-        cached = calibration_rules.calibration(units)
-        cache.set(key, cached, CALIBRATION_CACHE_SECONDS)
-    return cached
+    return _cached("panel-calibration", cohort, records, lambda: calibration_rules.calibration(units))
+
+
+# Development diagnostics against the fresh-context reference (docs/protocol.md#fresh-context-references) ----------
+
+
+@dataclass(frozen=True)
+class ReferenceDiagnostics:
+    """The roles against the fresh-context reference on a cohort's packets, with what the figures rest on."""
+
+    configured: bool  # the default roster names a reference reviewer
+    models: list[str]  # the endpoints whose reference reviews are counted
+    simulated: bool
+    reviewed: int  # proposals with a valid reference review
+    failed: int  # proposals whose reference review failed
+    result: calibration_rules.ReferenceCalibration
+
+    @property
+    def roles(self) -> list[calibration_rules.RoleAgreement]:
+        return list(self.result.roles.values())
+
+
+def reference_units(cohort: Cohort) -> list[calibration_rules.ReferenceUnit]:
+    """The cohort's proposals with a valid reference review, each with its roles' valid reviews."""
+    references = ReferenceReview.objects.filter(
+        subject__proposal__cohorts=cohort, state=ReferenceReview.State.DONE
+    ).values_list("subject_id", "subject__proposal__task__key", "scores")
+    roles: dict[int, dict] = defaultdict(dict)
+    for subject, role, scores in PanelReview.objects.filter(
+        subject__proposal__cohorts=cohort, state=PanelReview.State.DONE
+    ).values_list("subject_id", "role", "scores"):
+        roles[subject][role] = scores
+    return [
+        calibration_rules.ReferenceUnit(task=task, reference=scores, roles=roles.get(subject, {}))
+        for subject, task, scores in references.order_by(
+            "subject__proposal__task__key", "subject__proposal__external_id"
+        )
+    ]
+
+
+def cohort_reference_diagnostics(cohort: Cohort) -> ReferenceDiagnostics:
+    """Each role's agreement with the fresh-context reference, computed once per distinct data."""
+    units = reference_units(cohort)
+    records = [[unit.task, unit.reference, unit.roles] for unit in units]
+    result = _cached(
+        "panel-reference-calibration", cohort, records, lambda: calibration_rules.reference_calibration(units)
+    )
+    asked = ReferenceReview.objects.filter(subject__proposal__cohorts=cohort)
+    counts = asked.aggregate(
+        failed=Count("pk", filter=Q(state=ReferenceReview.State.FAILED)),
+        simulated=Count("pk", filter=Q(simulated=True)),
+    )
+    return ReferenceDiagnostics(
+        configured=roster_endpoint(REFERENCE_REVIEWER) is not None,
+        models=sorted(set(asked.exclude(model_name="").values_list("model_name", flat=True))),
+        simulated=counts["simulated"] > 0,
+        reviewed=len(units),
+        failed=counts["failed"],
+        result=result,
+    )

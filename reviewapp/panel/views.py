@@ -169,9 +169,13 @@ def subject_page(request, subject_id: int):
         }
         for dimension in rules.DIMENSIONS
     ]
+    reference = found.reference
     context = {
         "found": found,
         "table": table,
+        "reference_scores": [(dimension.label, reference.scores.get(dimension.key)) for dimension in rules.DIMENSIONS]
+        if reference is not None and not reference.failed
+        else [],
         "roles": [rules.ROLE_LABELS[role] for role in rules.ROLES],
         "role_labels": rules.ROLE_LABELS,
         "revision_labels": rules.REVISION_LABELS,
@@ -292,9 +296,16 @@ def ratings_recompute_page(request, cohort_id: int):
 def calibration_page(request, cohort_id: int):
     cohort = _cohort_for_reader(request, cohort_id)
     result = selectors.cohort_calibration(cohort)
+    reference = selectors.cohort_reference_diagnostics(cohort)
     context = {
         "cohort": cohort,
         "result": result,
+        "reference": reference,
+        "reference_roles": [(rules.ROLE_LABELS[agreement.role], agreement) for agreement in reference.roles],
+        "reference_dimension_rows": [
+            (dimension.label, [agreement.dimensions[dimension.key] for agreement in reference.roles])
+            for dimension in rules.DIMENSIONS
+        ],
         "figures": calibration_as_dict(result),
         "dimension_rows": [
             (dimension, CRITERION_LABELS[criterion], result.dimensions[dimension])
@@ -313,6 +324,8 @@ def _cohort_figure_source(name: str, cohort: Cohort):
         return selectors.cohort_calibration(cohort)
     if name == "calibration-q":
         return selectors.calibration_units(cohort)
+    if name == "calibration-reference":
+        return selectors.cohort_reference_diagnostics(cohort)
     return cohort
 
 
@@ -323,6 +336,9 @@ COHORT_FIGURES = {
     "calibration": FigureSpec("Calibration against human reviews", figures.calibration_table, figures.calibration_plot),
     "calibration-q": FigureSpec(
         "Q against the human overall value", figures.calibration_scatter_table, figures.calibration_scatter
+    ),
+    "calibration-reference": FigureSpec(
+        "Each role against the fresh-context reference", figures.reference_table, figures.reference_plot
     ),
 }
 

@@ -91,6 +91,7 @@ class RosterMember(models.Model):
         METHODS_REVIEWER = "methods_reviewer", "AI panel: methods reviewer"
         CRITIC = "critic", "AI panel: pairwise critique"
         REVISION_JUDGE = "revision_judge", "AI panel: revision judge"
+        REFERENCE_REVIEWER = "reference_reviewer", "AI panel: fresh-context reference (calibration diagnostics)"
 
     roster = models.ForeignKey(Roster, on_delete=models.CASCADE, related_name="members")
     endpoint = models.ForeignKey(ModelEndpoint, on_delete=models.PROTECT, related_name="roster_memberships")

@@ -255,14 +255,15 @@ def _key_terms(text: str) -> set[str]:
     return {term for term in _KEY_TERM.findall(text.lower()) if term not in _COMMON_WORDS}
 
 
-def inspiration_reply(user: str, model: str) -> dict | None:
-    """A judgement of the later publication in the request, or None for a malformed reply (decided by the request's
-    hash, so asking again gives the same). A positive quotes the publication's first sentence (after its title) that
-    names a design, comparator, measurement or evidence gap."""
-    if _fraction("inspiration-malformed", model, user) < INSPIRATION_MALFORMED_SHARE:
-        return None
+def inspiration_reply(user: str) -> dict | None:
+    """A judgement of the later publication in the request, or None for a malformed reply (decided by the hash of the
+    hypothesis and the publication, so asking again gives the same, whichever simulated model the roster names as
+    its judge). A positive quotes the publication's first sentence (after its title) that names a design,
+    comparator, measurement or evidence gap."""
     hypothesis = user.split("HYPOTHESIS\n", 1)[-1].split("\n", 1)[0]
     publication = user.split("LATER PUBLICATION\n", 1)[-1].split("\n", 1)[0].removeprefix("[R1] ")
+    if _fraction("inspiration-malformed", hypothesis, publication) < INSPIRATION_MALFORMED_SHARE:
+        return None
     reply = {"judgment": "negative", "connection": "", "quote": "", "simulated": True}
     reply["reason"] = "Simulated judgement: no model read these texts."
     if len(_key_terms(hypothesis) & _key_terms(publication)) < _INSPIRATION_SHARED_TERMS:
@@ -279,7 +280,7 @@ def answer_text(system: str, user: str, *, model: str, config: SimulatorConfig, 
     if draw() < config.malformed_share:
         return f"{SIMULATED_MARK}I will think about these hypotheses and answer later."
     if INSPIRATION_QUESTION in user:
-        judgement = inspiration_reply(user, model)
+        judgement = inspiration_reply(user)
         if judgement is None:
             return f"{SIMULATED_MARK}This publication may or may not help; I would need to read more."
         return json.dumps(judgement, ensure_ascii=False)

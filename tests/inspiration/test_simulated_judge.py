@@ -14,7 +14,7 @@ from reviewapp.inspiration.prompts import messages
 from reviewapp.inspiration.services import audit_complete_here, audit_create, judge
 from screening import llm
 from screening.llm.models import ModelCall, RosterMember
-from screening.llm.simulator import INSPIRATION_MALFORMED_SHARE, inspiration_reply
+from screening.llm.simulator import INSPIRATION_MALFORMED_SHARE, SimulatorConfig, answer_text, inspiration_reply
 from tests.inspiration.support import make_reference
 from tests.screening_support import simulated_default_roster
 
@@ -31,7 +31,7 @@ def simulated_judge(settings, monkeypatch, db):
     """The default roster's inspiration judge (setup_roster), on a simulated server: no provider key is set."""
     with simulated_default_roster(settings, monkeypatch, latency=0, seed=3):
         endpoint = llm.roster_endpoint(RosterMember.Role.INSPIRATION_JUDGE)
-        assert endpoint.is_simulated
+        assert endpoint.is_simulated and endpoint.display_name == "GPT-6 Luna"  # DFM-Bench's semantic judge
         yield endpoint
 
 
@@ -59,7 +59,7 @@ def test_now_and_then_the_reply_is_malformed_and_the_judgement_fails(simulated_j
     through the whole path (asked twice, never read)."""
     publication = "(2026) Senolytic study. We treated aged mice with a senolytic cocktail and measured p16."
     users = [messages(hypothesis=f"{HYPOTHESIS} Variant {n}.", publication=publication)[1] for n in range(400)]
-    malformed = [n for n, user in enumerate(users) if inspiration_reply(user, simulated_judge.model_id) is None]
+    malformed = [n for n, user in enumerate(users) if inspiration_reply(user) is None]
     assert 0.5 * INSPIRATION_MALFORMED_SHARE * 400 <= len(malformed) <= 2 * INSPIRATION_MALFORMED_SHARE * 400
 
     reference = make_reference(
@@ -93,3 +93,15 @@ def test_an_audit_of_the_demo_cohort_with_the_simulated_roster_is_labelled_simul
     page = client.get(f"/inspiration/audits/{audit.pk}/").content.decode()
     assert "A simulated model gave the judgements" in page
     assert "None: its requests carry no sampling seed" in page and "seed <code>3</code>" in page
+
+
+def test_the_simulated_judge_answers_alike_whichever_model_the_roster_names():
+    """The roster's judge is configurable: renaming the simulated model changes none of its judgements."""
+    publication = "(2026) Senolytic study. We treated aged mice with a senolytic cocktail and measured p16."
+    for n in range(60):
+        system, user = messages(hypothesis=f"{HYPOTHESIS} Variant {n}.", publication=publication)
+        answers = {
+            answer_text(system, user, model=model, config=SimulatorConfig(), draw=lambda: 1.0)
+            for model in ("simulated-gpt-6-luna", "simulated-claude-sonnet-5-5", "simulated-own-judge")
+        }
+        assert len(answers) == 1

@@ -8,7 +8,14 @@ from collections import defaultdict
 
 from reviewapp.models import Cohort
 from reviewapp.panel.profile import DIMENSION_KEYS
-from reviewapp.panel.prompts import CRITIQUE_QUESTION, REVIEW_QUESTION, REVISION_QUESTION, ROLE_SYSTEMS
+from reviewapp.panel.prompts import (
+    CRITIQUE_QUESTION,
+    REFERENCE_REVIEWER,
+    REFERENCE_SYSTEM,
+    REVIEW_QUESTION,
+    REVISION_QUESTION,
+    ROLE_SYSTEMS,
+)
 from reviewapp.services.cohorts import cohort_create
 from reviewapp.services.imports import cohort_import_file
 from screening.llm.models import ModelEndpoint, Roster, RosterMember
@@ -27,7 +34,8 @@ def review_reply(scores: dict | None = None, eligible=True, rationale: str = "Cl
 class PanelScript(Script):
     """Answers the panel's prompts; everything else as Script.
 
-    reviews[(role, claim)] → list of replies by attempt (the last one repeats), default: review_reply();
+    reviews[(role, claim)] → list of replies by attempt (the last one repeats), default: review_reply(); the
+    fresh-context reference answers as role "reference_reviewer";
     critique(first_claim, second_claim) → reply (default prefers position A);
     revisions[(predecessor_claim, revision_claim)] → reply (default substantive progress)."""
 
@@ -42,7 +50,8 @@ class PanelScript(Script):
     def answer(self, model: str, system: str, user: str):
         claims = _CLAIM.findall(user)
         if user.startswith(REVIEW_QUESTION):
-            role = next(role for role, text in ROLE_SYSTEMS.items() if system.startswith(text))
+            systems = {**ROLE_SYSTEMS, REFERENCE_REVIEWER: REFERENCE_SYSTEM}
+            role = next(role for role, text in systems.items() if system.startswith(text))
             key = (role, claims[0])
             with self._lock:
                 self.panel_requests.append(("review", key, user))

@@ -2,13 +2,27 @@
 should use (human "can't judge" and AI unknown left out), intervals come from whole-task resamples, and the cohort's
 calibration reads submitted reviews only."""
 
+import csv
+import io
+
 import numpy as np
 import pytest
+from django.urls import reverse
 from django.utils import timezone
 from scipy.stats import spearmanr
 
+from reviewapp.analysis._resampling import resample_indices
 from reviewapp.models import Review
-from reviewapp.panel.calibration import CLOSEST_CRITERION, Unit, calibration, resampled_spearman, spearman
+from reviewapp.panel.calibration import (
+    CLOSEST_CRITERION,
+    ReferenceUnit,
+    Unit,
+    calibration,
+    reference_calibration,
+    resampled_spearman,
+    spearman,
+)
+from reviewapp.panel.profile import DIMENSION_KEYS
 from reviewapp.panel.selectors import calibration_units, cohort_calibration
 from reviewapp.panel.services.critique import comparisons_import
 from reviewapp.panel.services.panel import panel_start_for_cohort
@@ -156,3 +170,170 @@ def test_a_cohorts_calibration_reads_its_panel_ratings_and_submitted_reviews(
     )
     assert result.dimensions["novelty"].n == 0  # every "advance over known work" was can't judge
     assert cohort_calibration(cohort) is not None  # cached per data
+
+
+# Development diagnostics against the fresh-context reference --------------------------------------------------------
+
+WEIGHT_LIST = [20, 20, 15, 10, 10, 10, 10, 5]  # importance … actionability, as the seed gives them
+
+
+def scores_of(values) -> dict:
+    return dict(zip(DIMENSION_KEYS, values, strict=True))
+
+
+def test_each_role_against_the_reference_equals_scipy_and_a_hand_computation():
+    rng = np.random.default_rng(24)
+    units = []
+    for index in range(30):
+        reference = [int(v) for v in rng.integers(1, 11, size=8)]
+        roles = {
+            role: [int(min(10, max(1, v + rng.integers(-2, 3)))) for v in reference]
+            for role in ("rubric_judge", "domain_scientist", "methods_reviewer")
+        }
+        if index % 7 == 0:
+            roles["methods_reviewer"][2] = "unknown"  # no weighted score; grounding left out of its pairs
+        if index % 11 == 0:
+            reference[7] = "inapplicable"  # the reference's weighted score is undefined
+        if index % 5 == 0:
+            del roles["domain_scientist"]  # that role failed
+        units.append(
+            ReferenceUnit(
+                task=f"t{index % 6}",
+                reference=scores_of(reference),
+                roles={role: scores_of(values) for role, values in roles.items()},
+            )
+        )
+    result = reference_calibration(units, resamples=400, seed=7)
+    assert (
+        result.proposals == 30
+        and result.tasks == 6
+        and set(result.roles)
+        == {
+            "rubric_judge",
+            "domain_scientist",
+            "methods_reviewer",
+        }
+    )
+
+    def weighted(values):
+        return None if any(isinstance(v, str) for v in values) else np.dot(WEIGHT_LIST, values) / 100
+
+    for role, agreement in result.roles.items():
+        with_role = [unit for unit in units if role in unit.roles]
+        assert agreement.reviews == len(with_role)
+        pairs = [
+            (weighted(list(unit.roles[role].values())), weighted(list(unit.reference.values()))) for unit in with_role
+        ]
+        pairs = [(x, y) for x, y in pairs if x is not None and y is not None]
+        assert agreement.weighted.n == len(pairs)
+        assert agreement.weighted.estimate == pytest.approx(spearmanr(*zip(*pairs, strict=True)).statistic)
+        for key in DIMENSION_KEYS:
+            known = [
+                (unit.roles[role][key], unit.reference[key])
+                for unit in with_role
+                if not isinstance(unit.roles[role][key], str) and not isinstance(unit.reference[key], str)
+            ]
+            figure = agreement.dimensions[key]
+            assert figure.n == len(known)
+            assert figure.estimate == pytest.approx(spearmanr(*zip(*known, strict=True)).statistic)
+        differences = [
+            abs(unit.roles[role][key] - unit.reference[key])
+            for unit in with_role
+            for key in DIMENSION_KEYS
+            if not isinstance(unit.roles[role][key], str) and not isinstance(unit.reference[key], str)
+        ]
+        assert agreement.absolute_difference.estimate == pytest.approx(np.mean(differences))
+        assert agreement.absolute_difference.extra["pairs"] == len(differences)
+        assert agreement.weighted.low <= agreement.weighted.estimate <= agreement.weighted.high
+
+
+def test_the_reference_intervals_resample_whole_tasks():
+    """The interval of the mean absolute difference, recomputed by drawing the documented task indices and
+    repeating each task's proposals."""
+    units = [
+        ReferenceUnit(
+            task=f"t{i % 4}", reference=scores_of([5] * 8), roles={"rubric_judge": scores_of([5 + i % 3] * 8)}
+        )
+        for i in range(12)
+    ]
+    result = reference_calibration(units, resamples=200, seed=3).roles["rubric_judge"].absolute_difference
+    tasks = [f"t{i}" for i in range(4)]
+    per_task = {task: [i % 3 for i in range(12) if f"t{i % 4}" == task] for task in tasks}
+    values = []
+    for drawn in resample_indices(4, 200, 3):
+        differences = [d for index in drawn for d in per_task[tasks[index]]]
+        values.append(np.mean(differences))
+    assert result.estimate == pytest.approx(1.0)
+    assert (result.low, result.high) == pytest.approx(tuple(np.percentile(values, [2.5, 97.5])))
+
+
+def test_without_reference_reviews_every_diagnostic_is_undefined():
+    result = reference_calibration([], resamples=50, seed=1)
+    assert result.proposals == 0
+    for agreement in result.roles.values():
+        assert agreement.weighted.estimate is None and agreement.absolute_difference.estimate is None
+        assert agreement.reviews == 0
+
+
+def test_a_cohorts_reference_diagnostics_in_the_api_and_on_the_page(
+    db, server, script, fast_retries, coordinator, analyst, client
+):
+    panel_roster(server.base_url, roles=("rubric_judge", "domain_scientist", "methods_reviewer", "reference_reviewer"))
+    cohort = make_cohort([proposal(f"p{n}", "T-A" if n <= 3 else "T-B") for n in range(1, 7)], user=coordinator)
+    scores = {}
+    for n in range(1, 7):
+        claim = proposal(f"p{n}", "")["statement"]
+        scores[n] = {
+            "rubric_judge": dict.fromkeys(DIMENSION_KEYS, n + 2),
+            "methods_reviewer": {**dict.fromkeys(DIMENSION_KEYS, 5), "importance": 8 - n},
+            "reference_reviewer": {**dict.fromkeys(DIMENSION_KEYS, 5), "importance": n},
+        }
+        for role, values in scores[n].items():
+            script.reviews[(role, claim)] = [review_reply(values)]
+    script.reviews[("reference_reviewer", proposal("p6", "")["statement"])] = ["No JSON here."]
+    jobs.job_run(job_id=panel_start_for_cohort(cohort=cohort, user=coordinator).pk)
+
+    client.force_login(analyst)
+    body = client.get(f"/api/v1/cohorts/{cohort.pk}/calibration").json()
+    reference = body["reference"]
+    assert (reference["configured"], reference["reviewed"], reference["failed"]) == (True, 5, 1)
+    assert reference["models"] == ["Panel model"] and reference["tasks"] == 2 and reference["seed"] == 20261026
+    roles = {row["role"]: row for row in reference["roles"]}
+    assert list(roles) == ["rubric_judge", "domain_scientist", "methods_reviewer"]
+    # Rubric judge: weighted n + 2 against 0.2 n + 4 (importance n, the rest 5): ρ = 1, by hand and by scipy.
+    assert roles["rubric_judge"]["weighted"]["estimate"] == pytest.approx(
+        spearmanr([n + 2 for n in range(1, 6)], [0.2 * n + 4 for n in range(1, 6)]).statistic
+    )
+    assert roles["rubric_judge"]["weighted"]["n"] == 5
+    differences = [
+        abs(scores[n]["rubric_judge"][k] - scores[n]["reference_reviewer"][k])
+        for n in range(1, 6)
+        for k in DIMENSION_KEYS
+    ]
+    assert roles["rubric_judge"]["absolute_difference"]["estimate"] == pytest.approx(np.mean(differences))
+    assert roles["rubric_judge"]["absolute_difference"]["pairs"] == 40
+    # Methods reviewer: importance 8 − n against n.
+    assert roles["methods_reviewer"]["dimensions"]["importance"]["estimate"] == pytest.approx(-1.0)
+    assert roles["methods_reviewer"]["dimensions"]["novelty"]["estimate"] is None  # both constant: undefined
+    # Domain scientist: every score 5 (the script's default), so its coefficients are undefined, never 0.
+    assert roles["domain_scientist"]["weighted"]["estimate"] is None
+    assert roles["domain_scientist"]["absolute_difference"]["estimate"] == pytest.approx(
+        np.mean([abs(5 - n) for n in range(1, 6)] + [0] * 35)
+    )
+    # The human calibration is apart and has nothing yet (no human review).
+    assert body["proposals"] == 0
+
+    page = client.get(reverse("panel-calibration", args=[cohort.pk])).content.decode()
+    section = page.split('id="reference"', 1)[1]
+    assert (
+        "Development diagnostics" in page
+        and "Panel model" in section
+        and "5 proposals with a reference review" in section
+    )
+    assert "1 failed" in section
+    table = client.get(reverse("panel-cohort-figure", args=[cohort.pk, "calibration-reference", "csv"]))
+    rows = list(csv.reader(io.StringIO(table.content.decode())))
+    assert rows[0][:3] == ["role", "compares", "statistic"] and len(rows) == 1 + 3 * 10
+    assert (
+        client.get(reverse("panel-cohort-figure", args=[cohort.pk, "calibration-reference", "png"])).status_code == 200
+    )

@@ -130,9 +130,11 @@ def test_analysts_read_the_pages_without_the_forms(client, models, script, run_j
     assert "Calibration needs proposals with both" in pages["calibration"]
     assert "Q = 5.00" in pages["profile"] and "Revision of u1" in pages["profile"] and "Claim: " not in pages["profile"]
     assert "Review the research proposal below" in pages["prompts"]
-    # The five current prompts once each, and each stored version once: the three roles' and the revision judge's
-    # (the comparisons here were imported, so the critique's prompt was never sent).
-    assert pages["prompts"].count('<section class="card" id="prompt-') == 5
+    # The six current prompts once each (the fresh-context reference's among them), and each stored version once: the
+    # three roles' and the revision judge's (the comparisons here were imported, so the critique's prompt was never
+    # sent, and this roster names no reference reviewer).
+    assert pages["prompts"].count('<section class="card" id="prompt-') == 6
+    assert 'id="prompt-reference_reviewer"' in pages["prompts"]
     assert pages["prompts"].count("<details>") == 4
     for figure, file_format in (
         ("ratings", "png"),

@@ -4,12 +4,14 @@ are not asked again unless redone, revisions are judged against the first listed
 runs and benchmark sets can be reviewed too."""
 
 import json
+from collections import defaultdict
 
 import pytest
 
 from reviewapp.models import BackgroundJob
-from reviewapp.panel.models import PanelReview, PanelSubject, RevisionJudgment
+from reviewapp.panel.models import PanelReview, PanelSubject, ReferenceReview, RevisionJudgment
 from reviewapp.panel.profile import DIMENSION_KEYS
+from reviewapp.panel.prompts import REFERENCE_SYSTEM
 from reviewapp.panel.selectors import cohort_panel, subject_profile
 from reviewapp.panel.services.common import PanelError
 from reviewapp.panel.services.panel import panel_start_for_cohort, panel_start_for_hypotheses
@@ -17,7 +19,7 @@ from reviewapp.services import jobs
 from screening.llm.models import ModelCall, ModelEndpoint, RosterMember
 from screening.models import Hypothesis, Run
 from tests.benchmark_support import hypothesis, make_set, task
-from tests.panel.support import make_cohort, panel_roster, proposal, review_reply
+from tests.panel.support import PANEL_ROLES, make_cohort, panel_roster, proposal, review_reply
 
 
 def run_job(job: BackgroundJob) -> BackgroundJob:
@@ -239,3 +241,54 @@ def test_a_predecessor_reviewed_in_another_cohort_gives_delta_q(models, script, 
     (row,) = cohort_panel(later).rows
     assert row.revision.predecessor_id == "o1" and row.revision.state == "done"
     assert row.revision.delta_q == pytest.approx(3.0)  # 8 against the predecessor's 5
+
+
+def test_the_fresh_context_reference_reads_the_same_packet_without_a_roles_framing(
+    db, server, script, fast_retries, coordinator
+):
+    panel_roster(server.base_url, roles=(*PANEL_ROLES, "reference_reviewer"))
+    cohort = make_cohort([proposal("p1", "T-A"), proposal("p2", "T-A"), proposal("p3", "T-B")], user=coordinator)
+    script.reviews[("reference_reviewer", claim("p1"))] = [review_reply({"novelty": 9}, rationale="Fresh look.")]
+    script.reviews[("reference_reviewer", claim("p2"))] = ["Not JSON.", "Still not JSON."]
+    job = run_job(panel_start_for_cohort(cohort=cohort, user=coordinator))
+    assert job.state == BackgroundJob.State.SUCCEEDED, job.error
+    assert job.total == 12  # nine role reviews and three references
+    # The same user message as every role's for the same proposal: the same packet, dimensions and scale.
+    users = defaultdict(set)
+    for (_role, statement), user in script.requests_of_kind("review"):
+        users[statement].add(user)
+    assert all(len(messages) == 1 for messages in users.values()) and len(users) == 3
+    # A new conversation: one system and one user message, the system message without a role.
+    calls = ModelCall.objects.filter(purpose="panel_reference")
+    assert calls.count() == 4  # p2's reference was asked twice
+    for call in calls:
+        messages = call.request_body["messages"]
+        assert [message["role"] for message in messages] == ["system", "user"]
+        assert messages[0]["content"] == REFERENCE_SYSTEM == "Answer with JSON only."
+    assert PanelReview.objects.count() == 9  # the reference is no role of the panel
+    references = {
+        row.subject.proposal.external_id: row for row in ReferenceReview.objects.select_related("subject__proposal")
+    }
+    assert references["p1"].state == "done" and references["p1"].scores["novelty"] == 9
+    assert references["p1"].prompt.kind == "reference_reviewer" and references["p1"].model_name == "Panel model"
+    assert (
+        references["p2"].state == "failed"
+        and references["p2"].scores == {}
+        and "No valid reply" in references["p2"].error
+    )
+    rows = {row.proposal_id: row for row in cohort_panel(cohort).rows}
+    assert rows["p1"].profile.medians["novelty"] == 5.0  # never part of the medians or Q
+    assert subject_profile(references["p1"].subject_id).reference.rationale == "Fresh look."
+    # Started again: only the failed reference is asked.
+    before = len(script.requests_of_kind("review"))
+    script.reviews[("reference_reviewer", claim("p2"))] = [review_reply()]
+    job = run_job(panel_start_for_cohort(cohort=cohort, user=coordinator))
+    assert [key for key, _ in script.requests_of_kind("review")[before:]] == [("reference_reviewer", claim("p2"))]
+    assert ReferenceReview.objects.filter(state="done").count() == 3
+
+
+def test_without_a_reference_reviewer_in_the_roster_the_panel_asks_none(models, script, coordinator):
+    cohort = make_cohort([proposal("p1", "T-A")], user=coordinator)
+    job = run_job(panel_start_for_cohort(cohort=cohort, user=coordinator))
+    assert job.state == BackgroundJob.State.SUCCEEDED and job.total == 3
+    assert not ReferenceReview.objects.exists() and not ModelCall.objects.filter(purpose="panel_reference").exists()

@@ -15,6 +15,8 @@ VERSION_HASHES = {
         "methods_reviewer": "971e95b0cdccb718d41cac3c832dde2f3b82065637f3ea21e09b4efed81e9db4",
         "critic": "ffdb4608f32faef92eb40315be3474610f60076f6f56a2bebc0c77962547f33e",
         "revision_judge": "e9f7b49ad82b93cc4cd58fc0693a9ca5ef023fb6b5feebcdb280c772947c3469",
+        # Added to panel-v1 without changing the others: the roles' user message under a system message without a role.
+        "reference_reviewer": "0b9b67da762b1119913317b2b37b835a1b4ee91df539c79729cdb98c7c21f792",
     }
 }
 PACKET = ProposalPacket(
@@ -52,3 +54,11 @@ def test_a_prompt_is_stored_once_per_text(db):
     first, again = stored_prompt("critic"), stored_prompt("critic")
     assert first.pk == again.pk and PanelPrompt.objects.count() == 1
     assert (first.kind, first.version, first.template) == ("critic", PROMPT_VERSION, PROMPTS["critic"].template)
+
+
+def test_the_reference_reads_the_roles_user_message_without_a_roles_framing():
+    system, user = review_messages("reference_reviewer", PACKET)
+    for role in ("rubric_judge", "domain_scientist", "methods_reviewer"):
+        role_system, role_user = review_messages(role, PACKET)
+        assert user == role_user and role_system.endswith(system) and role_system != system
+    assert system == "Answer with JSON only."

@@ -4,7 +4,7 @@ measures; `setup_roster` gives every panel role a model."""
 
 import pytest
 
-from reviewapp.panel.models import PanelReview
+from reviewapp.panel.models import PanelReview, ReferenceReview
 from reviewapp.panel.profile import INAPPLICABLE, UNKNOWN
 from reviewapp.panel.prompts import (
     critique_messages,
@@ -14,7 +14,7 @@ from reviewapp.panel.prompts import (
     review_messages,
     revision_messages,
 )
-from reviewapp.panel.selectors import position_bias
+from reviewapp.panel.selectors import cohort_reference_diagnostics, position_bias
 from reviewapp.panel.services.critique import critique_start
 from reviewapp.panel.services.panel import panel_start_for_cohort
 from reviewapp.selectors.packets import ProposalPacket
@@ -115,6 +115,15 @@ def test_the_demo_roster_runs_the_panel_and_the_critique_on_the_simulator(
     assert job.state == "succeeded", job.error
     reviews = PanelReview.objects.all()
     assert reviews.count() == 36 and all(review.simulated for review in reviews)
+    # The seed's panel model answers every role, and the fresh-context reference (the same model without a role)
+    # answers every packet: the simulated server recognises the request, whichever model it names.
+    assert {review.model_name for review in reviews} == {"GPT-5.6 Sol"}
+    references = ReferenceReview.objects.all()
+    assert references.count() == 12 and all(review.simulated and review.state == "done" for review in references)
+    assert {review.model_name for review in references} == {"GPT-5.6 Sol"}
+    diagnostics = cohort_reference_diagnostics(cohort)
+    assert diagnostics.reviewed == 12 and diagnostics.simulated
+    assert diagnostics.result.roles["rubric_judge"].weighted.n > 0
     job = run_job(critique_start(cohort=cohort, per_proposal=5, seed=3, user=coordinator).pk)
     assert job.state == "succeeded", job.error
     bias = position_bias(cohort)

@@ -22,7 +22,15 @@ from django.urls.exceptions import Resolver404
 
 from reviewapp.benchmarks.models import BenchmarkHypothesis, BenchmarkSet, BenchmarkTask, Judge, JudgeScore
 from reviewapp.models import Assignment, BackgroundJob, Cohort, Conflict, ImportBatch, Proposal, ResearchTask, Review
-from reviewapp.panel.models import Comparison, PanelPrompt, PanelReview, PanelSubject, Rating, RevisionJudgment
+from reviewapp.panel.models import (
+    Comparison,
+    PanelPrompt,
+    PanelReview,
+    PanelSubject,
+    Rating,
+    ReferenceReview,
+    RevisionJudgment,
+)
 from reviewapp.selectors.packets import PACKET_COLUMNS
 from reviewapp.services.reviews import review_save, review_submit
 from tests import factories
@@ -153,6 +161,18 @@ def _panel_review(role: str, field: str):
     return plant
 
 
+def _reference_review(field: str):
+    """The fresh-context reference's review of the proposal under review (its rationale or scores)."""
+
+    def plant(world, value):
+        values = {"scores": {"novelty": value}} if field == "scores" else {field: value}
+        ReferenceReview.objects.update_or_create(
+            subject=_panel_subject(world), defaults={"state": "done", "eligible": "true", **values}
+        )
+
+    return plant
+
+
 def _panel_prompt(world, value):
     prompt = PanelPrompt.objects.create(
         kind="rubric_judge", version="v-blind", system=value, template="t", sha256="b" * 64
@@ -236,6 +256,8 @@ CANARIES = [
     Canary("AI panel model", "cnry-panel-model-4f9b", _panel_review("rubric_judge", "model_name")),
     Canary("AI panel prompt", "cnry-panel-prompt-5a2e", _panel_prompt),
     Canary("AI revision judgment", "cnry-revision-rationale-1d8c", _revision_judgment),
+    Canary("AI reference rationale", "cnry-reference-rationale-7b3e", _reference_review("rationale")),
+    Canary("AI reference score", "cnry-reference-score-2c9d", _reference_review("scores")),
     Canary("AI critique rationale", "cnry-critique-rationale-9e4b", _comparison),
     Canary("AI rating", "31.98765432", _rating),
     Canary(
@@ -610,5 +632,5 @@ def test_the_panel_canaries_are_real_panel_data_that_coordinators_see(client, wo
     text += client.get(reverse("panel-ratings", args=[world.cohort.pk])).content.decode()
     text += client.get(reverse("panel-prompts")).content.decode()
     panel = [canary for canary in CANARIES if canary.where.startswith("AI ")]
-    assert len(panel) == 8
+    assert len(panel) == 10
     assert [canary.where for canary in panel if canary.value not in text] == []

@@ -304,14 +304,24 @@ def test_setup_roster_builds_the_seed_roster_on_the_simulator_without_keys(db, s
     roster = Roster.objects.get(is_default=True)
     assert roster_summary(roster) == {
         "generator": ["GPT-6 Astra", "Grok 4.5", "Claude Opus 5.5", "Gemini 4 Argon"],
-        "inspiration_judge": ["Claude Sonnet 5.5"],
+        # DFM-Bench's semantic judge of later literature.
+        "inspiration_judge": ["GPT-6 Luna"],
         "novelty": ["Claude Sonnet 5.5"],
         "stage1": ["GPT-6 Astra"],
         "stage2": ["Claude Sonnet 5.5", "Gemini 4 Argon", "Grok 4.5"],
         "translator": ["Claude Sonnet 5.5"],
-        # The AI review panel's roles: separate prompts to one model family.
+        # The AI review panel's roles: separate prompts to one model family, DFM-Bench's judge; and its fresh-context
+        # reference, the same model without a role.
         **dict.fromkeys(
-            ["critic", "domain_scientist", "methods_reviewer", "revision_judge", "rubric_judge"], ["GPT-6 Astra"]
+            [
+                "critic",
+                "domain_scientist",
+                "methods_reviewer",
+                "reference_reviewer",
+                "revision_judge",
+                "rubric_judge",
+            ],
+            ["GPT-5.6 Sol"],
         ),
     }
     endpoints = {e.display_name: e for e in ModelEndpoint.objects.all()}
@@ -321,21 +331,32 @@ def test_setup_roster_builds_the_seed_roster_on_the_simulator_without_keys(db, s
     assert endpoints["Grok 4.5"].is_grok and endpoints["Grok 4.5"].protocol == "openai"
     assert [e.display_name for e in endpoints.values() if e.is_grok] == ["Grok 4.5"]
     assert endpoints["Gemini 4 Argon"].api_key_env == "GEMINI_API_KEY"
+    for name, model in (("GPT-6 Luna", "gpt-6-luna"), ("GPT-5.6 Sol", "gpt-5.6-sol")):
+        assert (endpoints[name].company, endpoints[name].protocol, endpoints[name].api_key_env) == (
+            "OpenAI",
+            "openai",
+            "OPENAI_API_KEY",
+        )
+        assert endpoints[name].model_id == f"simulated-{model}" and endpoints[name].system_role == "developer"
 
 
-def test_setup_roster_is_idempotent_keeps_admin_limits_and_follows_the_keys(db, monkeypatch):
+def test_setup_roster_is_idempotent_keeps_admin_limits_and_follows_the_keys(db, settings, monkeypatch):
     for name in PROVIDER_KEYS:
         monkeypatch.delenv(name, raising=False)
     call_command("setup_roster", stdout=open(os.devnull, "w"))
     ModelEndpoint.objects.filter(display_name="GPT-6 Astra").update(concurrency_limit=9)
     monkeypatch.setenv("OPENAI_API_KEY", "sk-real")
+    settings.GPT56_SOL_MODEL = "gpt-5.6-sol-test"
     call_command("setup_roster", stdout=open(os.devnull, "w"))
 
-    assert ModelEndpoint.objects.count() == 5 and Roster.objects.count() == 1
-    assert Roster.objects.get().members.count() == 16  # eleven of the protocol, five of the AI review panel
+    assert ModelEndpoint.objects.count() == 7 and Roster.objects.count() == 1
+    # Eleven of the protocol, five of the AI review panel and its fresh-context reference.
+    assert Roster.objects.get().members.count() == 17
     astra = ModelEndpoint.objects.get(display_name="GPT-6 Astra")
     assert not astra.is_simulated and astra.base_url == "https://api.openai.com/v1" and astra.model_id == "gpt-6-astra"
     assert astra.concurrency_limit == 9
+    sol = ModelEndpoint.objects.get(display_name="GPT-5.6 Sol")  # configurable: its model id is a setting
+    assert not sol.is_simulated and sol.model_id == "gpt-5.6-sol-test"
     assert ModelEndpoint.objects.get(display_name="Grok 4.5").is_simulated
 
 

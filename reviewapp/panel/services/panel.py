@@ -1,5 +1,7 @@
 """Running the AI review panel (docs/protocol.md#ai-review-panel): three roles review the same blinded packet
-independently, and a revision judge compares each revised proposal with its predecessor.
+independently, and a revision judge compares each revised proposal with its predecessor. For a cohort, a
+fresh-context reference (roster role `reference_reviewer`, when the roster names one) also reviews each packet, for
+the calibration's development diagnostics (docs/protocol.md#fresh-context-references).
 
 The work is a background job (reviewapp.services.jobs): a cohort's proposals, or the screening or benchmark
 hypotheses a coordinator selected. Each role's request is one model call with the protocol's one "ask once more"
@@ -11,12 +13,13 @@ again asks only what is missing (unless `redo`).
 import itertools
 
 from django.db import transaction
+from django.db.models import CharField, Value
 from django.utils.text import slugify
 
 from reviewapp.benchmarks.models import BenchmarkHypothesis, BenchmarkSet
 from reviewapp.models import BackgroundJob, Cohort
 from reviewapp.panel import prompts
-from reviewapp.panel.models import PanelReview, PanelSubject, RevisionJudgment
+from reviewapp.panel.models import PanelReview, PanelSubject, ReferenceReview, RevisionJudgment
 from reviewapp.panel.profile import DIMENSION_KEYS, ROLES
 from reviewapp.panel.selectors import PANEL_JOB, subject_packets
 from reviewapp.panel.services.common import (
@@ -34,9 +37,10 @@ from reviewapp.selectors.exports import spreadsheet_text
 from reviewapp.selectors.packets import ProposalPacket, proposal_packets
 from reviewapp.selectors.revisions import first_parents
 from reviewapp.services.jobs import JobError, JobResult, ProgressCallback, job_create
+from screening.llm import roster_endpoint
 from screening.models import Hypothesis, Run
 
-PURPOSE_REVIEW, PURPOSE_REVISION = "panel_review", "panel_revision"
+PURPOSE_REVIEW, PURPOSE_REVISION, PURPOSE_REFERENCE = "panel_review", "panel_revision", "panel_reference"
 
 
 # Starting ---------------------------------------------------------------------------------------------------------
@@ -132,6 +136,10 @@ def panel_job_run(job: BackgroundJob, report_progress: ProgressCallback) -> JobR
         answerers = {role: Answerer(endpoint, stored_prompt(role)) for role, endpoint in role_endpoints(roles).items()}
     except PanelError as exc:
         raise JobError(exc.message) from exc
+    # The reference is optional: without one in the roster the calibration page says so instead of its diagnostics.
+    reference = roster_endpoint(prompts.REFERENCE_REVIEWER) if cohort is not None else None
+    if reference is not None:
+        answerers[prompts.REFERENCE_REVIEWER] = Answerer(reference, stored_prompt(prompts.REFERENCE_REVIEWER))
     done = set()
     if not redo:
         done = set(
@@ -142,6 +150,15 @@ def panel_job_run(job: BackgroundJob, report_progress: ProgressCallback) -> JobR
     items: list = [
         ("review", subject, role) for subject in sorted(packets) for role in ROLES if (subject, role) not in done
     ]
+    if reference is not None:
+        referenced = set()
+        if not redo:
+            referenced = set(
+                ReferenceReview.objects.filter(subject__in=packets, state=ReferenceReview.State.DONE).values_list(
+                    "subject_id", flat=True
+                )
+            )
+        items += [("reference", subject, None) for subject in sorted(packets) if subject not in referenced]
     if revisions:
         parents = {parent for _, _, parent in revisions}
         parent_packets = proposal_packets(proposal_ids=parents - set(subjects))
@@ -154,6 +171,8 @@ def panel_job_run(job: BackgroundJob, report_progress: ProgressCallback) -> JobR
         kind, subject, detail = item
         if kind == "review":
             ok = _review(subject, detail, packets[subject], answerers[detail])
+        elif kind == "reference":
+            ok = _reference_review(subject, packets[subject], answerers[prompts.REFERENCE_REVIEWER])
         else:
             child, parent = detail
             parent_packet = by_proposal.get(parent) or parent_packets[parent]
@@ -188,16 +207,19 @@ def _revision_work(cohort: Cohort, subjects: dict[int, int], redo: bool) -> list
     ]
 
 
-def _review(subject_id: int, role: str, packet: ProposalPacket, answerer: Answerer) -> bool:
+def _asked_review(role: str, packet: ProposalPacket, answerer: Answerer, purpose: str) -> tuple[dict, bool]:
+    """The fields of a review (a role's or the reference's) as asked now, and whether its reply was valid."""
     system, user = prompts.review_messages(role, packet, grok=answerer.endpoint.is_grok)
-    reading, call, error = ask_model(
-        prompts.parse_review, answerer, system, user, PURPOSE_REVIEW, prompts.REVIEW_SCHEMA
-    )
+    reading, call, error = ask_model(prompts.parse_review, answerer, system, user, purpose, prompts.REVIEW_SCHEMA)
     if reading is None:
         values = {"state": PanelReview.State.FAILED, "eligible": "", "scores": {}, "rationale": "", "error": error}
     else:
         values = {"state": PanelReview.State.DONE, "error": "", **reading.value}
-    values |= answerer.record(call)
+    return values | answerer.record(call), reading is not None
+
+
+def _review(subject_id: int, role: str, packet: ProposalPacket, answerer: Answerer) -> bool:
+    values, ok = _asked_review(role, packet, answerer, PURPOSE_REVIEW)
     # One statement whether the role was reviewed before or not (a redo replaces the earlier review).
     PanelReview.objects.bulk_create(
         [PanelReview(subject_id=subject_id, role=role, **values)],
@@ -205,7 +227,18 @@ def _review(subject_id: int, role: str, packet: ProposalPacket, answerer: Answer
         unique_fields=["subject", "role"],
         update_fields=[*values, "created_at"],
     )
-    return reading is not None
+    return ok
+
+
+def _reference_review(subject_id: int, packet: ProposalPacket, answerer: Answerer) -> bool:
+    values, ok = _asked_review(prompts.REFERENCE_REVIEWER, packet, answerer, PURPOSE_REFERENCE)
+    ReferenceReview.objects.bulk_create(
+        [ReferenceReview(subject_id=subject_id, **values)],
+        update_conflicts=True,
+        unique_fields=["subject"],
+        update_fields=[*values, "created_at"],
+    )
+    return ok
 
 
 def _judge_revision(
@@ -249,12 +282,29 @@ def _subject_names(subject_ids: list[int]) -> dict[int, str]:
 
 
 def _panel_file(job: BackgroundJob, cohort: Cohort | None, subject_ids: list[int]) -> JobResult:
-    """Every review of the job's hypotheses as a CSV: one row per role, scores as given ("unknown" and
-    "inapplicable" as words, never numbers)."""
+    """Every review of the job's hypotheses as a CSV: one row per role, then the fresh-context references' (role
+    `reference_reviewer`), scores as given ("unknown" and "inapplicable" as words, never numbers)."""
     names = _subject_names(subject_ids)
     reviews = (
         PanelReview.objects.filter(subject__in=subject_ids)
         .order_by("subject_id", "role")
+        .values_list(
+            "subject_id",
+            "role",
+            "state",
+            "eligible",
+            "scores",
+            "rationale",
+            "model_name",
+            "simulated",
+            "prompt__version",
+            "error",
+        )
+    )
+    references = (
+        ReferenceReview.objects.filter(subject__in=subject_ids)
+        .annotate(role=Value(prompts.REFERENCE_REVIEWER, output_field=CharField()))
+        .order_by("subject_id")
         .values_list(
             "subject_id",
             "role",
@@ -281,8 +331,8 @@ def _panel_file(job: BackgroundJob, cohort: Cohort | None, subject_ids: list[int
             version,
             spreadsheet_text(error),
         ]
-        for subject, role, state, eligible, scores, rationale, model, simulated, version, error in reviews.iterator(
-            chunk_size=2000
+        for subject, role, state, eligible, scores, rationale, model, simulated, version, error in itertools.chain(
+            reviews.iterator(chunk_size=2000), references.iterator(chunk_size=2000)
         )
     )
     name = slugify(cohort.name) if cohort is not None else f"hypotheses-{job.pk}"

@@ -50,23 +50,35 @@ SONNET = DefaultEndpoint(
 ARGON = DefaultEndpoint(
     "Gemini 4 Argon", "Google", "gemini", "GEMINI_BASE_URL", "GEMINI_4_ARGON_MODEL", "GEMINI_API_KEY"
 )
+# The models DFM-Bench names: GPT-6 Luna judges inspiration by later literature, GPT-5.6 Sol holds the AI panel.
+LUNA = DefaultEndpoint(
+    "GPT-6 Luna", "OpenAI", "openai", "OPENAI_BASE_URL", "GPT6_LUNA_MODEL", "OPENAI_API_KEY",
+    system_role=ModelEndpoint.SystemRole.DEVELOPER,
+)  # fmt: skip
+SOL = DefaultEndpoint(
+    "GPT-5.6 Sol", "OpenAI", "openai", "OPENAI_BASE_URL", "GPT56_SOL_MODEL", "OPENAI_API_KEY",
+    system_role=ModelEndpoint.SystemRole.DEVELOPER,
+)  # fmt: skip
 
-# Four generators (10 hypotheses each), stage 1 GPT-6 Astra, stage 2 Sonnet, Argon and Grok; Sonnet translates,
-# judges novelty and judges inspiration by later literature; GPT-6 Astra holds the AI panel's roles.
+# Four generators (10 hypotheses each), stage 1 GPT-6 Astra, stage 2 Sonnet, Argon and Grok; Sonnet translates and
+# judges novelty; GPT-6 Luna judges inspiration by later literature and GPT-5.6 Sol holds the AI panel's roles, as in
+# DFM-Bench (docs/protocol.md#default-roster).
 DEFAULT_MEMBERS = {
     RosterMember.Role.GENERATOR: [ASTRA, GROK, OPUS, ARGON],
     RosterMember.Role.STAGE1: [ASTRA],
     RosterMember.Role.STAGE2: [SONNET, ARGON, GROK],
     RosterMember.Role.TRANSLATOR: [SONNET],
     RosterMember.Role.NOVELTY: [SONNET],
-    RosterMember.Role.INSPIRATION_JUDGE: [SONNET],
+    RosterMember.Role.INSPIRATION_JUDGE: [LUNA],
     # The AI review panel: separate prompts to one model family, as in the DFM-Bench profile; also its critique and
     # revision judge.
-    RosterMember.Role.RUBRIC_JUDGE: [ASTRA],
-    RosterMember.Role.DOMAIN_SCIENTIST: [ASTRA],
-    RosterMember.Role.METHODS_REVIEWER: [ASTRA],
-    RosterMember.Role.CRITIC: [ASTRA],
-    RosterMember.Role.REVISION_JUDGE: [ASTRA],
+    RosterMember.Role.RUBRIC_JUDGE: [SOL],
+    RosterMember.Role.DOMAIN_SCIENTIST: [SOL],
+    RosterMember.Role.METHODS_REVIEWER: [SOL],
+    RosterMember.Role.CRITIC: [SOL],
+    RosterMember.Role.REVISION_JUDGE: [SOL],
+    # The fresh-context reference of the calibration's development diagnostics: the panel's model without a role.
+    RosterMember.Role.REFERENCE_REVIEWER: [SOL],
 }
 
 
@@ -109,7 +121,7 @@ def _endpoint_setup(spec: DefaultEndpoint) -> ModelEndpoint:
 @transaction.atomic
 def roster_setup_default() -> Roster:
     """The protocol's roster with exactly its members; it becomes the default unless another roster is."""
-    endpoints = {spec: _endpoint_setup(spec) for spec in (ASTRA, GROK, OPUS, SONNET, ARGON)}
+    endpoints = {spec: _endpoint_setup(spec) for spec in (ASTRA, GROK, OPUS, SONNET, ARGON, LUNA, SOL)}
     roster = Roster.objects.filter(name=DEFAULT_ROSTER_NAME).first()
     roster = roster or Roster.objects.filter(name=FORMER_DEFAULT_ROSTER_NAME).first()
     roster = roster or Roster.objects.create(name=DEFAULT_ROSTER_NAME)
