@@ -70,7 +70,12 @@ class AuditInput(serializers.Serializer):
     cohort = serializers.IntegerField(required=False)
     runs = serializers.ListField(child=serializers.UUIDField(), required=False, allow_empty=False, max_length=10_000)
     benchmark = serializers.IntegerField(required=False)
-    window_end = serializers.DateField(required=False, allow_null=True)
+    window_start = serializers.DateField(
+        required=False, allow_null=True, help_text="the publication window's first day: later literature from it on"
+    )
+    window_end = serializers.DateField(
+        required=False, allow_null=True, help_text="the publication window's last day: later literature until it"
+    )
     title_diagnostic = serializers.BooleanField(required=False, default=False)
     replay = serializers.IntegerField(required=False, allow_null=True, help_text="an earlier audit's id")
 
@@ -78,7 +83,11 @@ class AuditInput(serializers.Serializer):
 def audit_population(data: dict) -> dict:
     """The audit_create keywords of a validated AuditInput: the records it names, or a refusal naming the one
     that does not exist."""
-    values: dict = {"window_end": data.get("window_end"), "title_diagnostic": data.get("title_diagnostic", False)}
+    values: dict = {
+        "window_start": data.get("window_start"),
+        "window_end": data.get("window_end"),
+        "title_diagnostic": data.get("title_diagnostic", False),
+    }
     if data.get("cohort") is not None:
         values["cohort"] = Cohort.objects.filter(pk=data["cohort"]).first()
         if values["cohort"] is None:
@@ -106,6 +115,8 @@ class AuditListOutputSerializer(serializers.Serializer):
     state = serializers.CharField()
     phase = serializers.CharField()
     population = serializers.CharField()
+    window_start = serializers.DateField(allow_null=True)
+    window_end = serializers.DateField(allow_null=True)
     simulated = serializers.BooleanField()
     progress = serializers.IntegerField()
     total = serializers.IntegerField()
@@ -126,7 +137,7 @@ class AuditListApi(APIView):
 
 class AuditCreateApi(APIView):
     """POST /api/v1/inspiration/audits: one of {"cohort": id}, {"runs": [run ids]}, {"benchmark": id}; optional
-    "window_end", "title_diagnostic", "replay" (an earlier audit whose judgements are reused) → 202."""
+    "window_start", "window_end", "title_diagnostic", "replay" (an earlier audit whose judgements are reused) → 202."""
 
     permission_classes = [IsCoordinator]
     InputSerializer = AuditInput
@@ -198,6 +209,7 @@ def audit_data(audit: InspirationAudit, items) -> dict:
         "cohort": audit.cohort_id,
         "benchmark": audit.benchmark_id,
         "runs": [str(run_id) for run_id in audit.runs.values_list("public_id", flat=True)],
+        "window_start": audit.window_start,
         "window_end": audit.window_end,
         "title_diagnostic": audit.title_diagnostic,
         "replay_of": audit.replay_of_id,
@@ -238,8 +250,11 @@ class AuditDetailApi(APIView):
         responses=OpenApiResponse(
             OpenApiTypes.OBJECT,
             description="The audit: `id`, `state`, `phase`, `error`, its population (`population`, `cohort`, "
-            "`benchmark`, `runs`), `window_end`, `title_diagnostic`, `replay_of`, `simulated`, `progress`, `total`, "
-            "`cutoffs`, `corpus`, `judge`, `prompt`; the counts `totals`, `rate`, `retrieval_coverage`, "
+            "`benchmark`, `runs`), `window_start`, `window_end` (the publication window, null where open), "
+            "`title_diagnostic`, `replay_of`, `simulated`, `progress`, `total`, `cutoffs` (per group with "
+            "`later_from`, the first day of its later literature within the window), `corpus` (with `window_start`, "
+            "`window_end` and `in_window`, the references whose publication period starts within the window), "
+            "`judge`, `prompt`; the counts `totals`, `rate`, `retrieval_coverage`, "
             "`positive_given_retrieved`, `by_group`, `by_domain`, `title_diagnostic_result`; and `items` [{hypothesis, "
             "group, domain, retrieved, reference, shared_terms, judgment, evidence, connection, reason, "
             "title_retrieved}].",

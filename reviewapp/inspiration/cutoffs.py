@@ -6,12 +6,16 @@ strictly after it: after the day, or from the first day of the next month. So ev
 dated only by a month or a year stands for every day of it: when its period holds the cutoff's last day without
 ending on it, part of the period is before the cutoff and part after, and the reference is "date too coarse": left
 out of later literature and counted.
+
+A publication window's first day (`window_start`) is one more such bound: later literature of a group starts on the day
+after its cutoff or on the window's first day, whichever is later (`within_window`), with the same rule for a coarse
+date.
 """
 
 import calendar
 import re
 from dataclasses import dataclass
-from datetime import date
+from datetime import date, timedelta
 
 DAY, MONTH, YEAR = "day", "month", "year"
 _CUTOFF = re.compile(r"^(\d{4})-(\d{2})(?:-(\d{2}))?$")
@@ -77,3 +81,12 @@ class Cutoff:
         if last != date(last.year, 12, 31):
             periods.append((YEAR, date(last.year, 1, 1)))
         return periods
+
+
+def within_window(cutoff: Cutoff, window_start: date | None) -> Cutoff:
+    """The bound later literature must pass for a group when the publication window starts on `window_start`: the
+    cutoff itself, or, when the window starts later than the day after the cutoff, the day before the window's
+    first day (so a reference of that day is later, and one whose period straddles it is "date too coarse")."""
+    if window_start is None or window_start - timedelta(days=1) <= cutoff.last_day:
+        return cutoff
+    return Cutoff(window_start - timedelta(days=1), DAY)

@@ -158,9 +158,10 @@ def coarse_references(cutoff: Cutoff, window_end: date | None) -> Q:
     return condition & Q(published__lte=window_end) if window_end else condition
 
 
-def corpus_snapshot(cutoffs: dict[str, Cutoff], window_end: date | None) -> dict:
-    """The corpus as retrieval finds it: its size, a fingerprint of every reference's content, and the references
-    left out as "date too coarse" per group and in all."""
+def corpus_snapshot(cutoffs: dict[str, Cutoff], window_start: date | None, window_end: date | None) -> dict:
+    """The corpus as retrieval finds it: its size, a fingerprint of every reference's content, the publication window
+    with the references inside it (those whose period starts within it), and the references left out as "date too
+    coarse" per group and in all. `cutoffs` are the groups' bounds within the window (cutoffs.within_window)."""
     digest = hashlib.sha256()
     rows = Reference.objects.order_by("pk").values_list("pk", "source", "source_id", "content_sha256")
     for pk, source, source_id, content in rows.iterator(chunk_size=_FINGERPRINT_CHUNK):
@@ -171,10 +172,18 @@ def corpus_snapshot(cutoffs: dict[str, Cutoff], window_end: date | None) -> dict
         condition = coarse_references(cutoff, window_end)
         by_group[group] = Reference.objects.filter(condition).count()
         any_coarse |= condition
+    in_window = Reference.objects.filter(published__isnull=False)
+    if window_start:
+        in_window = in_window.filter(published__gte=window_start)
+    if window_end:
+        in_window = in_window.filter(published__lte=window_end)
     return {
         "references": Reference.objects.count(),
         "dated": Reference.objects.filter(published__isnull=False).count(),
         "fingerprint": digest.hexdigest(),
+        "window_start": window_start.isoformat() if window_start else None,
+        "window_end": window_end.isoformat() if window_end else None,
+        "in_window": in_window.count(),
         "date_too_coarse": Reference.objects.filter(any_coarse).count(),
         "date_too_coarse_by_group": by_group,
     }
@@ -281,10 +290,20 @@ def replay_check(audit: InspirationAudit) -> dict | None:
     if audit.replay_of_id is None:
         return None
     original = InspirationAudit.objects.filter(pk=audit.replay_of_id).values_list("corpus", flat=True).first() or {}
-    then, now = original.get("fingerprint") or "", (audit.corpus or {}).get("fingerprint") or ""
-    matches = None if not (then and now) else then == now
+    corpus = audit.corpus or {}
+    then, now = original.get("fingerprint") or "", corpus.get("fingerprint") or ""
+    # The publication window is part of what was searched (a snapshot without one had none).
+    window_then = (original.get("window_start"), original.get("window_end"))
+    window_now = (corpus.get("window_start"), corpus.get("window_end"))
+    matches = None if not (then and now) else then == now and window_then == window_now
     warning = ""
-    if matches is False:
+    if then and now and then == now and window_then != window_now:
+        warning = (
+            f"The publication window differs from audit {audit.replay_of_id}'s ({_window_text(*window_then)} then, "
+            f"{_window_text(*window_now)} now): retrieval may find other references, so the numbers can differ from "
+            "the replayed audit's."
+        )
+    elif matches is False:
         warning = (
             f"The corpus differs from the one audit {audit.replay_of_id} searched ({original.get('references')} "
             f"references then, {audit.corpus.get('references')} now; fingerprint {then[:12]}… then, {now[:12]}… now): "
@@ -297,6 +316,10 @@ def replay_check(audit: InspirationAudit) -> dict | None:
         "corpus_matches": matches,
         "warning": warning,
     }
+
+
+def _window_text(start: str | None, end: str | None) -> str:
+    return f"{start or 'open'} to {end or 'open'}"
 
 
 def audit_summary(audit: InspirationAudit) -> dict:

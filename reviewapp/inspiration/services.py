@@ -32,7 +32,7 @@ from reviewapp.core.claims import work_attempt, work_claim, work_finish, work_sw
 from reviewapp.core.errors import ServiceError
 from reviewapp.core.queue import broker_check, enqueue_on_commit
 from reviewapp.inspiration import prompts, selectors
-from reviewapp.inspiration.cutoffs import Cutoff
+from reviewapp.inspiration.cutoffs import Cutoff, within_window
 from reviewapp.inspiration.models import (
     InspirationAudit,
     InspirationBatch,
@@ -132,6 +132,7 @@ def audit_create(
     cohort=None,
     runs=None,
     benchmark=None,
+    window_start: date | None = None,
     window_end: date | None = None,
     title_diagnostic: bool = False,
     replay_of: InspirationAudit | None = None,
@@ -141,6 +142,11 @@ def audit_create(
     """Record an audit of one population and hand it to the workers (enqueue=False: the caller advances it, e.g.
     with audit_complete_here). Refused when the population is empty, when a group has no cutoff, or when no
     inspiration judge is configured."""
+    if window_start and window_end and window_start > window_end:
+        message = (
+            f"The publication window starts ({window_start.isoformat()}) after it ends ({window_end.isoformat()})."
+        )
+        raise AuditRefused(message, problems=[{"field": "window_start", "message": message}])
     population, versions = _versions(cohort=cohort, runs=runs, benchmark=benchmark)
     if not versions:
         raise AuditRefused("The population holds no hypothesis version to audit.")
@@ -167,6 +173,8 @@ def audit_create(
             "cutoff": cutoffs[group].cutoff.text,
             "precision": cutoffs[group].precision,
             "last_day": cutoffs[group].cutoff.last_day.isoformat(),
+            # The first day of the group's later literature within the publication window.
+            "later_from": (within_window(cutoffs[group].cutoff, window_start).last_day + timedelta(days=1)).isoformat(),
             "note": cutoffs[group].note,
         }
         for group in groups
@@ -176,6 +184,7 @@ def audit_create(
             population=population,
             cohort=cohort,
             benchmark=benchmark,
+            window_start=window_start,
             window_end=window_end,
             title_diagnostic=title_diagnostic,
             replay_of=replay_of,
@@ -263,8 +272,7 @@ def _start(audit: InspirationAudit, enqueue: bool) -> None:
     token = work_claim(Audit, audit.pk)
     if token is None:
         return
-    cutoffs = {group: Cutoff.parse(values["cutoff"]) for group, values in audit.cutoffs.items()}
-    corpus = selectors.corpus_snapshot(cutoffs, audit.window_end)
+    corpus = selectors.corpus_snapshot(_bounds(audit), audit.window_start, audit.window_end)
     retrieval.index_references()
     positions = sorted(audit.items.values_list("position", flat=True))
     with transaction.atomic():
@@ -376,9 +384,18 @@ def batch_perform(*, batch_id: int, enqueue: bool = True) -> None:
     audit_advance(audit_id=batch.audit_id, enqueue=enqueue)
 
 
+def _bounds(audit: InspirationAudit) -> dict[str, Cutoff]:
+    """Each group's bound on later literature: its cutoff as the audit recorded it, within the publication window."""
+    return {
+        group: within_window(Cutoff.parse(values["cutoff"]), audit.window_start)
+        for group, values in audit.cutoffs.items()
+    }
+
+
 def best_candidate(query: str, cutoff: Cutoff, window_end: date | None):
-    """The best reference published after the cutoff (and within the window) for a query, the terms it shares with
-    the query, and whether it passes the lexical gate: (candidate or None, shared terms, passed)."""
+    """The best reference published after the cutoff (a group's bound within the window: _bounds) and by the window's
+    end for a query, the terms it shares with the query, and whether it passes the lexical gate: (candidate or None,
+    shared terms, passed)."""
     query = query[:RETRIEVAL_CHARS]
     # Without the optional re-ranking, the first by rank is the best: no need to read more.
     limit = CANDIDATES_SEARCHED if retrieval.dense_model() is not None else 1
@@ -391,7 +408,7 @@ def best_candidate(query: str, cutoff: Cutoff, window_end: date | None):
 
 def _retrieval_batch(batch: InspirationBatch, token) -> None:
     audit = batch.audit
-    cutoffs = {group: Cutoff.parse(values["cutoff"]) for group, values in audit.cutoffs.items()}
+    cutoffs = _bounds(audit)
     items = list(
         InspirationItem.objects.filter(audit=audit, position__gte=batch.first, position__lte=batch.last).only(
             "pk", "group", "text", "title"

@@ -25,7 +25,7 @@ def _form_values(post) -> dict:
         values[population] = post[population]
     if population == "runs":
         values["runs"] = post.get("runs", "").replace(",", " ").split()
-    for name in ("window_end", "replay"):
+    for name in ("window_start", "window_end", "replay"):
         if post.get(name):
             values[name] = post[name]
     return values

@@ -121,8 +121,17 @@ def test_an_audit_counts_every_version_as_computed_by_hand(cohort, judge, script
     assert by_domain[SENESCENCE]["rate"] == 2 / 4
 
     # What makes it reproducible is stored with it.
-    assert audit.cutoffs[A] == {"cutoff": "2026-05-14", "precision": "day", "last_day": "2026-05-14", "note": ""}
+    assert audit.cutoffs[A] == {
+        "cutoff": "2026-05-14",
+        "precision": "day",
+        "last_day": "2026-05-14",
+        "later_from": "2026-05-15",  # no window: the day after the cutoff
+        "note": "",
+    }
+    assert audit.cutoffs[B]["later_from"] == "2026-06-01"
     assert audit.corpus["references"] == 9 and len(audit.corpus["fingerprint"]) == 64
+    # No window: both ends open, and every dated reference is inside it.
+    assert (audit.corpus["window_start"], audit.corpus["window_end"], audit.corpus["in_window"]) == (None, None, 9)
     assert audit.judge["model_id"] == "judge-luna" and audit.prompt["version"] == "inspiration-v1"
 
 
@@ -147,6 +156,18 @@ def test_a_replayed_audit_gives_the_same_numbers_without_asking_the_judge(cohort
         "warning": "",
     }
     assert first.summary["replay"] is None
+
+
+def test_a_replay_over_another_publication_window_is_warned(cohort, judge, script):
+    first = audit_complete_here(audit_id=audit_create(cohort=cohort, enqueue=False).pk)
+    second = audit_complete_here(
+        audit_id=audit_create(cohort=cohort, replay_of=first, window_start=date(2026, 7, 1), enqueue=False).pk
+    )
+    replay = second.summary["replay"]
+    assert second.corpus["fingerprint"] == first.corpus["fingerprint"] and replay["corpus_matches"] is False
+    assert replay["warning"].startswith(
+        f"The publication window differs from audit {first.pk}'s (open to open then, 2026-07-01 to open now)"
+    )
 
 
 def test_a_replay_over_a_changed_corpus_is_warned_on_its_page_and_in_the_api(client, cohort, judge, coordinator):
@@ -204,6 +225,105 @@ def test_an_audit_with_a_window_end_reads_only_the_literature_published_until_th
     assert (audit.summary["rate"], audit.summary["retrieval_coverage"]) == (2 / 7, 4 / 7)
     assert audit.summary["positive_given_retrieved"] == 2 / 4
     assert len(script.requests_of("judge-luna", "inspiration")) == 3  # P1 (shared with P2), P4, P7
+
+
+def test_an_audit_with_a_window_start_reads_only_the_literature_published_from_then(cohort, judge, script):
+    """The window starts on 2026-07-01, after both cutoffs: later literature of both groups is what was published
+    after 2026-06-30. r1 (2026-06-10) and r4 (2026-06-01) fall before it, so P1, P2 and P4 find nothing; r6
+    (September 2026) and r7 (2026-07-02) stay; r8 (the year 2026) straddles the start and is date too coarse, while
+    r2b (May 2026), too coarse for A's cutoff, is now simply earlier. Counted by hand."""
+    audit = audit_complete_here(audit_id=audit_create(cohort=cohort, window_start=date(2026, 7, 1), enqueue=False).pk)
+
+    assert audit.state == InspirationAudit.State.DONE, audit.error
+    assert (audit.window_start, audit.window_end) == (date(2026, 7, 1), None)
+    assert outcomes(audit) == {
+        "P1": (False, None),
+        "P2": (False, None),
+        "P3": (False, None),
+        "P4": (False, None),
+        "P5": (False, None),
+        "P6": (True, "failed"),
+        "P7": (True, "negative"),
+    }
+    assert len(script.requests_of("judge-luna", "inspiration")) == 3  # P6 asked twice, P7 once
+    totals = audit.summary["totals"]
+    assert {k: totals[k] for k in ("versions", "retrieved", "judged", "failed", "positive", "date_too_coarse")} == {
+        "versions": 7,
+        "retrieved": 2,
+        "judged": 1,
+        "failed": 1,
+        "positive": 0,
+        "date_too_coarse": 1,
+    }
+    assert {row["group"]: row["date_too_coarse"] for row in audit.summary["by_group"]} == {A: 1, B: 1}
+    assert audit.cutoffs[A]["later_from"] == audit.cutoffs[B]["later_from"] == "2026-07-01"
+    assert audit.cutoffs[A]["last_day"] == "2026-05-14"  # the cutoff itself is kept as recorded
+    # The corpus reports the window: r5 (2027), r6 (September 2026) and r7 (2026-07-02) start within it.
+    assert (audit.corpus["window_start"], audit.corpus["window_end"], audit.corpus["in_window"]) == (
+        "2026-07-01",
+        None,
+        3,
+    )
+
+
+def test_a_window_start_before_a_cutoff_changes_nothing_for_that_group(cohort, judge, script):
+    """The window of the seed's corpus, 1 April 2025 to 14 October 2026: it starts before both cutoffs, so later
+    literature is as without a start; it ends before r5 (2027), which P5 then cannot find."""
+    audit = audit_complete_here(
+        audit_id=audit_create(
+            cohort=cohort, window_start=date(2025, 4, 1), window_end=date(2026, 10, 14), enqueue=False
+        ).pk
+    )
+    assert outcomes(audit)["P1"] == (True, "positive") and outcomes(audit)["P4"] == (True, "negative")
+    assert audit.cutoffs[A]["later_from"] == "2026-05-15" and audit.cutoffs[B]["later_from"] == "2026-06-01"
+    assert InspirationItem.objects.get(audit=audit, label="P5").candidate is None
+    # Every reference but r5 (2027) starts within the window; r8's year 2026 starts on 2026-01-01.
+    assert (audit.corpus["window_start"], audit.corpus["window_end"], audit.corpus["in_window"]) == (
+        "2025-04-01",
+        "2026-10-14",
+        8,
+    )
+
+
+def test_the_window_is_given_reported_and_checked_through_the_api_and_the_pages(cohort, judge, coordinator, client):
+    api = APIClient()
+    api.force_authenticate(coordinator)
+    backwards = api.post(
+        "/api/v1/inspiration/audits",
+        {"cohort": cohort.pk, "window_start": "2026-10-15", "window_end": "2026-10-14"},
+        format="json",
+    )
+    assert (backwards.status_code, backwards.json()["error"]) == (400, "invalid_audit")
+    assert backwards.json()["problems"][0]["field"] == "window_start"
+    assert not InspirationAudit.objects.exists()
+    started = api.post(
+        "/api/v1/inspiration/audits",
+        {"cohort": cohort.pk, "window_start": "2025-04-01", "window_end": "2026-10-14"},
+        format="json",
+    )
+    assert started.status_code == 202
+    audit_complete_here(audit_id=started.json()["id"])
+    body = api.get(f"/api/v1/inspiration/audits/{started.json()['id']}").json()
+    assert (body["window_start"], body["window_end"]) == ("2025-04-01", "2026-10-14")
+    assert (body["corpus"]["window_start"], body["corpus"]["window_end"]) == ("2025-04-01", "2026-10-14")
+    listed = api.get("/api/v1/inspiration/audits").json()
+    rows = listed["results"] if isinstance(listed, dict) else listed
+    assert (rows[0]["window_start"], rows[0]["window_end"]) == ("2025-04-01", "2026-10-14")
+
+    client.force_login(coordinator)
+    page = client.get(f"/inspiration/audits/{started.json()['id']}/").content.decode()
+    assert "from 2025-04-01" in page and "until 2026-10-14" in page
+    assert '<dd id="corpus-window">2025-04-01 to 2026-10-14</dd>' in page
+    response = client.post(
+        "/inspiration/",
+        {"population": "cohort", "cohort": str(cohort.pk), "window_start": "2026-07-01", "window_end": "2026-06-30"},
+    )
+    assert response.status_code == 200 and "starts (2026-07-01) after it ends (2026-06-30)" in response.content.decode()
+    response = client.post(
+        "/inspiration/", {"population": "cohort", "cohort": str(cohort.pk), "window_start": "2026-07-01"}
+    )
+    assert response.status_code == 302
+    assert InspirationAudit.objects.order_by("-pk").first().window_start == date(2026, 7, 1)
 
 
 def test_an_audit_needs_a_cutoff_for_every_group_and_a_judge(cohort, db, server):

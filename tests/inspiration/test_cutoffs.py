@@ -8,7 +8,7 @@ import pytest
 
 from literature import retrieval
 from literature.models import Reference
-from reviewapp.inspiration.cutoffs import Cutoff
+from reviewapp.inspiration.cutoffs import Cutoff, within_window
 from reviewapp.inspiration.selectors import coarse_references
 
 DAY_CUTOFF = Cutoff.parse("2026-05-14")
@@ -93,3 +93,21 @@ def test_retrieval_and_the_coarse_count_apply_the_same_rule_to_the_corpus():
         "velqorin tranvide drumlet", limit=50, published_after=DAY_CUTOFF.last_day, published_until=date(2026, 6, 1)
     )
     assert sorted(ids[c.reference_id] for c in found) == [1, 2, 3, 5]
+
+
+def test_a_window_start_is_a_further_bound_with_the_cutoffs_rule():
+    """Worked by hand: a window starting 2026-06-15 moves both cutoffs' bound to 2026-06-14; one starting on the day
+    after a cutoff, or earlier, leaves the cutoff as it is."""
+    bound = within_window(DAY_CUTOFF, date(2026, 6, 15))
+    assert (bound.last_day, bound.precision) == (date(2026, 6, 14), "day")
+    assert within_window(MONTH_CUTOFF, date(2026, 6, 15)).last_day == date(2026, 6, 14)
+    assert within_window(DAY_CUTOFF, date(2026, 5, 15)) == DAY_CUTOFF  # the day after the cutoff: nothing changes
+    assert within_window(MONTH_CUTOFF, date(2026, 6, 1)) == MONTH_CUTOFF
+    assert within_window(DAY_CUTOFF, date(2025, 4, 1)) == DAY_CUTOFF
+    assert within_window(DAY_CUTOFF, None) == DAY_CUTOFF
+    # The period holding the window's first day without ending before it is too coarse: June 2026 and the year 2026;
+    # a reference of the start day itself is later, one of the day before is not.
+    assert bound.is_too_coarse(date(2026, 6, 1), "month") and bound.is_too_coarse(date(2026, 1, 1), "year")
+    assert bound.is_later(date(2026, 6, 15), "day") and not bound.is_later(date(2026, 6, 14), "day")
+    assert not bound.is_too_coarse(date(2026, 5, 1), "month")  # May ends before the window: simply earlier
+    assert bound.coarse_periods() == [("month", date(2026, 6, 1)), ("year", date(2026, 1, 1))]
