@@ -202,6 +202,7 @@ def _quarter(resampler: _Resampler, units: Sequence[Unit], top: bool) -> Figure:
             [_reject_share(np.repeat(q, row), np.repeat(rejects, row), np.repeat(reviews, row), top) for row in weights]
         )
     result = estimate(point, resampled)
+    extra: dict[str, float | None]
     if len(q):
         cut = np.quantile(q, 0.75 if top else 0.25)
         inside = q >= cut if top else q <= cut

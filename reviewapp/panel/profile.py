@@ -7,6 +7,7 @@ becomes a number anywhere, and inapplicable is kept apart from it.
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import cast
 
 UNKNOWN = "unknown"
 INAPPLICABLE = "inapplicable"
@@ -105,7 +106,7 @@ def quality_score(medians: Mapping[str, float | None]) -> float | None:
     """Q = Σ weight × median / 100 on the 1–10 scale; None unless all eight medians exist."""
     if any(medians.get(key) is None for key in DIMENSION_KEYS):
         return None
-    return sum(WEIGHTS[key] * medians[key] for key in DIMENSION_KEYS) / 100  # type: ignore[operator]
+    return sum(WEIGHTS[key] * cast(float, medians[key]) for key in DIMENSION_KEYS) / 100
 
 
 def profile_of(reviews: Iterable[RoleReview]) -> Profile:
