@@ -136,7 +136,7 @@ def measure(processes: Processes, record, simulator_port: int) -> None:
     from django.test import Client
     from django.urls import reverse
 
-    from reviewapp.panel.models import PanelReview
+    from reviewapp.panel.models import PanelReview, ReferenceReview
     from reviewapp.panel.services.critique import ratings_recompute
     from screening.management.commands.setup_roster import roster_setup_default
 
@@ -155,14 +155,16 @@ def measure(processes: Processes, record, simulator_port: int) -> None:
     seconds, job = run_panel(large)
     reviews = PanelReview.objects.filter(subject__proposal__cohorts=large)
     failed = reviews.filter(state="failed").count()
+    references = ReferenceReview.objects.filter(subject__proposal__cohorts=large).count()
     record(
         f"panel over {PROPOSALS} proposals",
         seconds,
         "s",
         "≤ 60 s",
         seconds <= 60,
-        f"({job.total} requests: {reviews.count()} role reviews, {failed} failed after asking twice, and the "
-        f"revision judgments; simulated models answering at once)",
+        f"({job.total} requests: {reviews.count()} role reviews, {failed} failed after asking twice, "
+        f"{references} fresh-context reference reviews and the revision judgments; simulated models answering at "
+        "once)",
     )
     processes.stop("worker")
 

@@ -10,7 +10,7 @@ from rest_framework.test import APIClient
 from reviewapp.celery import app
 from reviewapp.models import BackgroundJob
 from reviewapp.panel import ratings as R
-from reviewapp.panel.models import Comparison, PanelReview, Rating
+from reviewapp.panel.models import Comparison, PanelReview, Rating, ReferenceReview
 from screening.llm.models import ModelCall
 from tests import factories
 from tests.panel.support import make_cohort, proposal
@@ -64,9 +64,12 @@ def test_a_worker_runs_the_panel_and_the_critique_from_the_api(
         task_postrun.disconnect(close_worker_connection)
 
     assert panel_job.state == "succeeded", panel_job.error
-    assert panel_job.progress == panel_job.total == 12 * 3 + 9
+    # Three roles and the fresh-context reference per proposal, and nine revisions.
+    assert panel_job.progress == panel_job.total == 12 * 4 + 9
     reviews = PanelReview.objects.filter(subject__proposal__cohorts=cohort)
     assert reviews.count() == 36 and all(review.simulated for review in reviews)
+    references = ReferenceReview.objects.filter(subject__proposal__cohorts=cohort)
+    assert references.count() == 12 and all(review.simulated for review in references)
     calls = list(ModelCall.objects.filter(purpose="panel_review"))
     assert all(call.simulated for call in calls) and len(calls) >= 36
     # The job's requests overlapped in time (threads within the job), not one after another.
