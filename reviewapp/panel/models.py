@@ -84,16 +84,15 @@ class _ModelAnswer(models.Model):
         abstract = True
 
 
-class PanelReview(_ModelAnswer):
-    """One role's review of one subject: per dimension an integer 1–10, "unknown" or "inapplicable", eligibility
-    and a rationale. A role whose replies stayed unusable is recorded as failed, with no scores at all."""
+class _ScoredReview(_ModelAnswer):
+    """A review of one subject on the eight dimensions: per dimension an integer 1–10, "unknown" or "inapplicable",
+    eligibility and a rationale. A reviewer whose replies stayed unusable is recorded as failed, with no scores at
+    all."""
 
     class State(models.TextChoices):
         DONE = "done", "Reviewed"
         FAILED = "failed", "Failed"
 
-    subject = models.ForeignKey(PanelSubject, on_delete=models.CASCADE, related_name="reviews")
-    role = models.CharField(max_length=20, choices=[(role, role.replace("_", " ")) for role in ROLES])
     state = models.CharField(max_length=10, choices=State.choices)
     eligible = models.CharField(max_length=10, blank=True, help_text="true, false or unknown; empty when failed")
     scores = models.JSONField(default=dict, blank=True, help_text='dimension → 1–10, "unknown" or "inapplicable"')
@@ -101,39 +100,40 @@ class PanelReview(_ModelAnswer):
     error = models.TextField(blank=True)
 
     class Meta:
+        abstract = True
+
+
+# Eligibility is known exactly when the review was done.
+_ELIGIBILITY_WHEN_DONE = Q(state="failed", eligible="") | Q(state="done", eligible__in=ELIGIBLE_VALUES)
+
+
+class PanelReview(_ScoredReview):
+    """One role's review of one subject."""
+
+    subject = models.ForeignKey(PanelSubject, on_delete=models.CASCADE, related_name="reviews")
+    role = models.CharField(max_length=20, choices=[(role, role.replace("_", " ")) for role in ROLES])
+
+    class Meta:
         constraints = [
             models.UniqueConstraint(fields=["subject", "role"], name="one_panel_review_per_role"),
-            models.CheckConstraint(
-                condition=Q(state="failed", eligible="") | Q(state="done", eligible__in=ELIGIBLE_VALUES),
-                name="panel_review_eligibility_known_when_done",
-            ),
+            models.CheckConstraint(condition=_ELIGIBILITY_WHEN_DONE, name="panel_review_eligibility_known_when_done"),
         ]
 
     def __str__(self):
         return f"{self.role} review of {self.subject_id} ({self.state})"
 
 
-class ReferenceReview(_ModelAnswer):
+class ReferenceReview(_ScoredReview):
     """A fresh-context reference's review of one subject: the same packet and scale as the roles', asked in a new
     conversation without a role's framing (docs/protocol.md#fresh-context-references). A development diagnostic of
     the roles, kept apart from them: it never enters medians, Q or the human calibration."""
 
-    class State(models.TextChoices):
-        DONE = "done", "Reviewed"
-        FAILED = "failed", "Failed"
-
     subject = models.OneToOneField(PanelSubject, on_delete=models.CASCADE, related_name="reference_review")
-    state = models.CharField(max_length=10, choices=State.choices)
-    eligible = models.CharField(max_length=10, blank=True, help_text="true, false or unknown; empty when failed")
-    scores = models.JSONField(default=dict, blank=True, help_text='dimension → 1–10, "unknown" or "inapplicable"')
-    rationale = models.TextField(blank=True)
-    error = models.TextField(blank=True)
 
     class Meta:
         constraints = [
             models.CheckConstraint(
-                condition=Q(state="failed", eligible="") | Q(state="done", eligible__in=ELIGIBLE_VALUES),
-                name="reference_review_eligibility_known_when_done",
+                condition=_ELIGIBILITY_WHEN_DONE, name="reference_review_eligibility_known_when_done"
             ),
         ]
 

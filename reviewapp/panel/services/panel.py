@@ -281,42 +281,30 @@ def _subject_names(subject_ids: list[int]) -> dict[int, str]:
     return names
 
 
+# A review's columns in the panel's CSV, read from the roles' reviews and the references' alike.
+_FILE_FIELDS = (
+    "subject_id",
+    "role",
+    "state",
+    "eligible",
+    "scores",
+    "rationale",
+    "model_name",
+    "simulated",
+    "prompt__version",
+    "error",
+)
+
+
 def _panel_file(job: BackgroundJob, cohort: Cohort | None, subject_ids: list[int]) -> JobResult:
     """Every review of the job's hypotheses as a CSV: one row per role, then the fresh-context references' (role
     `reference_reviewer`), scores as given ("unknown" and "inapplicable" as words, never numbers)."""
     names = _subject_names(subject_ids)
-    reviews = (
-        PanelReview.objects.filter(subject__in=subject_ids)
-        .order_by("subject_id", "role")
-        .values_list(
-            "subject_id",
-            "role",
-            "state",
-            "eligible",
-            "scores",
-            "rationale",
-            "model_name",
-            "simulated",
-            "prompt__version",
-            "error",
-        )
-    )
+    reviews = PanelReview.objects.filter(subject__in=subject_ids).order_by("subject_id", "role")
     references = (
         ReferenceReview.objects.filter(subject__in=subject_ids)
         .annotate(role=Value(prompts.REFERENCE_REVIEWER, output_field=CharField()))
         .order_by("subject_id")
-        .values_list(
-            "subject_id",
-            "role",
-            "state",
-            "eligible",
-            "scores",
-            "rationale",
-            "model_name",
-            "simulated",
-            "prompt__version",
-            "error",
-        )
     )
     rows = (
         [
@@ -332,7 +320,7 @@ def _panel_file(job: BackgroundJob, cohort: Cohort | None, subject_ids: list[int
             spreadsheet_text(error),
         ]
         for subject, role, state, eligible, scores, rationale, model, simulated, version, error in itertools.chain(
-            reviews.iterator(chunk_size=2000), references.iterator(chunk_size=2000)
+            *(query.values_list(*_FILE_FIELDS).iterator(chunk_size=2000) for query in (reviews, references))
         )
     )
     name = slugify(cohort.name) if cohort is not None else f"hypotheses-{job.pk}"
