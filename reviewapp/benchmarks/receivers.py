@@ -9,7 +9,9 @@ from reviewapp.benchmarks.services.sets import benchmark_run_pooled, benchmark_r
 from reviewapp.services.jobs import JobKind, job_kind_register
 from screening.hooks import run_pooled, run_pooling
 
-job_kind_register(JOB_KIND, JobKind(label="Judge scores of a benchmark set", run=judging_job_run, resumable=True))
+job_kind_register(
+    JOB_KIND, JobKind(label="Judge scores of a benchmark set", run=judging_job_run, resumable=True, analysts_read=True)
+)
 # A set's tasks' source publications anchor a citation wave (literature.waves.citation_wave_start_from_tasks).
 task_group_register(
     "benchmark", TaskGroupKind(label="Benchmark set", read=benchmark_task_group, choices=benchmark_choices)

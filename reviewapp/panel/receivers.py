@@ -7,6 +7,6 @@ from reviewapp.panel.services.panel import panel_job_run
 from reviewapp.selectors.exports import export_columns_register
 from reviewapp.services.jobs import JobKind, job_kind_register
 
-job_kind_register(PANEL_JOB, JobKind(label="AI review panel", run=panel_job_run))
-job_kind_register(CRITIQUE_JOB, JobKind(label="Pairwise critique", run=critique_job_run))
+job_kind_register(PANEL_JOB, JobKind(label="AI review panel", run=panel_job_run, analysts_read=True))
+job_kind_register(CRITIQUE_JOB, JobKind(label="Pairwise critique", run=critique_job_run, analysts_read=True))
 export_columns_register(panel_export_columns)

@@ -17,6 +17,7 @@ from django.db import transaction
 from django.utils import timezone
 from django.utils.text import slugify
 
+from reviewapp.core import roles
 from reviewapp.core.claims import work_claim, work_finish, work_sweep
 from reviewapp.core.errors import ServiceError
 from reviewapp.core.queue import broker_check, enqueue_on_commit
@@ -47,6 +48,9 @@ class JobKind:
     # Safe to run again from the start after its worker died (it rewrites its file, or skips what it recorded):
     # the sweeper resumes it. Otherwise the sweeper fails it with a reason and a coordinator starts it again.
     resumable: bool = False
+    # The job works on data every analyst may read (a benchmark set, a panel's reviews): analysts see its page and
+    # its file, as they see the set's. Jobs without it (a cohort's spreadsheet) stay their starter's and coordinators'.
+    analysts_read: bool = False
 
 
 def exports_dir() -> Path:
@@ -83,6 +87,14 @@ JOB_TASK = "reviewapp.background_job"
 
 def job_kind_register(name: str, kind: JobKind) -> None:
     JOB_KINDS[name] = kind
+
+
+def job_readable_by(*, job: BackgroundJob, user) -> bool:
+    """The job's starter and coordinators see a job; analysts too when its kind works on data they may read."""
+    if job.created_by_id == user.pk or roles.can_coordinate(user):
+        return True
+    kind = JOB_KINDS.get(job.kind)
+    return bool(kind and kind.analysts_read and roles.can_read_all(user))
 
 
 def job_label(job: BackgroundJob) -> str:

@@ -35,9 +35,9 @@ def _get_cohort_for_user(request, cohort_id: int) -> Cohort:
 
 
 def _get_job_for_user(request, job_id: int) -> BackgroundJob:
-    """The job's creator and coordinators see a job; for anyone else it does not exist."""
+    """The job for those who may see it (reviewapp.services.jobs.job_readable_by); for anyone else it does not exist."""
     job = get_object_or_404(BackgroundJob, pk=job_id)
-    if job.created_by_id != request.user.pk and not roles.can_coordinate(request.user):
+    if not jobs.job_readable_by(job=job, user=request.user):
         raise Http404
     return job
 
@@ -78,6 +78,7 @@ def job_detail(request, job_id):
         "percent": percent,
         "badge": _STATE_BADGES.get(job.state, ""),
         "cohort_id": job.params.get("cohort_id"),
+        "benchmark_id": job.params.get("benchmark_id"),
         "can_retry": job.state == BackgroundJob.State.FAILED and roles.can_coordinate(request.user),
         "keep_hours": settings.OH_EXPORT_KEEP_HOURS,
     }

@@ -361,3 +361,21 @@ def test_the_start_button_runs_one_background_job_per_judge_with_a_state_page(
     page = client.get(f"/jobs/{job.pk}/").content.decode()
     assert "Judge scores of a benchmark set" in page and f"/jobs/{job.pk}/download" in page
     assert f"/jobs/{job.pk}/" in client.get(f"/benchmarks/{judged_set.pk}/").content.decode()
+
+
+def test_analysts_open_every_job_the_sets_page_links(judged_set, judge_server, coordinator, analyst, reviewer, client):
+    _, server = judge_server
+    for model_id, company in (("judge-alpha", "Alpha Labs"), ("judge-beta", "Beta AI")):
+        _model_judge(judged_set, server.base_url, model_id, company)
+    done = _run_jobs(judging_start(benchmark=judged_set, user=coordinator))
+    client.force_login(analyst)
+    page = client.get(f"/benchmarks/{judged_set.pk}/").content.decode()
+    linked = re.findall(r'href="/jobs/(\d+)/"', page)
+    assert sorted(map(int, linked)) == sorted(job.pk for job in done)
+    for job_id in linked:
+        job_page = client.get(f"/jobs/{job_id}/").content.decode()
+        assert "Judge scores of a benchmark set" in job_page and f'href="/benchmarks/{judged_set.pk}/"' in job_page
+        assert client.get(f"/jobs/{job_id}/download").status_code == 200
+        assert client.post(f"/jobs/{job_id}/retry").status_code == 403  # analysts read; coordinators act
+    client.force_login(reviewer)
+    assert all(client.get(f"/jobs/{job_id}/").status_code == 404 for job_id in linked)
