@@ -164,7 +164,9 @@ AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
 AXES_HANDLER = "reviewapp.services.accounts.LoginThrottle"
 AXES_LOCKOUT_CALLABLE = "reviewapp.views.accounts.locked_out"
 AXES_CLIENT_IP_CALLABLE = "reviewapp.core.requests.client_network_of"
-AXES_RESET_ON_SUCCESS = True
+# Not axes' reset on success (it clears every failure of the address): LoginThrottle clears only the failures of the
+# account that logged in.
+AXES_RESET_ON_SUCCESS = False
 AXES_VERBOSE = False
 # API tokens (README "API"): days until a new token expires.
 OH_API_TOKEN_DAYS = env_int("OH_API_TOKEN_DAYS", 30)

@@ -3,7 +3,8 @@
 - Throttling: django-axes counts failed logins of the web login, the admin and POST /api/v1/auth/token. A username is
   locked after AXES_FAILURE_LIMIT failures within AXES_COOLOFF_TIME, an address after OH_LOGIN_ADDRESS_FAILURE_LIMIT
   failures over any usernames (`LoginThrottle`); coordinators unlock a username with `user_unlock` and an address
-  with `address_unlock` (`locked_usernames` and `locked_addresses` list what is locked now).
+  with `address_unlock` (`locked_usernames` and `locked_addresses` list what is locked now). A good login clears
+  only that account's failures from its address, never those of other usernames.
 - API tokens: `token_create` gives a key once and stores its sha256; `token_user` reads the user of a key, refusing
   one that expired, was revoked, or was made under a password since changed. Deactivating an account and the demo's
   new passwords revoke its tokens.
@@ -46,6 +47,13 @@ class LoginThrottle(AxesDatabaseHandler):
             failures = sum(attempts.values_list("failures_since_start", flat=True))
             counts.append(failures * username_limit // limits.get(parameter, username_limit))
         return max(counts, default=0)
+
+    def user_logged_in(self, sender, request, user, **kwargs):
+        """A good login clears only the failures of the account that logged in, from the address it logged in from
+        (axes' own reset on success, AXES_RESET_ON_SUCCESS, would clear every failure of the address: one's own good
+        login would then wipe the guesses at someone else's password)."""
+        super().user_logged_in(sender, request, user, **kwargs)
+        AccessAttempt.objects.filter(username=user.get_username(), ip_address=request.axes_ip_address).delete()
 
 
 def _locked(parameter: str, limit: int) -> list[dict]:

@@ -73,6 +73,48 @@ def test_the_token_api_answers_429_with_retry_after_in_the_json_format(alice, se
     assert not ApiToken.objects.exists()
 
 
+def test_a_good_login_to_another_account_does_not_clear_the_failures_against_a_username_on_the_web(alice, settings):
+    factories.make_user("reviewer", username="mallory")
+    for _ in range(3):  # four guesses at alice, then one's own good login, three times over: twelve failures
+        for _ in range(settings.AXES_FAILURE_LIMIT - 1):
+            web_login(Client(), "alice", "wrong")
+        assert web_login(Client(), "mallory", PASSWORD).status_code == 302
+    client = Client()
+    assert web_login(client, "alice", PASSWORD).status_code == 429
+    assert not logged_in(client)
+
+
+def test_good_logins_to_another_account_do_not_clear_the_failures_against_a_username_on_the_token_api(alice, settings):
+    factories.make_user("reviewer", username="mallory")
+    for _ in range(3):
+        for _ in range(settings.AXES_FAILURE_LIMIT - 1):
+            api_token("alice", "wrong")
+        assert api_token("mallory", PASSWORD).status_code == 200
+        assert web_login(Client(), "mallory", PASSWORD).status_code == 302
+    assert api_token("alice", PASSWORD).status_code == 429
+    assert not ApiToken.objects.filter(user=alice).exists()
+
+
+def test_a_good_login_does_not_clear_the_address_count_of_other_usernames(client, db, settings):
+    settings.OH_LOGIN_ADDRESS_FAILURE_LIMIT = 8
+    factories.make_user("reviewer", username="mallory")
+    factories.make_user("reviewer", username="victim")
+    for number in range(8):  # two failures each over many usernames, a good login of one's own between them
+        for _ in range(2):
+            web_login(Client(), f"guess-{number}", "wrong", address="203.0.113.9")
+        assert web_login(Client(), "mallory", PASSWORD, address="203.0.113.9").status_code in (302, 429)
+    assert web_login(Client(), "victim", PASSWORD, address="203.0.113.9").status_code == 429
+
+
+def test_a_good_login_clears_the_own_failures_of_the_account_that_logged_in(alice, settings):
+    for _ in range(settings.AXES_FAILURE_LIMIT - 1):
+        web_login(Client(), "alice", "wrong")
+    assert web_login(Client(), "alice", PASSWORD).status_code == 302
+    for _ in range(settings.AXES_FAILURE_LIMIT - 1):  # a fresh count: four more typos do not lock
+        assert web_login(Client(), "alice", "wrong").status_code == 200
+    assert web_login(Client(), "alice", PASSWORD).status_code == 302
+
+
 def test_a_locked_username_is_locked_from_every_address(client, alice, settings):
     for number in range(settings.AXES_FAILURE_LIMIT):
         web_login(client, "alice", "wrong", address=f"198.51.100.{number}")
