@@ -18,7 +18,7 @@ _GENERATION_TASK = (
     "published literature has already established or refuted. Each hypothesis must be new as a specific causal claim, "
     "even when it builds on known mechanisms.\n"
     "\n"
-    "Propose ten hypotheses.\n"
+    "Propose {count} hypotheses.\n"
     "\n"
     'Return JSON {"hypotheses":[{"statement":"the hypothesis in 1-3 sentences","mechanism":"the proposed mechanism",'
     '"prediction":"a result that would support it over the alternatives","domain_category":"short label of its '
@@ -84,14 +84,19 @@ def hypothesis_text(statement: str, mechanism: str, prediction: str) -> str:
     return f"{statement} Mechanism: {mechanism} Prediction: {prediction}"
 
 
-def generation_messages(*, question: str, background: str = "") -> tuple[str, str]:
-    """(system, user) for a generator (docs/protocol.md#generation). Without a background its line and blank line are
-    left out."""
+# The protocol asks for ten; the seed-001 benchmark design for five (docs/protocol.md#generation).
+GENERATION_COUNT_WORDS = {5: "five", 10: "ten"}
+
+
+def generation_messages(*, question: str, background: str = "", count: int = 10) -> tuple[str, str]:
+    """(system, user) for a generator (docs/protocol.md#generation), asking for ``count`` hypotheses. Without a
+    background its line and blank line are left out."""
     task = "TASK\n"
     if background:
         task += f"Research background: {background}\n\n"
     task += f"Research question: {question}\n\n"
-    return GENERATION_SYSTEM, task + _GENERATION_TASK
+    # Not str.format: the JSON example's braces are part of the text.
+    return GENERATION_SYSTEM, task + _GENERATION_TASK.replace("{count}", GENERATION_COUNT_WORDS.get(count, str(count)))
 
 
 def _hypotheses_block(items: list[tuple[str, str]]) -> str:

@@ -100,7 +100,7 @@ class Script:
             "inspiration"
             if "offer a concrete connection to the hypothesis" in user
             else "generate"
-            if "Propose ten hypotheses" in user
+            if re.search(r"\bPropose (ten|five) hypotheses\b", user)
             else "translate"
             if "into Russian" in user
             else "detailed"

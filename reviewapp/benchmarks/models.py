@@ -23,6 +23,9 @@ class BenchmarkSet(models.Model):
 
     # The screening run design each set design uses.
     RUN_DESIGN: dict[str, str] = {Design.POOLED: Run.Design.POOLED, Design.SEED_001: Run.Design.MATRIX}
+    # The hypotheses each generator is asked for, part of the design: the protocol's ten, or the benchmark's five per
+    # generator and task in one request (docs/protocol.md#benchmark-designs).
+    GENERATION_COUNT: dict[str, int] = {Design.POOLED: 10, Design.SEED_001: 5}
 
     name = models.CharField(max_length=200, unique=True)
     description = models.TextField(blank=True)

@@ -1,9 +1,9 @@
 """A simulated model server for the demo and the tests: not a model, and it says so in every reply.
 
 It speaks the three wire protocols on the providers' own paths (OpenAI-compatible /v1/chat/completions, Anthropic
-/v1/messages, Gemini /v1beta/models/{model}:generateContent) and answers by recognising the request: ten
-hypotheses for a generation prompt (each statement starting "[Simulated] "; `hypotheses_per_reply` changes how
-many), a verdict for every [Hn] of a forecast
+/v1/messages, Gemini /v1beta/models/{model}:generateContent) and answers by recognising the request: as many
+hypotheses as a generation prompt asks for (each statement starting "[Simulated] "; `hypotheses_per_reply` fixes
+another number), a verdict for every [Hn] of a forecast
 prompt, a marked rendering for a translation into Russian, a quoted candidate sentence for a novelty check, a
 judgement with a quoted sentence (or, now and then, a malformed reply) for the inspiration judge, and the AI review
 panel's reviews, pairwise preferences and revision judgments.
@@ -30,6 +30,7 @@ from urllib.parse import urlsplit
 import httpx
 
 from screening.llm.replies import ReplyParseError, extract_json
+from screening.prompts import GENERATION_COUNT_WORDS
 
 logger = logging.getLogger(__name__)
 
@@ -40,6 +41,9 @@ _GEMINI_PATH = re.compile(r"^/v1beta/models/([^/:]+):generateContent$")
 _HYPOTHESIS_LINE = re.compile(r"^\[(H\d+)\] (.*)$", re.MULTILINE)
 _LABELLED_LINE = re.compile(r"^\[([A-Za-z]*\d+)\] (.*)$", re.MULTILINE)
 
+
+_COUNT_OF_WORD = {word: count for count, word in GENERATION_COUNT_WORDS.items()}
+_GENERATION_COUNT = re.compile(rf"\bPropose ({'|'.join(_COUNT_OF_WORD)}) hypotheses\b")
 
 _WHOLE_NUMBERS = ("seed", "hypotheses_per_reply")
 
@@ -57,7 +61,8 @@ class SimulatorConfig:
     panel_malformed_share: float = 0.04  # share of AI panel replies with an invalid score (asked once more)
     position_bias: float = 0.15  # how much the simulated critique favours the proposal shown first
     seed: int | None = None  # seeds the fault draws (content is always deterministic)
-    hypotheses_per_reply: int = 10  # hypotheses in a generation reply (at most 12: the parts it assembles them from)
+    # Hypotheses in a generation reply (at most 12: the parts it assembles them from); None: as many as asked.
+    hypotheses_per_reply: int | None = None
 
     @classmethod
     def from_env(cls, overrides: dict | None = None) -> "SimulatorConfig":
@@ -287,8 +292,9 @@ def answer_text(system: str, user: str, *, model: str, config: SimulatorConfig, 
     panel = panel_answer(system, user, model=model, config=config, draw=draw)
     if panel is not None:
         return json.dumps(panel, ensure_ascii=False)
-    if "Propose ten hypotheses" in user:
-        reply = generation_reply(user, model, config.hypotheses_per_reply)
+    if asked := _GENERATION_COUNT.search(user):
+        count = config.hypotheses_per_reply or _COUNT_OF_WORD.get(asked.group(1), 10)
+        reply = generation_reply(user, model, count)
     elif "will it be confirmed experimentally" in user or "Will this hypothesis be confirmed" in user:
         reply = forecast_reply(user, model, config.false_share, detailed=False)
     elif "p_experimental_support" in user:

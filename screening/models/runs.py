@@ -85,6 +85,9 @@ class Run(models.Model):
     shuffle_seed = models.BigIntegerField()
     design = models.CharField(max_length=10, choices=Design.choices, default=Design.POOLED)
     forecast_question = models.CharField(max_length=10, choices=Question.choices, default=Question.SHORT)
+    # How many hypotheses the generation request asks each generator for: the protocol's ten, or the design's own
+    # (docs/protocol.md#generation).
+    generation_count = models.PositiveSmallIntegerField(default=10)
     # When the hypotheses were shuffled and numbered: from then on the set the forecasters see is frozen.
     pooled_at = models.DateTimeField(null=True, blank=True)
     # The literature check counts only references published before this date (a benchmark set's run: its task's date).

@@ -104,9 +104,11 @@ def run_start_for_set(
     roster: dict,
     design: str = Run.Design.POOLED,
     forecast_question: str = Run.Question.SHORT,
+    generation_count: int = 10,
 ) -> Run:
     """A generation run that a coordinator starts (a benchmark set's task): no client address, none of the public
-    limits, the given roster snapshot, seed and forecast design. Enqueued when the caller's transaction commits."""
+    limits, the given roster snapshot, seed, forecast design and number of hypotheses asked of each generator.
+    Enqueued when the caller's transaction commits."""
     run = Run.objects.create(
         kind=Run.Kind.GENERATE,
         question=question,
@@ -115,6 +117,7 @@ def run_start_for_set(
         roster=roster,
         design=design,
         forecast_question=forecast_question,
+        generation_count=generation_count,
         simulated=any(member["simulated"] for members in roster["roles"].values() for member in members),
         steps=_initial_steps(Run.Kind.GENERATE),
     )

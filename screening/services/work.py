@@ -103,7 +103,9 @@ def _generate(item: RunWorkItem) -> Outcome:
     member, endpoint = _endpoint(item)
     if endpoint is None:
         return Outcome(ok=False, error=f"the endpoint {member['display_name']} no longer exists")
-    system, user = prompts.generation_messages(question=run.question, background=run.background)
+    system, user = prompts.generation_messages(
+        question=run.question, background=run.background, count=run.generation_count
+    )
     completion = llm.complete(
         endpoint=endpoint,
         system=system,

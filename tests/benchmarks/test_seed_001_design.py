@@ -116,6 +116,28 @@ def test_each_request_holds_five_hypotheses_of_one_generator_and_every_forecaste
     assert all(set(row.forecasts) == set(FORECASTERS) for row in rows)
 
 
+def test_each_generator_is_asked_once_per_task_for_five_hypotheses(db, scripted):
+    _, server = scripted
+    _, runs = run_seed_001_set(server, tasks=("T1", "T2"))
+    assert [run.generation_count for run in runs] == [5, 5]
+    by_run_and_model: dict = {}
+    for call in ModelCall.objects.filter(run__in=runs, purpose="generate", protocol_attempt=1):
+        by_run_and_model.setdefault((call.run_id, call.model_id), []).append(call)
+        assert "\nPropose five hypotheses.\n" in user_text(call) and "Propose ten" not in user_text(call)
+    assert len(by_run_and_model) == 2 * len(GENERATORS)
+    assert all(len(requests) == 1 for requests in by_run_and_model.values())
+
+
+def test_a_pooled_set_asks_the_protocols_ten(db, scripted):
+    _, server = scripted
+    roster = make_roster(server.base_url, translator=None)
+    benchmark = make_set({"tasks": [task("T1")]}, roster=roster)
+    (run,) = [drive(run) for run in benchmark_run(benchmark=benchmark)]
+    assert run.generation_count == 10
+    call = ModelCall.objects.filter(run=run, purpose="generate", protocol_attempt=1).first()
+    assert call is not None and "\nPropose ten hypotheses.\n" in user_text(call)
+
+
 def test_the_two_stage_rule_is_read_from_the_stored_matrix(db, scripted):
     script, server = scripted
     discarded = factor(GENERATORS[1], 2)

@@ -45,6 +45,13 @@ def test_generation_prompt_without_background_leaves_out_its_line_and_blank_line
     assert "Research background" not in user
 
 
+def test_generation_prompt_for_five_differs_only_in_the_count():
+    _, ten = prompts.generation_messages(question=QUESTION)
+    _, five = prompts.generation_messages(question=QUESTION, count=5)
+    assert "Propose ten hypotheses.\n" in ten and "Propose five hypotheses.\n" in five
+    assert five == ten.replace("Propose ten hypotheses.", "Propose five hypotheses.")
+
+
 def test_forecast_prompt_with_background_is_exactly_the_spec_text():
     system, user = prompts.forecast_messages(question=QUESTION, background=BACKGROUND, items=ITEMS, grok=False)
     assert system == "Return a JSON object."

@@ -86,6 +86,13 @@ def test_generation_gives_ten_marked_well_formed_hypotheses_in_every_protocol(db
     assert json.loads(result.call.response_body)  # a genuine protocol reply
 
 
+def test_a_generation_reply_holds_as_many_hypotheses_as_the_request_asks(db, simulator):
+    endpoint = simulated_endpoint(simulator(), "openai")
+    system, user = prompts.generation_messages(question=QUESTION, count=5)
+    hypotheses = parse_hypotheses(complete(endpoint=endpoint, system=system, user=user, purpose="generate").text)
+    assert len(hypotheses) == 5 and hypotheses.problems == []
+
+
 def test_a_generation_reply_can_hold_another_number_of_hypotheses(db, simulator, monkeypatch):
     endpoint = simulated_endpoint(simulator(hypotheses_per_reply=5), "openai")
     system, user = prompts.generation_messages(question=QUESTION)

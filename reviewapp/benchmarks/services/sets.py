@@ -173,6 +173,7 @@ def _task_run_start(benchmark: BenchmarkSet, benchmark_task: BenchmarkTask, rost
         roster=roster,
         design=BenchmarkSet.RUN_DESIGN[benchmark.design],
         forecast_question=benchmark.forecast_question,
+        generation_count=BenchmarkSet.GENERATION_COUNT[benchmark.design],
     )
     benchmark_task.run = run
     benchmark_task.save(update_fields=["run"])
