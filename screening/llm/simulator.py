@@ -30,7 +30,6 @@ from urllib.parse import urlsplit
 import httpx
 
 from screening.llm.replies import ReplyParseError, extract_json
-from screening.prompts import GENERATION_COUNT_WORDS
 
 logger = logging.getLogger(__name__)
 
@@ -42,7 +41,8 @@ _HYPOTHESIS_LINE = re.compile(r"^\[(H\d+)\] (.*)$", re.MULTILINE)
 _LABELLED_LINE = re.compile(r"^\[([A-Za-z]*\d+)\] (.*)$", re.MULTILINE)
 
 
-_COUNT_OF_WORD = {word: count for count, word in GENERATION_COUNT_WORDS.items()}
+# The counts generation requests ask for, in the words they use (screening.prompts.GENERATION_COUNT_WORDS).
+_COUNT_OF_WORD = {"five": 5, "ten": 10}
 _GENERATION_COUNT = re.compile(rf"\bPropose ({'|'.join(_COUNT_OF_WORD)}) hypotheses\b")
 
 _WHOLE_NUMBERS = ("seed", "hypotheses_per_reply")
