@@ -71,3 +71,13 @@ document.addEventListener("click", function (event) {
     open = [];
   });
 })();
+
+// A form the server refused comes back with its message marked data-show-on-load. The page opens on that message,
+// focused (screen readers read it), instead of at its top where it would look as if nothing happened.
+document.addEventListener("DOMContentLoaded", function () {
+  var message = document.querySelector("[data-show-on-load]");
+  if (!message) return;
+  if (!message.hasAttribute("tabindex")) message.setAttribute("tabindex", "-1");
+  message.scrollIntoView({ block: "center" });
+  message.focus({ preventScroll: true });
+});
