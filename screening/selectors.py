@@ -141,9 +141,7 @@ def run_calls(run: Run):
 def default_roster_generators() -> list[str]:
     """The names of the default roster's enabled generating models, in roster order (none without a default roster)."""
     return list(
-        RosterMember.objects.filter(
-            roster__is_default=True, endpoint__enabled=True, role=RosterMember.Role.GENERATOR
-        )
+        RosterMember.objects.filter(roster__is_default=True, endpoint__enabled=True, role=RosterMember.Role.GENERATOR)
         .order_by("order", "pk")
         .values_list("endpoint__display_name", flat=True)
     )
