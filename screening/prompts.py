@@ -192,9 +192,15 @@ SINGLE_HYPOTHESIS_REMINDER = (
 )
 
 
+def single_hypothesis_id(label: str) -> str:
+    """The id a hypothesis carries in the one-hypothesis question: its blind number as the protocol writes it, "H"
+    and twelve digits (H7 → H000000000007; docs/protocol.md#single-hypothesis-question)."""
+    return f"H{int(label.removeprefix('H')):012d}"
+
+
 def single_hypothesis_messages(*, label: str, text: str, grok: bool = False) -> tuple[str, str]:
     """(system, user) for the one-hypothesis question (docs/protocol.md#single-hypothesis-question). A run
-    passes the hypothesis's blind number; any label works, the reply names it back."""
+    passes single_hypothesis_id of the blind number; any label works, the reply names it back."""
     user = f"{SINGLE_HYPOTHESIS_QUESTION}\n\nHYPOTHESIS\n[{label}] {text}\n\n{SINGLE_HYPOTHESIS_REMINDER}"
     if not grok:
         return FORECAST_SYSTEM, user

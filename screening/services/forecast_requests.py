@@ -8,7 +8,8 @@ finds its hypotheses again from its slot alone, and the same requests can be sen
 - Pooled design: stage 1 is one request with every hypothesis; stage 2 is one request per model with the hypotheses
   stage 1 kept. Ids are the blind numbers.
 - Matrix design: each generator's hypotheses apart, in pool order, in requests of MATRIX_REQUEST_SIZE numbered
-  H1…H5 afresh in each request (the single-hypothesis question: one hypothesis a request, under its blind number),
+  H1…H5 afresh in each request (the single-hypothesis question: one hypothesis a request, under its blind number in
+  the protocol's twelve-digit form, H000000000007),
   and every model of both stages asked every request.
 """
 
@@ -16,6 +17,7 @@ from dataclasses import dataclass
 from itertools import groupby
 
 from screening.models import Hypothesis, Run
+from screening.prompts import single_hypothesis_id
 
 # Hypotheses per request of a matrix run (docs/protocol.md#forecast-designs).
 MATRIX_REQUEST_SIZE = 5
@@ -51,7 +53,10 @@ def _groups(run: Run, stage: int) -> list[tuple[tuple[Hypothesis, ...], tuple[st
         hypotheses = list(of_source)
         for start in range(0, len(hypotheses), size):
             chunk = tuple(hypotheses[start : start + size])
-            labels = tuple(h.label for h in chunk) if single else tuple(f"H{n}" for n in range(1, len(chunk) + 1))
+            if single:
+                labels = tuple(single_hypothesis_id(h.label) for h in chunk)
+            else:
+                labels = tuple(f"H{n}" for n in range(1, len(chunk) + 1))
             groups.append((chunk, labels))
     return groups
 

@@ -332,8 +332,9 @@ def _single(run: Run, endpoint: ModelEndpoint, items, stage: int) -> dict[str, b
         return {}
     votes: dict[str, bool | None] = {}
     for label, text in items:
-        answers, _ = _ask_question(run, endpoint, Run.Question.SINGLE, [(label, text)], f"stage{stage}_single")
-        votes[label] = answers[label].vote if answers else None
+        asked = prompts.single_hypothesis_id(label)
+        answers, _ = _ask_question(run, endpoint, Run.Question.SINGLE, [(asked, text)], f"stage{stage}_single")
+        votes[label] = answers[asked].vote if answers else None
     return votes
 
 

@@ -223,7 +223,10 @@ def test_the_single_hypothesis_question_asks_one_hypothesis_a_request(db, script
     calls = forecast_requests_of(run)
     assert len(calls) == len(FORECASTERS) * len(GENERATORS) * PER_GENERATOR
     labels = [_ITEM.findall(user_text(call))[0][0] for call in calls if call.model_id == STAGE1]
-    assert sorted(labels) == sorted(run.hypotheses.values_list("label", flat=True))
+    # Each under its blind number in the twelve-digit form (docs/protocol.md#single-hypothesis-question).
+    blind = run.hypotheses.values_list("label", flat=True)
+    assert sorted(labels) == sorted(f"H{int(label[1:]):012d}" for label in blind)
+    assert all(re.fullmatch(r"H\d{12}", label) for label in labels)
     assert all("Will this hypothesis be confirmed experimentally?" in user_text(call) for call in calls)
     assert set(Forecast.objects.filter(hypothesis__run=run).values_list("vote", "single_vote")) == {(False, False)}
 

@@ -126,6 +126,13 @@ def test_single_hypothesis_question_follows_seed_001_b3():
     )
 
 
+def test_the_single_hypothesis_question_carries_the_protocols_twelve_digit_id():
+    assert prompts.single_hypothesis_id("H7") == "H000000000007"
+    assert prompts.single_hypothesis_id("H1234") == "H000000001234"
+    _, user = prompts.single_hypothesis_messages(label=prompts.single_hypothesis_id("H1"), text="Text one.")
+    assert "HYPOTHESIS\n[H000000000001] Text one.\n" in user
+
+
 def test_translation_request_carries_every_hypothesis_and_asks_for_russian():
     items = [{"id": "H1", "statement": "S «1»", "mechanism": "M", "prediction": "P"}]
     system, user = prompts.translation_messages(items=items)

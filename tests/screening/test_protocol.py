@@ -3,6 +3,7 @@ what was obtained, idempotent steps and the sweeper. Models are a scripted OpenA
 
 import json
 import random
+import re
 import threading
 from datetime import timedelta
 
@@ -407,6 +408,12 @@ def test_optional_modes_are_off_by_default_and_stored_beside_the_vote_when_on(ro
     assert run.hypotheses.filter(selected=True).count() == 12
     assert ModelCall.objects.filter(run=run, purpose="stage1_detailed").count() == 1
     assert ModelCall.objects.filter(run=run, purpose="stage2_single").count() == 12 * 3
+    single_ids = {
+        label
+        for call in ModelCall.objects.filter(run=run, purpose="stage1_single")
+        for label in re.findall(r"\[(H\d+)\] ", json.dumps(call.request_body))
+    }
+    assert single_ids == {f"H{n:012d}" for n in range(1, 13)}
 
 
 @pytest.mark.postgres
