@@ -11,12 +11,14 @@ from urllib.parse import urlsplit
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
+from django.test import Client
 from django.urls import include, path
 from openpyxl import Workbook
 from rest_framework.test import APIClient
 from rest_framework.views import APIView
 
 from reviewapp.models import Proposal, ResearchTask
+from reviewapp.services.accounts import token_create
 from reviewapp.services.imports import cohort_import_file
 from reviewapp.services.tabular_files import ImportInvalid
 from tests import factories
@@ -84,7 +86,7 @@ def test_each_address_has_its_own_body_limit(client, coordinator, settings, rost
 
     cohort = factories.make_cohort()
     api = APIClient()
-    api.force_authenticate(coordinator)
+    api.force_login(coordinator)  # the session, which the limit reads before the view runs
     content = json.dumps({"tasks": [{"key": "T1", "question": "Q?", "background": "x" * 5000}]}).encode()
     response = api.post(f"/api/v1/cohorts/{cohort.pk}/import", {"file": SimpleUploadedFile("a.json", content)})
     assert response.status_code == 200, response.json()
@@ -99,6 +101,56 @@ def test_an_oversized_page_post_is_refused_too(client, coordinator, settings):
     response = client.post("/people/bulk/", {"csv_text": "x" * 5000})
     assert response.status_code == 413
 
+
+
+@pytest.fixture
+def small_and_large_limits(settings):
+    settings.OH_MAX_BODY_BYTES = 1000
+    settings.OH_MAX_REFERENCE_IMPORT_BYTES = 100_000
+    return b"TY  - JOUR\nTI  - " + b"x" * 5000 + b"\nER  - \n"
+
+
+def upload(client, address: str, content: bytes, **headers):
+    return client.post(address, {"file": SimpleUploadedFile("refs.ris", content)}, **headers)
+
+
+def test_an_anonymous_post_to_an_import_page_gets_the_small_limit_before_csrf_reads_it(db, small_and_large_limits):
+    anonymous = Client(enforce_csrf_checks=True)
+    anonymous.cookies["csrftoken"] = "x" * 32  # a made-up CSRF cookie: the body would be read to compare it
+    response = upload(anonymous, "/literature/", small_and_large_limits)
+    assert response.status_code == 413
+
+
+def test_a_reviewer_gets_the_small_limit_on_an_import_page_and_its_api(reviewer, small_and_large_limits):
+    browser = Client()
+    browser.force_login(reviewer)
+    assert upload(browser, "/literature/", small_and_large_limits).status_code == 413
+    _, key = token_create(user=reviewer)
+    response = upload(APIClient(), "/api/v1/literature/import", small_and_large_limits, HTTP_AUTHORIZATION=f"Token {key}")
+    assert_json_error(response, 413, "body_too_large")
+
+
+def test_an_analyst_may_not_import_and_gets_the_small_limit(analyst, small_and_large_limits):
+    _, key = token_create(user=analyst)
+    response = upload(APIClient(), "/api/v1/literature/import", small_and_large_limits, HTTP_AUTHORIZATION=f"Token {key}")
+    assert_json_error(response, 413, "body_too_large")
+
+
+def test_an_unknown_token_gets_the_small_limit(db, small_and_large_limits):
+    response = upload(APIClient(), "/api/v1/literature/import", small_and_large_limits, HTTP_AUTHORIZATION="Token oh_x")
+    assert_json_error(response, 413, "body_too_large")
+
+
+def test_a_coordinator_gets_the_import_limit_by_session_and_by_token(coordinator, small_and_large_limits):
+    browser = Client()
+    browser.force_login(coordinator)
+    assert upload(browser, "/literature/", small_and_large_limits).status_code == 200
+    _, key = token_create(user=coordinator)
+    response = upload(APIClient(), "/api/v1/literature/import", small_and_large_limits, HTTP_AUTHORIZATION=f"Token {key}")
+    assert response.status_code == 200, response.content[:300]
+    too_large = small_and_large_limits + b"x" * 100_000
+    response = upload(APIClient(), "/api/v1/literature/import", too_large, HTTP_AUTHORIZATION=f"Token {key}")
+    assert_json_error(response, 413, "body_too_large")
 
 # Deep nesting ------------------------------------------------------------------------------------------------------
 

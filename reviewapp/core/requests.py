@@ -1,9 +1,11 @@
 """Limits on what a request may hold, checked before anything reads it, and the API's answer to every error.
 
-- Body size: a body longer than the view's limit is refused from its Content-Length with 413, before any byte of it
-  is read. Every view has the default limit (OH_MAX_BODY_BYTES); a view that takes files names a larger one by
+- Body size: a body longer than the caller's limit is refused from its Content-Length with 413, before any byte of it
+  is read (CSRF's check reads a form body; Django reads no more than Content-Length says, so a body without one is
+  read as empty). Every view has the default limit (OH_MAX_BODY_BYTES); a view that takes files names a larger one by
   setting: `body_limit_setting = "OH_MAX_IMPORT_BYTES"` on an APIView, or `@body_limit("OH_MAX_IMPORT_BYTES")` on a
-  page view.
+  page view. The larger limit is only for a caller who may import (a coordinator, by session or API token); anyone
+  else, anonymous callers included, has the default limit everywhere.
 - JSON depth: `json_loads_bounded` and `BoundedJSONParser` (the API's JSON parser) refuse JSON nested deeper than
   OH_MAX_JSON_DEPTH with a sentence, instead of letting Python's recursion limit turn it into a server error.
 - API errors: every response under /api/ that is an error and not already JSON (Django's 404 of an unknown address,
@@ -18,8 +20,12 @@ import re
 
 from django.conf import settings
 from django.http import HttpResponse, JsonResponse
+from rest_framework.authentication import SessionAuthentication
+from rest_framework.exceptions import AuthenticationFailed
 from rest_framework.parsers import JSONParser
+from rest_framework.settings import api_settings
 
+from reviewapp.core import roles
 from reviewapp.core.errors import ServiceError
 
 logger = logging.getLogger(__name__)
@@ -123,15 +129,38 @@ class RequestLimitsMiddleware:
             length = int(request.META.get("CONTENT_LENGTH") or 0)
         except ValueError:
             length = 0
-        setting = _limit_setting(view_func)
-        limit = getattr(settings, setting)
+        setting = "OH_MAX_BODY_BYTES"
+        limit = settings.OH_MAX_BODY_BYTES
         if length <= limit:
             return None
+        # Only a body over the default limit asks who the caller is (a database read).
+        if _limit_setting(view_func) != setting and roles.can_coordinate(_caller(request)):
+            setting = _limit_setting(view_func)
+            limit = getattr(settings, setting)
+            if length <= limit:
+                return None
         logger.warning("Refused a %s-byte body at %s (limit %s, %s)", length, request.path, limit, setting)
         detail = f"The request body has {length} bytes; this address accepts at most {limit}."
         if _is_api(request):
             return api_error(413, detail)
         return HttpResponse(detail, status=413, content_type="text/plain; charset=utf-8")
+
+
+def _caller(request):
+    """Who sends the request, known without reading its body: the session's user, else the user of a token the API's
+    header authenticators accept (not DRF's session authenticator: its CSRF check reads the body); else anonymous."""
+    if request.user.is_authenticated:
+        return request.user
+    for authenticator_class in api_settings.DEFAULT_AUTHENTICATION_CLASSES:
+        if issubclass(authenticator_class, SessionAuthentication):
+            continue
+        try:
+            found = authenticator_class().authenticate(request)
+        except AuthenticationFailed:
+            found = None
+        if found is not None:
+            return found[0]
+    return request.user
 
 
 def _is_json(response) -> bool:
