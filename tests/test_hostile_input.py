@@ -102,7 +102,6 @@ def test_an_oversized_page_post_is_refused_too(client, coordinator, settings):
     assert response.status_code == 413
 
 
-
 @pytest.fixture
 def small_and_large_limits(settings):
     settings.OH_MAX_BODY_BYTES = 1000
@@ -126,13 +125,17 @@ def test_a_reviewer_gets_the_small_limit_on_an_import_page_and_its_api(reviewer,
     browser.force_login(reviewer)
     assert upload(browser, "/literature/", small_and_large_limits).status_code == 413
     _, key = token_create(user=reviewer)
-    response = upload(APIClient(), "/api/v1/literature/import", small_and_large_limits, HTTP_AUTHORIZATION=f"Token {key}")
+    response = upload(
+        APIClient(), "/api/v1/literature/import", small_and_large_limits, HTTP_AUTHORIZATION=f"Token {key}"
+    )
     assert_json_error(response, 413, "body_too_large")
 
 
 def test_an_analyst_may_not_import_and_gets_the_small_limit(analyst, small_and_large_limits):
     _, key = token_create(user=analyst)
-    response = upload(APIClient(), "/api/v1/literature/import", small_and_large_limits, HTTP_AUTHORIZATION=f"Token {key}")
+    response = upload(
+        APIClient(), "/api/v1/literature/import", small_and_large_limits, HTTP_AUTHORIZATION=f"Token {key}"
+    )
     assert_json_error(response, 413, "body_too_large")
 
 
@@ -146,11 +149,14 @@ def test_a_coordinator_gets_the_import_limit_by_session_and_by_token(coordinator
     browser.force_login(coordinator)
     assert upload(browser, "/literature/", small_and_large_limits).status_code == 200
     _, key = token_create(user=coordinator)
-    response = upload(APIClient(), "/api/v1/literature/import", small_and_large_limits, HTTP_AUTHORIZATION=f"Token {key}")
+    response = upload(
+        APIClient(), "/api/v1/literature/import", small_and_large_limits, HTTP_AUTHORIZATION=f"Token {key}"
+    )
     assert response.status_code == 200, response.content[:300]
     too_large = small_and_large_limits + b"x" * 100_000
     response = upload(APIClient(), "/api/v1/literature/import", too_large, HTTP_AUTHORIZATION=f"Token {key}")
     assert_json_error(response, 413, "body_too_large")
+
 
 # Deep nesting ------------------------------------------------------------------------------------------------------
 
