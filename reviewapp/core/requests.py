@@ -20,7 +20,7 @@ import re
 
 from django.conf import settings
 from django.http import HttpResponse, JsonResponse
-from rest_framework.authentication import SessionAuthentication
+from rest_framework.authentication import BaseAuthentication, SessionAuthentication
 from rest_framework.exceptions import AuthenticationFailed
 from rest_framework.parsers import JSONParser
 from rest_framework.settings import api_settings
@@ -151,7 +151,8 @@ def _caller(request):
     header authenticators accept (not DRF's session authenticator: its CSRF check reads the body); else anonymous."""
     if request.user.is_authenticated:
         return request.user
-    for authenticator_class in api_settings.DEFAULT_AUTHENTICATION_CLASSES:
+    authenticator_classes: list[type[BaseAuthentication]] = api_settings.DEFAULT_AUTHENTICATION_CLASSES
+    for authenticator_class in authenticator_classes:
         if issubclass(authenticator_class, SessionAuthentication):
             continue
         try:
