@@ -17,6 +17,7 @@ import ipaddress
 import json
 import logging
 import re
+from typing import cast
 
 from django.conf import settings
 from django.http import HttpResponse, JsonResponse
@@ -151,7 +152,8 @@ def _caller(request):
     header authenticators accept (not DRF's session authenticator: its CSRF check reads the body); else anonymous."""
     if request.user.is_authenticated:
         return request.user
-    authenticator_classes: list[type[BaseAuthentication]] = api_settings.DEFAULT_AUTHENTICATION_CLASSES
+    # DRF's settings object has imported the classes its strings name.
+    authenticator_classes = cast(list[type[BaseAuthentication]], api_settings.DEFAULT_AUTHENTICATION_CLASSES)
     for authenticator_class in authenticator_classes:
         if issubclass(authenticator_class, SessionAuthentication):
             continue
