@@ -130,11 +130,15 @@ TEMPLATES = [
 # The embedded default is a SQLite file; production sets DATABASE_URL (PostgreSQL).
 DATABASES = {
     "default": dj_database_url.parse(
-        env_str("DATABASE_URL", f"sqlite:///{VAR_DIR / 'openhypothesis.sqlite3'}"),
-        conn_max_age=env_int("DATABASE_CONN_MAX_AGE", 0),
+        env_str("DATABASE_URL", f"sqlite:///{VAR_DIR / 'openhypothesis.sqlite3'}"), conn_health_checks=True
     )
 }
-if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+_ON_SQLITE = DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3"
+# Seconds a connection is kept for the thread's next request. Opening a PostgreSQL connection costs more than most
+# requests (README "Production"), so each thread keeps its own for ten minutes, checked before it is reused after an
+# error or a server restart; opening a SQLite file costs next to nothing.
+DATABASES["default"]["CONN_MAX_AGE"] = env_int("DATABASE_CONN_MAX_AGE", 0 if _ON_SQLITE else 600)
+if _ON_SQLITE:
     # The web server and the worker share the file: WAL and immediate transactions avoid lock errors.
     DATABASES["default"]["OPTIONS"] = {
         "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",

@@ -384,3 +384,50 @@ def test_make_run_stops_at_once_naming_a_simulator_port_that_is_taken(tmp_path):
     assert process.returncode != 0
     assert f"127.0.0.1:{simulator_port}" in output and "SIMULATOR_PORT" in output
     assert not listening_addresses(web_port)
+
+
+def test_make_run_with_the_web_port_taken_starts_no_server_at_all(tmp_path):
+    """Every port is checked first: the simulated model server (started before the web server) never listens, and
+    no worker starts to take work."""
+    simulator_port = free_port()
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        web_port = taken.getsockname()[1]
+        process = start_run_local(tmp_path, web_port, simulator_port)
+        simulator_listened = False
+        try:
+            deadline = time.monotonic() + 120
+            while process.poll() is None and time.monotonic() < deadline:
+                simulator_listened = simulator_listened or bool(listening_addresses(simulator_port))
+                time.sleep(0.05)
+        finally:
+            output = stop(process)
+    assert process.returncode not in (None, 0), output
+    assert f"127.0.0.1:{web_port}" in output and "Set PORT" in output
+    assert not simulator_listened, output
+    assert not (tmp_path / "var" / "worker.ready").exists()
+    assert "celery@" not in output
+
+
+# Database connections ------------------------------------------------------------------------------------------------
+
+POSTGRES_URL = "postgres://someone@127.0.0.1:5432/openhypothesis"
+
+
+def test_postgresql_connections_are_kept_ten_minutes_and_checked_before_reuse(tmp_path):
+    database = settings_of(tmp_path, ["DATABASES"], DATABASE_URL=POSTGRES_URL)["DATABASES"]["default"]
+    assert (database["CONN_MAX_AGE"], database["CONN_HEALTH_CHECKS"]) == (600, True)
+
+
+def test_the_connection_age_is_the_operators_to_set(tmp_path):
+    for url in (POSTGRES_URL, ""):
+        variables = {"DATABASE_URL": url} if url else {}
+        database = settings_of(tmp_path, ["DATABASES"], DATABASE_CONN_MAX_AGE="0", **variables)["DATABASES"]
+        assert database["default"]["CONN_MAX_AGE"] == 0
+    database = settings_of(tmp_path, ["DATABASES"], DATABASE_CONN_MAX_AGE="60")["DATABASES"]["default"]
+    assert database["CONN_MAX_AGE"] == 60
+
+
+def test_the_embedded_sqlite_file_is_opened_per_request(tmp_path):
+    assert settings_of(tmp_path, ["DATABASES"])["DATABASES"]["default"]["CONN_MAX_AGE"] == 0
