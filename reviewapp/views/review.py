@@ -21,7 +21,7 @@ from django.urls import path, reverse
 from django.utils import timezone
 from django.utils.safestring import SafeString, mark_safe
 from django.views.decorators.http import require_GET, require_http_methods
-from django_htmx.http import HttpResponseClientRedirect, reswap, retarget
+from django_htmx.http import HttpResponseClientRedirect, reswap, retarget, trigger_client_event
 
 from reviewapp import protocol
 from reviewapp.core import roles
@@ -373,7 +373,11 @@ def _save_or_submit(request, assignment, action: str):
         # says why. The answers stay in the form: in the browser (htmx), or in the page sent back.
         message = STALE if isinstance(error, StaleReview) else error.message
         if request.htmx:
-            return _save_status(request, message, error.status)
+            response = _save_status(request, message, error.status)
+            if isinstance(error, ReviewInvalid):
+                # The page's script marks each refused field beside it (review.js, oh:field-errors).
+                trigger_client_event(response, "oh:field-errors", {"errors": error.errors})
+            return response
         if isinstance(error, ReviewInvalid):
             page = _review_page_of(request, assignment.pk)
             state = _state_with_posted(page.state, data)

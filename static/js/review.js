@@ -210,9 +210,47 @@
       stale = false;
       if (xhr.getResponseHeader("HX-Redirect")) clearStored();
       else markSaved();
+      clearFieldErrors();
     } else if (xhr.status === 409) {
       stale = true;
     }
+  });
+
+  // A save refused for a field's content (a control character pasted into a comment): the field is marked where it
+  // is, as a page sent back by the server marks it (aria-invalid and the reason beside it), until a save goes through.
+  const TEXT_ANSWERS = ".text-answer";
+
+  function clearFieldErrors() {
+    form()
+      .querySelectorAll(TEXT_ANSWERS)
+      .forEach((label) => {
+        label.classList.remove("has-error");
+        label.querySelectorAll(".error").forEach((note) => note.remove());
+        label.querySelectorAll("[aria-invalid]").forEach((field) => {
+          field.removeAttribute("aria-invalid");
+          field.removeAttribute("aria-describedby");
+        });
+      });
+  }
+
+  function markFieldErrors(errors) {
+    clearFieldErrors();
+    for (const [name, message] of Object.entries(errors)) {
+      const field = form().querySelector(`${TEXT_ANSWERS} [name="${CSS.escape(name)}"]`);
+      if (!field) continue;
+      const note = document.createElement("span");
+      note.className = "error";
+      note.id = "error-" + name;
+      note.textContent = message;
+      field.before(note);
+      field.setAttribute("aria-invalid", "true");
+      field.setAttribute("aria-describedby", note.id);
+      field.closest(TEXT_ANSWERS).classList.add("has-error");
+    }
+  }
+
+  document.addEventListener("oh:field-errors", (event) => {
+    if (editable()) markFieldErrors(event.detail.errors || {});
   });
 
   document.addEventListener("htmx:sendError", (event) => {
@@ -236,19 +274,24 @@
     if (event.persisted) window.location.reload();
   });
 
-  // Capture phase: the answer is kept before htmx, listening on the form, builds the save that carries it; the save's
-  // `sentEditedAt` then covers it, and its success marks it saved (bubbling here, it was left marked unsaved).
+  // Capture phase: the answer is kept before the save that carries it is built; that save's `sentEditedAt` then
+  // covers it, and its success marks it saved. A choice saves at once, typing once it pauses. (These events, rather
+  // than filters in hx-trigger: htmx evaluates filters as code, which the Content-Security-Policy forbids.)
   document.addEventListener(
     "input",
     (event) => {
-      if (event.target.closest("#review-form")) remember();
+      if (!event.target.closest("#review-form")) return;
+      remember();
+      if (event.target.tagName === "TEXTAREA") htmx.trigger(form(), "oh:typed");
     },
     true,
   );
   document.addEventListener(
     "change",
     (event) => {
-      if (event.target.closest("#review-form")) remember();
+      if (!event.target.closest("#review-form")) return;
+      remember();
+      if (event.target.tagName !== "TEXTAREA") htmx.trigger(form(), "oh:changed");
     },
     true,
   );
@@ -272,6 +315,16 @@
     focusStep(step, { preventScroll: true });
     const packet = document.querySelector(".packet");
     if (packet && getComputedStyle(packet).position === "sticky") step.scrollIntoView({ block: "nearest" });
+  }
+
+  // A refused submission marks its unanswered questions: the first of them is scrolled to the middle of the window
+  // (clear of the sticky bar) and focused, wherever the reviewer was when they pressed Submit.
+  function showFirstError(root) {
+    const step = root.querySelector(".has-error");
+    if (!step) return false;
+    focusStep(step, { preventScroll: true });
+    step.scrollIntoView({ block: "center" });
+    return true;
   }
 
   function firstUnanswered() {
@@ -375,7 +428,7 @@
         focusStep(steps.find((step) => !step.querySelector("input:checked")) || steps[0]);
       }
     } else if (elt.id === "review-form") {
-      focusStep(elt.querySelector(".has-error"));
+      showFirstError(elt); // a refused submission
     }
   });
 
@@ -396,6 +449,6 @@
     } else if (stored) {
       clearStored();
     }
-    focusOnOpening(firstUnanswered());
+    if (!showFirstError(form())) focusOnOpening(firstUnanswered());
   }
 })();

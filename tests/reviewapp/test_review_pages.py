@@ -366,7 +366,7 @@ def test_an_incomplete_submission_marks_the_missing_questions(reviewer_client, r
     assert response.status_code == 422
     assert (response["HX-Retarget"], response["HX-Reswap"]) == ("#review-form", "outerHTML")
     html = response.content.decode()
-    assert "Not submitted — answer the questions marked below" in html
+    assert "Not submitted — answer the questions marked in the form" in html
     for field in set(protocol.CRITERION_FIELDS) - {"importance"}:
         assert re.search(rf'data-question="{field}" aria-describedby="error-{field}"', html)
     assert 'id="error-flaw_verdict"' in html and 'id="error-importance"' not in html
@@ -390,7 +390,7 @@ def test_submitting_without_javascript_redirects_and_the_last_one_returns_to_the
     review_submit(assignment=second, reviewer=reviewer, data=COMPLETE, version=0)
     response = post(reviewer_client, first, action="submit", htmx=False, **HEAD)
     assert response.status_code == 422
-    assert "Not submitted — answer the questions marked below" in response.content.decode()
+    assert "Not submitted — answer the questions marked in the form" in response.content.decode()
     assert 'id="error-flaw_verdict"' in response.content.decode()
     response = post(reviewer_client, first, action="submit", version=1, htmx=False, **COMPLETE)
     assert response.status_code == 302
