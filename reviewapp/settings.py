@@ -307,6 +307,9 @@ PROVIDER_MAX_ATTEMPTS = env_int("PROVIDER_MAX_ATTEMPTS", 6)
 PROVIDER_MAX_SECONDS = float(env_str("PROVIDER_MAX_SECONDS", "1800"))
 PROVIDER_BACKOFF_BASE_SECONDS = float(env_str("PROVIDER_BACKOFF_BASE_SECONDS", "2"))
 PROVIDER_BACKOFF_MAX_SECONDS = float(env_str("PROVIDER_BACKOFF_MAX_SECONDS", "120"))
+# Model endpoints' base URLs are https unless their host is loopback; true allows plain http anywhere (a model server
+# on the local network).
+OH_MODEL_ALLOW_HTTP = env_bool("OH_MODEL_ALLOW_HTTP", False)
 # The simulated model server (`manage.py run_simulator`); `setup_roster` points keyless endpoints at it.
 SIMULATOR_PORT = env_int("SIMULATOR_PORT", 8765)
 # Address and port of the web server that `make run` starts (bin/run-local reads them here, with SIMULATOR_PORT).

@@ -1,9 +1,57 @@
 """Model endpoints, rosters, recorded model calls and the per-endpoint concurrency slots."""
 
+import ipaddress
+import re
+from urllib.parse import urlsplit
+
+from django.conf import settings
+from django.core.exceptions import ValidationError
 from django.db import models
 from django.db.models import Q
 
+from reviewapp.core.env import names_read
+
 __all__ = ["ModelEndpoint", "Roster", "RosterMember", "ModelCall", "EndpointSlot"]
+
+# What a key variable may be called (docs/protocol.md#model-providers): a name ending in _API_KEY, and none of the
+# variables the server reads for itself (its settings, the literature sources' NCBI key), so an endpoint can never send
+# a server secret to a model host.
+KEY_VARIABLE_PATTERN = re.compile(r"[A-Z][A-Z0-9_]*_API_KEY")
+SERVER_KEY_VARIABLES = frozenset({"SECRET_KEY", "DATABASE_URL", "CELERY_BROKER_URL", "NCBI_API_KEY"})
+
+
+def key_variable_problem(name: str) -> str:
+    """Why a key variable name is refused, or "" (no name: a server without authentication)."""
+    if not name:
+        return ""
+    if not KEY_VARIABLE_PATTERN.fullmatch(name):
+        return f"A key variable is a name in capitals ending in _API_KEY (e.g. OPENAI_API_KEY), not “{name}”."
+    if name in SERVER_KEY_VARIABLES or name in names_read():
+        return f"{name} is read by the server itself and may not be sent to a model."
+    return ""
+
+
+def base_url_problem(url: str) -> str:
+    """Why a base URL is refused, or "": https, or plain http to a loopback host (the simulator, a local server) or
+    anywhere when the operator allows it (OH_MODEL_ALLOW_HTTP)."""
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        return f"A base URL is an https address with a host, e.g. https://api.openai.com/v1, not “{url}”."
+    if parts.scheme == "http" and not _loopback(parts.hostname) and not settings.OH_MODEL_ALLOW_HTTP:
+        return (
+            "A base URL must use https unless its host is this machine (127.0.0.1, ::1, localhost); "
+            "the operator may allow plain http with OH_MODEL_ALLOW_HTTP=true."
+        )
+    return ""
+
+
+def _loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 class ModelEndpoint(models.Model):
@@ -58,6 +106,12 @@ class ModelEndpoint(models.Model):
 
     def __str__(self):
         return f"{self.display_name} (simulated)" if self.is_simulated else self.display_name
+
+    def clean(self):
+        problems = {"api_key_env": key_variable_problem(self.api_key_env), "base_url": base_url_problem(self.base_url)}
+        problems = {name: problem for name, problem in problems.items() if problem}
+        if problems:
+            raise ValidationError(problems)
 
 
 class Roster(models.Model):

@@ -170,7 +170,7 @@ def _model_judge(benchmark, base_url: str, model_id: str, company: str, simulate
         base_url=base_url,
         model_id=model_id,
         is_simulated=simulated,
-        api_key_env="SIMULATED_JUDGE_KEY" if simulated else "",
+        api_key_env="SIMULATED_JUDGE_API_KEY" if simulated else "",
         timeout_seconds=10,
     )
     return judge_add(benchmark=benchmark, endpoint=endpoint)

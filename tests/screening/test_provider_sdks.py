@@ -206,7 +206,7 @@ def test_the_adapters_stop_at_a_simulated_quota_of_each_protocol(db, simulator_w
     from screening.llm.models import ModelEndpoint
     from screening.llm.providers import complete
 
-    monkeypatch.delenv("OH_TEST_UNSET_PROVIDER_KEY", raising=False)  # the simulated key is sent
+    monkeypatch.delenv("OH_TEST_UNSET_PROVIDER_API_KEY", raising=False)  # the simulated key is sent
     url = simulator_with(quota_share=1)
     for protocol, base in (("openai", f"{url}/v1"), ("anthropic", url), ("gemini", url)):
         endpoint = ModelEndpoint.objects.create(
@@ -215,7 +215,7 @@ def test_the_adapters_stop_at_a_simulated_quota_of_each_protocol(db, simulator_w
             protocol=protocol,
             base_url=base,
             model_id=f"quota-{protocol}",
-            api_key_env="OH_TEST_UNSET_PROVIDER_KEY",
+            api_key_env="OH_TEST_UNSET_PROVIDER_API_KEY",
             timeout_seconds=5,
             is_simulated=True,
         )

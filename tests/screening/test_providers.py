@@ -19,7 +19,7 @@ from reviewapp.core.retry import retry_delay_from_headers
 from screening.llm.models import EndpointSlot, ModelCall, ModelEndpoint
 from screening.llm.providers import complete
 
-KEY_VAR = "OH_TEST_PROVIDER_KEY"
+KEY_VAR = "OH_TEST_PROVIDER_API_KEY"
 KEY = "sk-test-secret-key-4242"
 TOOL_FIELDS = ("tools", "tool_choice", "web_search_options", "toolConfig")
 

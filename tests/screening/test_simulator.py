@@ -58,7 +58,7 @@ def simulated_endpoint(server, protocol, **fields) -> ModelEndpoint:
         protocol=protocol,
         base_url=server.url + BASE_PATH[protocol],
         model_id=fields.pop("model_id", f"simulated-{protocol}"),
-        api_key_env="OH_SIMULATOR_TEST_KEY_NEVER_SET",
+        api_key_env="OH_SIMULATOR_TEST_NEVER_SET_API_KEY",
         is_simulated=True,
         timeout_seconds=5,
         **fields,

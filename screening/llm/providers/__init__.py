@@ -9,7 +9,7 @@ import json
 import os
 from dataclasses import dataclass
 
-from screening.llm.models import ModelCall, ModelEndpoint
+from screening.llm.models import ModelCall, ModelEndpoint, base_url_problem, key_variable_problem
 from screening.llm.providers import anthropic, gemini, openai_compat
 from screening.llm.providers.transport import Completion, call_with_retries, encode_body
 
@@ -44,7 +44,13 @@ def _key(endpoint: ModelEndpoint) -> tuple[str | None, str]:
     """(key, error). No variable named: a local server without authentication."""
     if not endpoint.api_key_env:
         return None, ""
+    # Checked again here: an endpoint stored past validation must not send a server secret or a key in clear text.
+    problem = key_variable_problem(endpoint.api_key_env)
     key = os.environ.get(endpoint.api_key_env, "")
+    if key and not problem:
+        problem = base_url_problem(endpoint.base_url)
+    if problem:
+        return None, problem
     if key:
         return key, ""
     if endpoint.is_simulated:

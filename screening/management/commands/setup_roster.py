@@ -5,7 +5,8 @@ import os
 from dataclasses import dataclass
 
 from django.conf import settings
-from django.core.management.base import BaseCommand
+from django.core.exceptions import ValidationError
+from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 
 from screening.llm.models import ModelEndpoint, Roster, RosterMember
@@ -108,13 +109,16 @@ def _endpoint_setup(spec: DefaultEndpoint) -> ModelEndpoint:
         "concurrency_limit": 4,
         "timeout_seconds": 600,
     }
-    endpoint, created = ModelEndpoint.objects.get_or_create(
-        display_name=spec.display_name, defaults={**identity, **limits}
-    )
-    if not created:
-        for name, value in identity.items():
-            setattr(endpoint, name, value)
-        endpoint.save()
+    endpoint = ModelEndpoint.objects.filter(display_name=spec.display_name).first()
+    endpoint = endpoint or ModelEndpoint(display_name=spec.display_name, **limits)
+    for name, value in identity.items():
+        setattr(endpoint, name, value)
+    try:
+        endpoint.full_clean()
+    except ValidationError as error:
+        problems = "; ".join(f"{field}: {' '.join(messages)}" for field, messages in error.message_dict.items())
+        raise CommandError(f"{spec.display_name}: {problems}") from None
+    endpoint.save()
     return endpoint
 
 
