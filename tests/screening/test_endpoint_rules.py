@@ -5,7 +5,6 @@ or the operator allows plain HTTP. Refused in the model's validation, the admin,
 import pytest
 from django.core.exceptions import ValidationError
 from django.core.management import CommandError, call_command
-from django.test import Client
 
 from screening.llm.models import ModelCall, ModelEndpoint
 from screening.llm.providers import complete
