@@ -66,6 +66,11 @@ class Proposal(models.Model):
     author_company = models.CharField(max_length=200, blank=True)
     method = models.CharField(max_length=200, blank=True, help_text="generation method")
     source_run = models.CharField(max_length=200, blank=True)
+    # The research run the version belongs to, when the import names one; otherwise its run is the connected component
+    # of the parent graph among the cohort's proposals of its task and author (docs/protocol.md#research-runs).
+    research_run = models.ForeignKey(
+        "ResearchRun", null=True, blank=True, on_delete=models.PROTECT, related_name="proposals"
+    )
     import_batch = models.ForeignKey(ImportBatch, null=True, blank=True, on_delete=models.SET_NULL)
     content_sha256 = models.CharField(max_length=64)
     # Revision DAG: a revision has one parent, a crossover several.
@@ -74,6 +79,98 @@ class Proposal(models.Model):
 
     class Meta:
         constraints = [models.CheckConstraint(condition=~Q(statement=""), name="proposal_has_statement")]
+
+    def __str__(self):
+        return self.external_id
+
+
+# What a research run's recorded decisions and a version's delivery records may say (docs/protocol.md#research-runs).
+DECISION_KINDS = ("pursue", "branch", "merge", "prune", "restart", "stop", "allocate")
+DELIVERY_STAGES = ("proposed", "selected", "compiled", "readiness_passed", "executed", "independently_reviewed")
+DELIVERY_STATUSES = ("passed", "failed", "unattempted")
+
+
+class ResearchRun(models.Model):
+    """One agent's complete research graph on a task, as imported: its versions (Proposal.research_run), recorded
+    decisions, budget and trajectories. Provenance: hidden from reviewers like a proposal's author."""
+
+    external_id = models.CharField(max_length=200, unique=True)
+    task = models.ForeignKey(ResearchTask, on_delete=models.PROTECT, related_name="research_runs")
+    author = models.CharField(max_length=200, blank=True)
+    # Resource-allocation judgments need a recorded budget; proposal counts never stand in for a missing one.
+    budget = models.FloatField(null=True, blank=True)
+    budget_unit = models.CharField(max_length=50, blank=True)
+    notes = models.TextField(blank=True)
+    content_sha256 = models.CharField(max_length=64)
+    import_batch = models.ForeignKey(ImportBatch, null=True, blank=True, on_delete=models.SET_NULL)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(budget__isnull=True) | (Q(budget__gte=0) & ~Q(budget_unit="")),
+                name="research_run_budget_has_unit",
+            )
+        ]
+
+    def __str__(self):
+        return self.external_id
+
+
+class RunDecision(models.Model):
+    """A decision recorded in a research run, in its order: what the agent pursued, branched, merged, pruned,
+    restarted, stopped or allocated budget to."""
+
+    run = models.ForeignKey(ResearchRun, on_delete=models.CASCADE, related_name="decisions")
+    seq = models.PositiveIntegerField()
+    kind = models.CharField(max_length=10, choices=[(kind, kind) for kind in DECISION_KINDS])
+    proposals = models.ManyToManyField(Proposal, related_name="+", blank=True)
+    budget = models.FloatField(null=True, blank=True)
+    rationale = models.TextField(blank=True)
+    import_batch = models.ForeignKey(ImportBatch, null=True, blank=True, on_delete=models.SET_NULL)
+
+    class Meta:
+        ordering = ["run", "seq"]
+        constraints = [
+            models.UniqueConstraint(fields=["run", "seq"], name="one_decision_per_run_seq"),
+            models.CheckConstraint(condition=Q(kind__in=DECISION_KINDS), name="run_decision_kind_known"),
+        ]
+
+    def __str__(self):
+        return f"{self.run_id} #{self.seq} {self.kind}"
+
+
+class DeliveryRecord(models.Model):
+    """How far a version got towards delivery, one stage at a time. An unattempted stage is not a failure; delivery
+    is never combined with a scientific score."""
+
+    proposal = models.ForeignKey(Proposal, on_delete=models.CASCADE, related_name="delivery_records")
+    stage = models.CharField(max_length=30, choices=[(stage, stage.replace("_", " ")) for stage in DELIVERY_STAGES])
+    status = models.CharField(max_length=15, choices=[(status, status) for status in DELIVERY_STATUSES])
+    evidence = models.TextField(blank=True)
+    import_batch = models.ForeignKey(ImportBatch, null=True, blank=True, on_delete=models.SET_NULL)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["proposal", "stage"], name="one_delivery_record_per_stage"),
+            models.CheckConstraint(condition=Q(stage__in=DELIVERY_STAGES), name="delivery_stage_known"),
+            models.CheckConstraint(condition=Q(status__in=DELIVERY_STATUSES), name="delivery_status_known"),
+        ]
+
+    def __str__(self):
+        return f"{self.proposal_id} {self.stage}: {self.status}"
+
+
+class Trajectory(models.Model):
+    """One agent invocation in a run (its role and a summary of its instructions, actions and observations): evidence
+    behind the run's versions, never an object assessed by itself."""
+
+    external_id = models.CharField(max_length=200, unique=True)
+    run = models.ForeignKey(ResearchRun, on_delete=models.CASCADE, related_name="trajectories")
+    role = models.CharField(max_length=200, blank=True)
+    proposals = models.ManyToManyField(Proposal, related_name="+", blank=True)
+    summary = models.TextField(blank=True)
+    import_batch = models.ForeignKey(ImportBatch, null=True, blank=True, on_delete=models.SET_NULL)
 
     def __str__(self):
         return self.external_id

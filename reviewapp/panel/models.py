@@ -21,6 +21,8 @@ class PanelPrompt(models.Model):
         CRITIC = "critic", "pairwise critique"
         REVISION_JUDGE = "revision_judge", "revision judge"
         REFERENCE_REVIEWER = "reference_reviewer", "fresh-context reference reviewer"
+        PATH_JUDGE = "path_judge", "development path judge"
+        RUN_JUDGE = "run_judge", "research run judge"
 
     kind = models.CharField(max_length=20, choices=Kind.choices)
     version = models.CharField(max_length=40)
@@ -66,8 +68,18 @@ class PanelSubject(models.Model):
         return f"panel subject {self.pk}"
 
 
+class ReviewStatus(models.TextChoices):
+    """Where an assessment stands with people: as the model gave it, checked by a coordinator, or disputed by one (a
+    change is audit-logged)."""
+
+    AUTOMATED = "automated", "Automated"
+    CHECKED = "checked", "Checked"
+    DISPUTED = "disputed", "Disputed"
+
+
 class _ModelAnswer(models.Model):
-    """Who answered with which prompt, and the recorded call (its request and reply)."""
+    """Who answered with which prompt, and the recorded call (its request and reply); the sha256 of the packet sent
+    (the source snapshot) and the assessment's review status."""
 
     prompt = models.ForeignKey(PanelPrompt, null=True, blank=True, on_delete=models.PROTECT, related_name="+")
     endpoint = models.ForeignKey(
@@ -78,6 +90,8 @@ class _ModelAnswer(models.Model):
     model_call = models.ForeignKey(
         "screening.ModelCall", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
+    packet_sha256 = models.CharField(max_length=64, blank=True, help_text="sha256 of the packet the model was sent")
+    review_status = models.CharField(max_length=10, choices=ReviewStatus.choices, default=ReviewStatus.AUTOMATED)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -142,13 +156,14 @@ class ReferenceReview(_ScoredReview):
 
 
 class RevisionJudgment(_ModelAnswer):
-    """What a revision did against its predecessor (the first listed parent), in one of four categories."""
+    """What a revision did against one of its parents, in one of four categories: one judgment per parent→child edge
+    (a transition, docs/protocol.md#transitions); the revision analysis reads the first listed parent's."""
 
     class State(models.TextChoices):
         DONE = "done", "Judged"
         FAILED = "failed", "Failed"
 
-    subject = models.OneToOneField(PanelSubject, on_delete=models.CASCADE, related_name="revision_judgment")
+    subject = models.ForeignKey(PanelSubject, on_delete=models.CASCADE, related_name="revision_judgments")
     predecessor = models.ForeignKey("reviewapp.Proposal", on_delete=models.CASCADE, related_name="+")
     state = models.CharField(max_length=10, choices=State.choices)
     category = models.CharField(max_length=30, blank=True, choices=[(c, c) for c in REVISION_CATEGORIES])
@@ -157,10 +172,11 @@ class RevisionJudgment(_ModelAnswer):
 
     class Meta:
         constraints = [
+            models.UniqueConstraint(fields=["subject", "predecessor"], name="one_revision_judgment_per_edge"),
             models.CheckConstraint(
                 condition=Q(state="failed", category="") | Q(state="done", category__in=REVISION_CATEGORIES),
                 name="revision_judgment_category_when_done",
-            )
+            ),
         ]
 
     def __str__(self):
@@ -227,3 +243,92 @@ class Rating(models.Model):
 
     def __str__(self):
         return f"{self.proposal_id} in {self.cohort_id}: {self.mu:.2f} ± {self.sigma:.2f}"
+
+
+class Assessment(_ModelAnswer):
+    """A judge's assessment of a development path or a research run of a cohort on its rubric's dimensions
+    (docs/protocol.md#development-paths, #research-runs): per dimension a score 0–4, "unknown" or "inapplicable", with
+    the quoted evidence and a rationale. A judge whose replies stayed unusable is recorded as failed, with no scores.
+    The object is named by `object_key` (a path by its terminal version, a run by its id) and `proposals` keeps the
+    versions it covered when it was assessed."""
+
+    class Level(models.TextChoices):
+        PATH = "path", "Development path"
+        RUN = "run", "Research run"
+
+    class State(models.TextChoices):
+        DONE = "done", "Assessed"
+        FAILED = "failed", "Failed"
+
+    cohort = models.ForeignKey("reviewapp.Cohort", on_delete=models.CASCADE, related_name="assessments")
+    level = models.CharField(max_length=10, choices=Level.choices)
+    object_key = models.CharField(max_length=200)
+    proposals = models.JSONField(default=list, help_text="the versions' ids the object held when assessed")
+    rubric = models.CharField(max_length=40, help_text="the rubric's version, e.g. dfm-paths-v1")
+    state = models.CharField(max_length=10, choices=State.choices)
+    scores = models.JSONField(default=dict, blank=True, help_text='dimension → 0–4, "unknown" or "inapplicable"')
+    evidence = models.JSONField(default=dict, blank=True, help_text="dimension → the quoted evidence")
+    rationales = models.JSONField(default=dict, blank=True, help_text="dimension → the judge's rationale")
+    error = models.TextField(blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["cohort", "level", "object_key"], name="one_assessment_per_object"),
+        ]
+
+    def __str__(self):
+        return f"{self.level} {self.object_key} of {self.cohort_id} ({self.state})"
+
+
+# What a contribution family records (docs/protocol.md#contribution-families): its status, and its evidence maturity
+# in order, from a proposal to an independently checked result.
+FAMILY_STATUSES = ("unresolved", "supported", "contradicted", "inconclusive")
+FAMILY_MATURITIES = (
+    "proposed",
+    "source_grounded",
+    "diagnostically_examined",
+    "study_completed",
+    "independently_checked",
+)
+
+
+class ContributionFamily(models.Model):
+    """Related candidates of a cohort grouped as one contribution, with what coordinators recorded of it
+    (docs/protocol.md#contribution-families). Membership never implies confirmation, and maturity never passes from
+    one member to another by itself."""
+
+    cohort = models.ForeignKey("reviewapp.Cohort", on_delete=models.CASCADE, related_name="contribution_families")
+    question = models.TextField(blank=True, help_text="the scientific question the family addresses")
+    increment = models.TextField(blank=True, help_text="what it adds beyond the starting evidence")
+    status = models.CharField(max_length=15, choices=[(s, s) for s in FAMILY_STATUSES], default="unresolved")
+    maturity = models.CharField(
+        max_length=30, choices=[(m, m.replace("_", " ")) for m in FAMILY_MATURITIES], default="proposed"
+    )
+    evidence = models.TextField(blank=True)
+    review_status = models.CharField(max_length=10, choices=ReviewStatus.choices, default=ReviewStatus.AUTOMATED)
+    updated_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["cohort", "pk"]
+        constraints = [
+            models.CheckConstraint(condition=Q(status__in=FAMILY_STATUSES), name="family_status_known"),
+            models.CheckConstraint(condition=Q(maturity__in=FAMILY_MATURITIES), name="family_maturity_known"),
+        ]
+
+    def __str__(self):
+        return f"family {self.pk} of {self.cohort_id}"
+
+
+class FamilyMember(models.Model):
+    """A proposal's family in a cohort: one family per proposal and cohort."""
+
+    cohort = models.ForeignKey("reviewapp.Cohort", on_delete=models.CASCADE, related_name="+")
+    family = models.ForeignKey(ContributionFamily, on_delete=models.CASCADE, related_name="members")
+    proposal = models.ForeignKey("reviewapp.Proposal", on_delete=models.CASCADE, related_name="+")
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["cohort", "proposal"], name="one_family_per_cohort_proposal")]
+
+    def __str__(self):
+        return f"{self.proposal_id} in family {self.family_id}"

@@ -207,8 +207,10 @@ def cohort_panel(cohort: Cohort, *, with_rationale: bool = False) -> CohortPanel
     )
     ratings = cohort_ratings(cohort, members=members)
     predecessors = first_parents(child_ids=cohort.proposals.values("pk"))
+    # The revision analysis reads each proposal's judgment against its first listed parent (the other edges are the
+    # transitions level's).
     judgments = {
-        row["subject__proposal_id"]: row
+        (row["subject__proposal_id"], row["predecessor_id"]): row
         for row in RevisionJudgment.objects.filter(subject__proposal__cohorts=cohort).values(
             "subject__proposal_id", "predecessor_id", "predecessor__external_id", "state", "category", "rationale"
         )
@@ -246,9 +248,7 @@ def cohort_panel(cohort: Cohort, *, with_rationale: bool = False) -> CohortPanel
         q_of[proposal] = profile_from(outside_reviews.get(subject, [])).q if subject else None
     by_pk = {row.proposal_pk: row for row in rows}
     for child, parent in predecessors.items():
-        judgment = judgments.get(child)
-        if judgment and judgment["predecessor_id"] != parent:
-            judgment = None  # judged against an earlier predecessor: stale
+        judgment = judgments.get((child, parent))
         by_pk[child].revision = RevisionRow(
             predecessor_pk=parent,
             predecessor_id=judgment["predecessor__external_id"] if judgment else external_ids.get(parent, ""),
@@ -325,7 +325,12 @@ def subject_profile(subject_id: int) -> SubjectProfile | None:
     if subject.proposal is not None:
         title = subject.proposal.external_id
         cohorts = list(subject.proposal.cohorts.order_by("name"))
-        judgment = RevisionJudgment.objects.filter(subject=subject).select_related("predecessor").first()
+        first_parent = first_parents(child_ids=[subject.proposal.pk]).get(subject.proposal.pk)
+        judgment = (
+            RevisionJudgment.objects.filter(subject=subject, predecessor=first_parent)
+            .select_related("predecessor")
+            .first()
+        )
         if judgment is not None:
             parent_subject = PanelSubject.objects.filter(proposal=judgment.predecessor).first()
             parent_q = (

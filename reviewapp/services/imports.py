@@ -1,4 +1,6 @@
-"""Import research tasks and proposals into a cohort from a JSON, CSV or XLSX file.
+"""Import research tasks and proposals into a cohort from a JSON, CSV or XLSX file, with the optional tables of
+research runs: the runs (budgets and notes), their recorded decisions, the versions' delivery records and the agents'
+trajectories (docs/protocol.md#research-runs).
 
 The whole file is validated before anything is written: a file with any problem imports nothing, and
 the coordinator receives every problem with its table, row and field. Importing the same bytes into the
@@ -21,6 +23,8 @@ from django.db.models import Field, Model
 
 from reviewapp.core.errors import ServiceError
 from reviewapp.models import Cohort, ImportBatch, Proposal, ResearchTask
+from reviewapp.services import run_imports
+from reviewapp.services.run_imports import RunTables
 from reviewapp.services.tabular_files import (
     ImportInvalid,
     TableFile,
@@ -32,6 +36,12 @@ from reviewapp.services.tabular_files import (
 )
 
 TASKS, PROPOSALS = "tasks", "proposals"
+RUNS, DECISIONS, DELIVERY, TRAJECTORIES = (
+    run_imports.RUNS,
+    run_imports.DECISIONS,
+    run_imports.DELIVERY,
+    run_imports.TRAJECTORIES,
+)
 TASK_FIELDS = ("key", "question", "background", "reference_statement", "published", "dataset", "sources")
 # Task fields a task's content fingerprint covers only when given, so that the fingerprints of tasks imported before
 # the field existed stay what they were.
@@ -52,11 +62,34 @@ PROPOSAL_FIELDS = (
     "method",
     "source_run",
     "parents",
+    "research_run",
 )
-FIELDS = {TASKS: TASK_FIELDS, PROPOSALS: PROPOSAL_FIELDS}
-REQUIRED = {TASKS: ("key", "question"), PROPOSALS: ("id", "task", "statement")}
-# Proposal columns stored under the same name on the model (id, task and parents are mapped apart).
-_PROPOSAL_MODEL_FIELDS = tuple(name for name in PROPOSAL_FIELDS if name not in ("id", "task", "parents"))
+# Proposal fields its content fingerprint covers only when given (as for tasks' sources).
+_PROPOSAL_FINGERPRINT_WHEN_GIVEN = ("research_run",)
+RUN_FIELDS = ("id", "task", "author", "budget", "budget_unit", "notes")
+DECISION_FIELDS = ("run", "seq", "kind", "proposals", "budget", "rationale")
+DELIVERY_FIELDS = ("proposal", "stage", "status", "evidence")
+TRAJECTORY_FIELDS = ("id", "run", "role", "proposals", "summary")
+FIELDS = {
+    TASKS: TASK_FIELDS,
+    PROPOSALS: PROPOSAL_FIELDS,
+    RUNS: RUN_FIELDS,
+    DECISIONS: DECISION_FIELDS,
+    DELIVERY: DELIVERY_FIELDS,
+    TRAJECTORIES: TRAJECTORY_FIELDS,
+}
+REQUIRED = {
+    TASKS: ("key", "question"),
+    PROPOSALS: ("id", "task", "statement"),
+    RUNS: ("id", "task", "author"),
+    DECISIONS: ("run", "seq", "kind"),
+    DELIVERY: ("proposal", "stage", "status"),
+    TRAJECTORIES: ("id", "run", "summary"),
+}
+# Proposal columns stored under the same name on the model (id, task, parents and the run are mapped apart).
+_PROPOSAL_MODEL_FIELDS = tuple(
+    name for name in PROPOSAL_FIELDS if name not in ("id", "task", "parents", "research_run")
+)
 # SQLite refuses queries with too many parameters, so lookups by many ids go in chunks.
 _LOOKUP_CHUNK = 900
 _WRITE_BATCH = 1000
@@ -71,13 +104,18 @@ _SOURCE_DOI = re.compile(r"^(?:doi:\s*|https?://(?:dx\.)?doi\.org/)?(10\.\d{4,9}
 COHORT_FILE = TableFile(
     fields=FIELDS,
     required=REQUIRED,
-    csv_tables=((TASKS, frozenset(REQUIRED[TASKS])), (PROPOSALS, frozenset(REQUIRED[PROPOSALS]))),
+    # A CSV header is told by its required columns; proposals before runs (a proposals table has author too).
+    csv_tables=tuple((table, frozenset(REQUIRED[table])) for table in FIELDS),
     holds="tasks or proposals",
-    json_lists="a “tasks” list and/or a “proposals” list",
-    json_keys="“tasks” and/or “proposals”",
+    json_lists="a “tasks” list and/or a “proposals” list (and optionally “research_runs”, “decisions”, “delivery”, "
+    "“trajectories”)",
+    json_keys="“tasks”, “proposals”, “research_runs”, “decisions”, “delivery” and “trajectories”",
     csv_header_rule="a tasks table needs the columns key and question, a proposals table the columns id, task and "
-    "statement (comma-separated, header on the first line).",
-    sheet_rule="it must have a sheet named “tasks” and/or one named “proposals”, and no other sheets.",
+    "statement, a research_runs table id, task and author, a decisions table run, seq and kind, a delivery table "
+    "proposal, stage and status, a trajectories table id, run and summary (comma-separated, header on the first "
+    "line).",
+    sheet_rule="its sheets may be named “tasks”, “proposals”, “research_runs”, “decisions”, “delivery” and "
+    "“trajectories”, and no others.",
     empty="The file holds no tasks and no proposals.",
 )
 
@@ -110,7 +148,11 @@ def task_content_sha256(values) -> str:
 
 def proposal_content_sha256(values) -> str:
     """sha256 of a proposal's content: a mapping with PROPOSAL_FIELDS as keys (task a key, parents ids)."""
-    content = {name: values[name] for name in PROPOSAL_FIELDS}
+    content = {
+        name: values.get(name, "")
+        for name in PROPOSAL_FIELDS
+        if name not in _PROPOSAL_FINGERPRINT_WHEN_GIVEN or values.get(name)
+    }
     content["parents"] = sorted(content["parents"])
     return _sha256_json(content)
 
@@ -121,7 +163,7 @@ def cohort_import_file(*, cohort: Cohort, filename: str, content: bytes, user) -
     previous = ImportBatch.objects.filter(cohort=cohort, sha256=sha256).first()
     if previous:
         return _repeated(previous)
-    file_format, tasks, proposals, problems = _read_and_check_file(filename, content)
+    file_format, tasks, proposals, run_tables, problems = _read_and_check_file(filename, content)
     with refused_when_raced(), transaction.atomic():
         # Checked again under the cohort's lock: a status change or the same upload may have raced us.
         cohort = Cohort.objects.select_for_update().get(pk=cohort.pk)
@@ -131,6 +173,8 @@ def cohort_import_file(*, cohort: Cohort, filename: str, content: bytes, user) -
             return _repeated(previous)
         database_problems, task_pks, proposal_pks = _check_against_database(tasks, proposals)
         problems += database_problems
+        task_keys = {record["key"] for record in tasks if record["key"]} | set(task_pks)
+        run_imports.check_run_tables(run_tables, proposals=proposals, task_keys=task_keys, problems=problems)
         if problems:
             raise ImportInvalid(COHORT_FILE.in_file_order(problems))
         batch = ImportBatch.objects.create(
@@ -139,7 +183,7 @@ def cohort_import_file(*, cohort: Cohort, filename: str, content: bytes, user) -
             task_count=len(tasks),
             proposal_count=len(proposals),
         )
-        new_tasks, new_proposals = _write(cohort, batch, tasks, proposals, task_pks, proposal_pks)
+        new_tasks, new_proposals = _write(cohort, batch, tasks, proposals, run_tables, task_pks, proposal_pks)
     return ImportResult(
         tasks=len(tasks),
         proposals=len(proposals),
@@ -201,8 +245,14 @@ def _read_and_check_file(filename: str, content: bytes):
     file_format, rows, problems = COHORT_FILE.read(filename, content)
     tasks = _clean_table(TASKS, rows.get(TASKS, []), problems)
     proposals = _clean_table(PROPOSALS, rows.get(PROPOSALS, []), problems)
+    run_tables = RunTables(
+        runs=_clean_table(RUNS, rows.get(RUNS, []), problems),
+        decisions=_clean_table(DECISIONS, rows.get(DECISIONS, []), problems),
+        delivery=_clean_table(DELIVERY, rows.get(DELIVERY, []), problems),
+        trajectories=_clean_table(TRAJECTORIES, rows.get(TRAJECTORIES, []), problems),
+    )
     _check_within_file(tasks, proposals, problems)
-    return file_format, tasks, proposals, problems
+    return file_format, tasks, proposals, run_tables, problems
 
 
 # Cleaning values ---------------------------------------------------------------------------------------
@@ -290,6 +340,9 @@ _CLEANERS = {
     "citations": _clean_citations,
     "parents": _clean_parents,
     "sources": clean_sources,
+    "proposals": _clean_parents,
+    "budget": run_imports.clean_budget,
+    "seq": run_imports.clean_seq,
 }
 
 
@@ -311,6 +364,10 @@ TEXT_LIMITS = {
 
 @cache
 def _max_length(table: str, name: str) -> int | None:
+    if table not in (TASKS, PROPOSALS):
+        return run_imports.LIMITS.get(name)
+    if name == "research_run":
+        return _field_max_length(Proposal, "source_run")
     if name in TEXT_LIMITS:
         return TEXT_LIMITS[name]
     if table == TASKS:
@@ -398,7 +455,10 @@ def _check_against_database(tasks: list[dict], proposals: list[dict]):
 
     file_ids = {record["id"] for record in proposals if record["id"]}
     named_ids = file_ids | {parent for record in proposals for parent in record["parents"]}
-    existing = {p.external_id: p for p in _fetch_in(Proposal.objects.select_related("task"), "external_id", named_ids)}
+    existing = {
+        p.external_id: p
+        for p in _fetch_in(Proposal.objects.select_related("task", "research_run"), "external_id", named_ids)
+    }
     parents_of = defaultdict(list)
     for child_pk, parent_id in _fetch_in(
         Proposal.parents.through.objects.values_list("from_proposal_id", "to_proposal__external_id"),
@@ -432,10 +492,13 @@ def _task_values(task: ResearchTask) -> dict:
 
 def _proposal_values(proposal: Proposal, parent_ids: list[str]) -> dict:
     values = {name: getattr(proposal, name) for name in _PROPOSAL_MODEL_FIELDS}
-    return {**values, "id": proposal.external_id, "task": proposal.task.key, "parents": parent_ids}
+    run = proposal.research_run.external_id if proposal.research_run else ""
+    return {**values, "id": proposal.external_id, "task": proposal.task.key, "parents": parent_ids, "research_run": run}
 
 
-def _write(cohort, batch, tasks, proposals, task_pks: dict, proposal_pks: dict) -> tuple[int, int]:
+def _write(
+    cohort, batch, tasks, proposals, run_tables: RunTables, task_pks: dict, proposal_pks: dict
+) -> tuple[int, int]:
     new_tasks = [
         ResearchTask(
             **{name: record[name] for name in TASK_FIELDS},
@@ -448,6 +511,8 @@ def _write(cohort, batch, tasks, proposals, task_pks: dict, proposal_pks: dict) 
     ResearchTask.objects.bulk_create(new_tasks, batch_size=_WRITE_BATCH)
     new_keys = [task.key for task in new_tasks]
     task_pks = task_pks | dict(_fetch_in(ResearchTask.objects.values_list("key", "pk"), "key", new_keys))
+    run_pks = run_imports.write_runs(run_tables, batch=batch, task_pks=task_pks)
+    run_pks |= run_imports.run_pks_of({record["research_run"] for record in proposals} - set(run_pks) - {""})
 
     new_records = [record for record in proposals if record["id"] not in proposal_pks]
     Proposal.objects.bulk_create(
@@ -455,6 +520,7 @@ def _write(cohort, batch, tasks, proposals, task_pks: dict, proposal_pks: dict) 
             Proposal(
                 external_id=record["id"],
                 task_id=task_pks[record["task"]],
+                research_run_id=run_pks.get(record["research_run"]),
                 **{name: record[name] for name in _PROPOSAL_MODEL_FIELDS},
                 content_sha256=proposal_content_sha256(record),
                 import_batch=batch,
@@ -483,4 +549,5 @@ def _write(cohort, batch, tasks, proposals, task_pks: dict, proposal_pks: dict) 
         batch_size=_WRITE_BATCH,
         ignore_conflicts=True,
     )
+    run_imports.write_run_records(run_tables, batch=batch, proposal_pks=proposal_pks)
     return len(new_tasks), len(new_records)

@@ -12,12 +12,7 @@ from reviewapp.core import roles
 from reviewapp.core.errors import page_errors
 from reviewapp.core.requests import body_limit
 from reviewapp.models import Cohort
-from reviewapp.services.imports import (
-    PROPOSAL_FIELDS,
-    REQUIRED,
-    TASK_FIELDS,
-    cohort_import_file,
-)
+from reviewapp.services.imports import FIELDS, REQUIRED, cohort_import_file
 
 
 def _get_cohort_for_coordinator(request, pk: int) -> Cohort:
@@ -57,9 +52,9 @@ def cohort_import(request, cohort_id):
         if error is not None:
             context["refusal"] = "" if context["problems"] else error.message
     context["batches"] = cohort.imports.select_related("created_by").order_by("-created_at")
+    # Tasks and proposals, then the optional tables of research runs.
     context["columns"] = [
-        ("tasks", [(name, name in REQUIRED["tasks"]) for name in TASK_FIELDS]),
-        ("proposals", [(name, name in REQUIRED["proposals"]) for name in PROPOSAL_FIELDS]),
+        (table, [(name, name in REQUIRED[table]) for name in fields]) for table, fields in FIELDS.items()
     ]
     template = "reviewapp/cohort_import.html#outcome" if request.htmx else "reviewapp/cohort_import.html"
     return render(request, template, context)

@@ -146,6 +146,8 @@ class RosterMember(models.Model):
         CRITIC = "critic", "AI panel: pairwise critique"
         REVISION_JUDGE = "revision_judge", "AI panel: revision judge"
         REFERENCE_REVIEWER = "reference_reviewer", "AI panel: fresh-context reference (calibration diagnostics)"
+        PATH_JUDGE = "path_judge", "AI panel: development path judge"
+        RUN_JUDGE = "run_judge", "AI panel: research run judge"
 
     roster = models.ForeignKey(Roster, on_delete=models.CASCADE, related_name="members")
     endpoint = models.ForeignKey(ModelEndpoint, on_delete=models.PROTECT, related_name="roster_memberships")

@@ -32,6 +32,7 @@ from reviewapp.panel.models import (
     RevisionJudgment,
 )
 from reviewapp.selectors.packets import PACKET_COLUMNS
+from reviewapp.selectors.revisions import first_parents
 from reviewapp.services.reviews import review_save, review_submit
 from tests import factories
 
@@ -181,10 +182,15 @@ def _panel_prompt(world, value):
 
 
 def _revision_judgment(world, value):
-    predecessor = factories.make_proposal(task=world.task, statement="An earlier version of the claim.")
+    # A judgment is of an actual parent→child edge: the first listed parent's is the one the profile shows.
+    predecessor = first_parents(child_ids=[world.proposal.pk]).get(world.proposal.pk)
+    if predecessor is None:
+        parent = factories.make_proposal(task=world.task, statement="An earlier version of the claim.")
+        world.proposal.parents.add(parent)
+        predecessor = parent.pk
     RevisionJudgment.objects.create(
         subject=_panel_subject(world),
-        predecessor=predecessor,
+        predecessor_id=predecessor,
         state="done",
         category="necessary_repair",
         rationale=value,

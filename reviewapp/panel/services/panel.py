@@ -17,7 +17,7 @@ from django.db.models import CharField, Value
 from django.utils.text import slugify
 
 from reviewapp.benchmarks.models import BenchmarkHypothesis, BenchmarkSet
-from reviewapp.models import BackgroundJob, Cohort
+from reviewapp.models import BackgroundJob, Cohort, Proposal
 from reviewapp.panel import prompts
 from reviewapp.panel.models import PanelReview, PanelSubject, ReferenceReview, RevisionJudgment
 from reviewapp.panel.profile import DIMENSION_KEYS, ROLES
@@ -190,9 +190,11 @@ def panel_job_run(job: BackgroundJob, report_progress: ProgressCallback) -> JobR
 
 
 def _revision_work(cohort: Cohort, subjects: dict[int, int], redo: bool) -> list[tuple[int, int, int]]:
-    """(child's subject, child, predecessor) of every revised proposal of the cohort not yet judged against its
-    current predecessor."""
-    predecessors = first_parents(child_ids=list(subjects))
+    """(child's subject, child, parent) of every parent→child edge of the cohort's proposals not yet judged: each edge
+    is a transition (docs/protocol.md#transitions), a crossover's other parents included."""
+    edges = Proposal.parents.through.objects.filter(from_proposal_id__in=list(subjects)).values_list(
+        "from_proposal_id", "to_proposal_id"
+    )
     judged = set()
     if not redo:
         judged = set(
@@ -201,9 +203,7 @@ def _revision_work(cohort: Cohort, subjects: dict[int, int], redo: bool) -> list
             ).values_list("subject_id", "predecessor_id")
         )
     return [
-        (subjects[child], child, parent)
-        for child, parent in sorted(predecessors.items())
-        if (subjects[child], parent) not in judged
+        (subjects[child], child, parent) for child, parent in sorted(edges) if (subjects[child], parent) not in judged
     ]
 
 
@@ -253,7 +253,7 @@ def _judge_revision(
     else:
         values = {"state": RevisionJudgment.State.DONE, "error": "", **reading.value}
     RevisionJudgment.objects.update_or_create(
-        subject_id=subject_id, defaults={"predecessor_id": parent, **values, **answerer.record(call)}
+        subject_id=subject_id, predecessor_id=parent, defaults={**values, **answerer.record(call)}
     )
     return reading is not None
 
