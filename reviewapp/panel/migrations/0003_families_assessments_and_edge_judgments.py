@@ -10,7 +10,7 @@ class Migration(migrations.Migration):
     dependencies = [
         ('panel', '0002_reference_review'),
         ('reviewapp', '0011_research_runs_and_delivery'),
-        ('screening', '0009_path_and_run_judge_roles'),
+        ('screening', '0010_path_and_run_judge_roles'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 

@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('screening', '0008_reference_reviewer_role'),
+        ('screening', '0009_run_generation_count'),
     ]
 
     operations = [
