@@ -46,6 +46,7 @@ SIGNED_IN = {
 REVIEWER = {"review-queue", "review-page"}
 # Coordinators and analysts read; only coordinators change anything.
 READ_ALL = {
+    "benchmark-import-format",
     "cohort-list",
     "cohort-detail",
     "cohort-proposals",

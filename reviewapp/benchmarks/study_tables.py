@@ -1075,10 +1075,12 @@ class TableSpec:
 class Section:
     slug: str
     title: str
-    appendix: str
+    appendix: str  # the benchmark supplement's appendix letters, a reference (docs/analysis.md#the-appendices-analyses)
     description: str
     seed_family: str | None
     tables: tuple[TableSpec, ...]
+    needs: str = ""  # what the set must hold for the section, said on the page while it is empty
+    imports: tuple[str, ...] = ()  # the import tables that bring it (docs/analysis.md#importing-a-set-made-elsewhere)
 
 
 SECTIONS = (
@@ -1094,6 +1096,8 @@ SECTIONS = (
             TableSpec("generation", "Match rates", generation_table),
             TableSpec("generator-comparisons", "Generators compared", generator_comparisons_table),
         ),
+        needs="judge scores of the set's hypotheses",
+        imports=("scores",),
     ),
     Section(
         "forecast-rules",
@@ -1104,6 +1108,9 @@ SECTIONS = (
         "answered. Needs the full forecast matrix.",
         "selection",
         (TableSpec("forecast-rules", "Rules", forecast_rules_table),),
+        needs="the full forecast matrix (a set of the seed-001 design, or hypotheses imported with every forecasting "
+        "model's answer) and the forecasters' companies",
+        imports=("hypotheses", "forecasters"),
     ),
     Section(
         "trimmed-lists",
@@ -1116,6 +1123,8 @@ SECTIONS = (
         "judged hypothesis of the generator.",
         "selection",
         (TableSpec("trimmed-lists", "Random cuts", trimmed_lists_table, trimmed_lists_plot),),
+        needs="a selection and judge scores",
+        imports=("hypotheses", "scores"),
     ),
     Section(
         "balanced-accuracy",
@@ -1125,6 +1134,8 @@ SECTIONS = (
         "of sensitivity and specificity, equal to accuracy on a 50/50 set; intervals resample whole articles.",
         "selection",
         (TableSpec("balanced-accuracy", "Forecasters and rules", balanced_accuracy_table),),
+        needs="statements with a known result: hypotheses imported with confirmed, and their forecasts",
+        imports=("hypotheses",),
     ),
     Section(
         "task-selection",
@@ -1139,6 +1150,8 @@ SECTIONS = (
             TableSpec("task-selection-exclusions", "Exclusions by reason", task_selection_exclusions_table),
             TableSpec("task-selection-candidates", "Candidates", task_selection_candidates_table),
         ),
+        needs="the task-selection log",
+        imports=("selection_log", "selection_records"),
     ),
     Section(
         "ranking",
@@ -1153,6 +1166,8 @@ SECTIONS = (
             TableSpec("ranking", "AUC and precision of the top k", ranking_table, ranking_plot),
             TableSpec("ranking-vs-rule", "The two-stage list against the ranking", ranking_vs_rule_table),
         ),
+        needs="numerical forecasts: the detailed instruction's probabilities, or imported ones",
+        imports=("probabilities",),
     ),
     Section(
         "best-single-model",
@@ -1163,6 +1178,9 @@ SECTIONS = (
         "the generators. Needs the full forecast matrix.",
         "selection",
         (TableSpec("best-single-model", "Models", best_single_model_table),),
+        needs="the full forecast matrix: a set of the seed-001 design, or hypotheses imported with every "
+        "forecasting model's answer",
+        imports=("hypotheses",),
     ),
     Section(
         "without-company",
@@ -1172,6 +1190,8 @@ SECTIONS = (
         "unanimity of the others are kept. Changes have joint intervals.",
         "sensitivity",
         (TableSpec("without-company", "Selections", without_company_table),),
+        needs="the forecasters' companies and the first-stage answers",
+        imports=("forecasters", "hypotheses"),
     ),
     Section(
         "judge-left-out",
@@ -1181,6 +1201,8 @@ SECTIONS = (
         "remaining deciding judges.",
         "sensitivity",
         (TableSpec("judge-left-out", "Selections", judge_left_out_table),),
+        needs="a selection and judge scores with the judges' companies",
+        imports=("scores",),
     ),
     Section(
         "rerun",
@@ -1193,6 +1215,8 @@ SECTIONS = (
             TableSpec("rerun", "Models", rerun_table),
             TableSpec("rerun-selection", "Selections", rerun_selection_table),
         ),
+        needs="a second round of forecasts: the set's forecasts asked again, or imported",
+        imports=("repeat_forecasts",),
     ),
     Section(
         "key-elements",
@@ -1203,6 +1227,8 @@ SECTIONS = (
         "a match for naming at least one element, with task-resampled intervals; all hypotheses and the selected.",
         "auc",
         (TableSpec("key-elements", "Key elements", key_elements_table),),
+        needs="the reference statements' key elements",
+        imports=("key_elements",),
     ),
     Section(
         "rule-enumeration",
@@ -1214,6 +1240,9 @@ SECTIONS = (
         "model's list. Needs the full forecast matrix.",
         None,
         (TableSpec("rule-enumeration", "Rules", rule_enumeration_table, rule_enumeration_plot),),
+        needs="the full forecast matrix: a set of the seed-001 design, or hypotheses imported with every "
+        "forecasting model's answer",
+        imports=("hypotheses",),
     ),
     Section(
         "originality",
@@ -1229,6 +1258,8 @@ SECTIONS = (
             TableSpec("originality-logit", "Regression", originality_logit_table),
             TableSpec("originality-pairs", "Pairs", originality_pairs_table),
         ),
+        needs="originality, feasibility and clarity scores of the selected and excluded hypotheses",
+        imports=("quality_scores",),
     ),
     Section(
         "hint-degree",
@@ -1241,6 +1272,8 @@ SECTIONS = (
             TableSpec("hint-degree", "Correlation", hint_degree_table, hint_degree_plot),
             TableSpec("hint-tasks", "Tasks", hint_tasks_table),
         ),
+        needs="each task's hint score",
+        imports=("hints",),
     ),
 )
 TABLES = {spec.slug: spec for section in SECTIONS for spec in section.tables}

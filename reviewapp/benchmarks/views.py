@@ -225,11 +225,7 @@ def benchmark_import(request, benchmark_id: int):
     if request.method == "POST":
         context["result"], context["problems"], _ = posted_import(request, benchmark_import_file, benchmark=benchmark)
     context["imports"] = selectors.benchmark_imports(benchmark)
-    context["columns"] = [
-        (table, [(name, name in REQUIRED[table]) for name in fields if name != "forecasts"])
-        for table, fields in FIELDS.items()
-    ]
-    context["forecast_prefix"] = FORECAST_COLUMN_PREFIX
+    context.update(_import_columns())
     template = "reviewapp/benchmark_import.html#outcome" if request.htmx else "reviewapp/benchmark_import.html"
     return render(request, template, context)
 
@@ -338,17 +334,54 @@ def _seed_query(seeds: dict[str, int]) -> str:
 
 
 def _sections(statistics) -> list[dict]:
-    return [
-        {
-            "section": section,
-            "seed": statistics.seeds.get(section.seed_family) if section.seed_family else None,
-            "tables": [
-                {"spec": spec, "table": spec.build(statistics), "has_plot": spec.plot is not None}
-                for spec in section.tables
-            ],
+    sections = []
+    for section in SECTIONS:
+        tables = [{"spec": spec, "table": spec.build(statistics)} for spec in section.tables]
+        for entry in tables:
+            entry["has_plot"] = entry["spec"].plot is not None and bool(entry["table"].rows)
+        sections.append(
+            {
+                "section": section,
+                "seed": statistics.seeds.get(section.seed_family) if section.seed_family else None,
+                "tables": tables,
+                "filled": any(entry["table"].rows for entry in tables),
+                "notes": [note for entry in tables for note in entry["table"].notes],
+            }
+        )
+    return sections
+
+
+# The sections of the statistics page before the appendices' analyses: (slug, title, the benchmark supplement's
+# appendices, what an empty one needs, the import tables that bring it).
+SELECTION_SECTIONS = (
+    ("enrichment", "Enrichment of the selection per generator", "Е, Н.5, Н.6", "judged hypotheses", ("scores",)),
+    ("judge-votes", "Judge-vote distribution", "К, М.2", "judge scores", ("scores",)),
+    ("agreement", "Agreement between judges", "К, М.2", "scores of at least two judges", ("scores",)),
+)
+
+
+def _selection_sections(statistics, votes: list, pairs: list) -> dict[str, dict]:
+    filled = {"enrichment": statistics.judged > 0, "judge-votes": bool(votes), "agreement": bool(pairs)}
+    # Keyed for the template, which cannot read a hyphenated key.
+    return {
+        slug.replace("-", "_"): {
+            "slug": slug,
+            "title": title,
+            "appendix": appendix,
+            "needs": needs,
+            "imports": imports,
+            "filled": filled[slug],
         }
-        for section in SECTIONS
-    ]
+        for slug, title, appendix, needs, imports in SELECTION_SECTIONS
+    }
+
+
+def _contents(selection: dict[str, dict], sections: list[dict], cohorts) -> list[dict]:
+    """Every section of the page in order, with whether its data are there (the contents bar)."""
+    entries = [{"slug": item["slug"], "title": item["title"], "filled": item["filled"]} for item in selection.values()]
+    entries += [{"slug": i["section"].slug, "title": i["section"].title, "filled": i["filled"]} for i in sections]
+    entries.append({"slug": "human-review", "title": "Human review", "filled": bool(cohorts)})
+    return entries
 
 
 @login_required
@@ -382,7 +415,26 @@ def benchmark_statistics(request, benchmark_id: int):
         "seed_query": f"?{seed_query}" if seed_query else "",
         "seed_errors": errors,
     }
+    context["selection_sections"] = _selection_sections(statistics, context["votes"], context["pairs"])
+    context["contents"] = _contents(context["selection_sections"], context["sections"], context["cohorts"])
     return render(request, "reviewapp/benchmark_statistics.html", context, status=400 if errors else 200)
+
+
+@login_required
+def benchmark_import_format(request):
+    """The tables a set's import file may hold: analysts read it from the statistics page's empty sections."""
+    roles.require_read_all(request.user)
+    return render(request, "reviewapp/benchmark_import_format.html", _import_columns())
+
+
+def _import_columns() -> dict:
+    return {
+        "columns": [
+            (table, [(name, name in REQUIRED[table]) for name in fields if name != "forecasts"])
+            for table, fields in FIELDS.items()
+        ],
+        "forecast_prefix": FORECAST_COLUMN_PREFIX,
+    }
 
 
 @login_required
@@ -401,6 +453,7 @@ def benchmark_figure(request, benchmark_id: int, figure: str, file_format: str):
 
 urlpatterns = [
     path("benchmarks/", benchmark_list, name="benchmark-list"),
+    path("benchmarks/import-format/", benchmark_import_format, name="benchmark-import-format"),
     path("benchmarks/<int:benchmark_id>/", benchmark_detail, name="benchmark-detail"),
     path("benchmarks/<int:benchmark_id>/roster/", benchmark_roster, name="benchmark-roster"),
     path("benchmarks/<int:benchmark_id>/run/", benchmark_run, name="benchmark-run"),
