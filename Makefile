@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 # Every benchmark under benchmarks/: the *_speed.py scripts and the load test (the rest is code they share).
 BENCHMARKS := $(sort $(wildcard benchmarks/*_speed.py) benchmarks/load_test.py)
 
-.PHONY: run test lint install install-dev demo worker bench clean
+.PHONY: run dev logs test lint install install-dev demo worker bench clean
 
 # Where the benchmarks of one `make bench` append their figures, printed as one table at its end.
 bench: export OH_BENCH_ROWS := $(CURDIR)/var/bench-rows-$(shell date +%Y%m%d%H%M%S)-$(shell echo $$PPID).jsonl
@@ -31,12 +31,24 @@ install-dev: $(VENV)/.installed-dev
 demo: install
 	$(BIN)/python manage.py prepare_local
 
-# The same and the static files (collected only when they changed), then the servers; the address and the demo
-# logins are the last lines printed, once every server is up. HOST, PORT and SIMULATOR_PORT come from the settings
-# (the environment or .env).
+# The same and the static files (collected only when they changed), then the servers (the web server is gunicorn);
+# the log files, the address and the demo logins are the last lines printed, once every server is up, and the
+# servers' logs go to var/logs/ (only warnings and errors to the terminal). HOST, PORT and SIMULATOR_PORT come from
+# the settings (the environment or .env).
 run: install
 	$(BIN)/python manage.py prepare_local --static --no-logins
 	./bin/run-local
+
+# The same with Django's development server, which reloads on code changes, and every server's log on the terminal.
+dev: install
+	$(BIN)/python manage.py prepare_local --static --no-logins
+	./bin/run-local --dev
+
+# Follow the logs of the servers `make run` started (the last lines of each, then what they write).
+logs: install
+	@logs="$$($(BIN)/python manage.py show_settings VAR_DIR)/logs"; \
+	if ls "$$logs"/*.log >/dev/null 2>&1; then tail -n 20 -F "$$logs"/*.log; \
+	else echo "No logs in $$logs yet: \`make run\` writes them."; exit 1; fi
 
 # One more Celery worker on this machine, for the database and broker the settings name (see the README); it runs
 # CELERY_CONCURRENCY threads.

@@ -1,8 +1,10 @@
+import logging
 import os
+import sys
 
 from celery import Celery, bootsteps
 from celery.concurrency.thread import TaskPool as ThreadTaskPool
-from celery.signals import worker_ready
+from celery.signals import after_setup_logger, worker_ready
 
 # How often a threads-pool worker's event loop wakes up to acknowledge finished tasks and take new ones.
 WAKE_SECONDS = 0.1
@@ -21,6 +23,18 @@ def _mark_worker_ready(**kwargs):
     if ready_file:
         with open(ready_file, "w", encoding="utf-8") as handle:
             handle.write(str(os.getpid()))
+
+
+@after_setup_logger.connect
+def _warnings_to_the_terminal_too(logger, logfile, format, **kwargs):
+    # With --logfile (`make run` names one per server) Celery writes every record to the file; its warnings and
+    # errors reach the terminal as well, as the web server's do. sys.__stderr__: Celery replaces sys.stderr with a
+    # proxy that logs what is written to it.
+    if logfile:
+        terminal = logging.StreamHandler(sys.__stderr__)
+        terminal.setLevel(logging.WARNING)
+        terminal.setFormatter(logging.Formatter(format))
+        logger.addHandler(terminal)
 
 
 class WakeThreadsPoolConsumer(bootsteps.StartStopStep):

@@ -291,16 +291,35 @@ CELERY_TASK_IGNORE_RESULT = True
 # A job nobody has picked up after this many seconds is reported as waiting for a worker.
 JOB_UNCLAIMED_WARNING_SECONDS = env_int("JOB_UNCLAIMED_WARNING_SECONDS", 20)
 
+# A server's log file (`make run` names one per server under var/logs/): every record goes there, with its time and
+# level, and the terminal (stderr) shows only warnings and errors. Unset: every record goes to stderr.
+OH_LOG_FILE = env_str("OH_LOG_FILE", "")
+LOG_FILE_FORMAT = "[%(asctime)s] %(levelname)s %(name)s: %(message)s"
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     # A refusal (403) is one line in the log, not a traceback.
     "filters": {"refusals_in_one_line": {"()": "reviewapp.core.requests.RefusalsInOneLine"}},
+    "formatters": {"timed": {"format": LOG_FILE_FORMAT}},
     "handlers": {"console": {"class": "logging.StreamHandler", "filters": ["refusals_in_one_line"]}},
     "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
     # django-axes logs every login at INFO; its warnings (failed logins, lockouts) are what an operator needs.
     "loggers": {"django.db.backends": {"level": "INFO"}, "axes": {"level": "WARNING"}},
 }
+if CELERY_BROKER_URL.startswith("filesystem"):
+    # kombu warns at every connection that the folder broker's URL names no host; it needs none.
+    LOGGING["loggers"]["kombu.connection"] = {"level": "ERROR"}
+if OH_LOG_FILE:
+    LOGGING["handlers"] = {
+        "console": {"class": "logging.StreamHandler", "filters": ["refusals_in_one_line"], "level": "WARNING"},
+        "file": {
+            "class": "logging.FileHandler",
+            "filename": OH_LOG_FILE,
+            "filters": ["refusals_in_one_line"],
+            "formatter": "timed",
+        },
+    }
+    LOGGING["root"]["handlers"] = ["console", "file"]
 
 # Model providers: one transport retry loop per model call (timeouts, connection errors, 408, 429, 5xx, 529).
 PROVIDER_MAX_ATTEMPTS = env_int("PROVIDER_MAX_ATTEMPTS", 6)
@@ -315,6 +334,9 @@ SIMULATOR_PORT = env_int("SIMULATOR_PORT", 8765)
 # Address and port of the web server that `make run` starts (bin/run-local reads them here, with SIMULATOR_PORT).
 HOST = env_str("HOST", "127.0.0.1")
 PORT = env_int("PORT", 8000)
+# The web server's processes and the threads of each (gunicorn, reviewapp.core.gunicorn_config).
+WEB_WORKERS = env_int("WEB_WORKERS", 2)
+WEB_THREADS = env_int("WEB_THREADS", 8)
 # Real provider addresses and model ids of the default roster (docs/protocol.md#default-roster).
 OPENAI_BASE_URL = env_str("OPENAI_BASE_URL", "https://api.openai.com/v1")
 XAI_BASE_URL = env_str("XAI_BASE_URL", "https://api.x.ai/v1")

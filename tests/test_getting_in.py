@@ -1,6 +1,7 @@
 """A newcomer's way in: the start-up banner (address, public page, API reference, current demo logins) kept in a file
 only its owner can read, the links to the public Open Hypothesis page, and a second start that only checks."""
 
+import http.client
 import io
 import os
 import re
@@ -122,8 +123,10 @@ def _free_port() -> int:
 
 
 def test_run_local_prints_the_banner_last_once_every_server_is_up(tmp_path):
-    """The real start script on a demo database of its own: the banner comes after the servers' start-up output,
-    and when it is printed the web server, the simulated model server and the worker all answer."""
+    """The real start script on a demo database of its own: when the banner is printed the web server (gunicorn, with
+    threads), the simulated model server and the worker all answer; the servers' logs went to their files under
+    logs/, which the banner names, and while the worker does the demo work nothing but warnings reaches the terminal
+    after the banner."""
     port, simulator_port = _free_port(), _free_port()
     env = {
         **{k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "CELERY_BROKER_URL")},
@@ -132,11 +135,12 @@ def test_run_local_prints_the_banner_last_once_every_server_is_up(tmp_path):
         "SIMULATOR_PORT": str(simulator_port),
         "CELERY_CONCURRENCY": "1",
     }
-    for name in ("OPENAI_API_KEY", "XAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY"):
+    for name in ("OPENAI_API_KEY", "XAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY", "OH_LOG_FILE"):
         env.pop(name, None)
     prepare = [sys.executable, "manage.py", "prepare_local", "--no-logins"]
     subprocess.run(prepare, cwd=ROOT, env=env, check=True, capture_output=True)
     log = tmp_path / "run-local.log"
+    logs = tmp_path / "logs"
     with open(log, "w") as handle:
         process = subprocess.Popen(
             ["bin/run-local"], cwd=ROOT, env=env, stdout=handle, stderr=subprocess.STDOUT, start_new_session=True
@@ -155,8 +159,38 @@ def test_run_local_prints_the_banner_last_once_every_server_is_up(tmp_path):
         tail = text[text.rindex("Open Hypothesis: http://") :]
         assert tail.startswith(banner.splitlines()[0])
         assert banner.strip() in tail
-        # Nothing the servers printed while starting comes after it.
-        assert "Starting development server" in text[: text.rindex("Open Hypothesis: http://")]
+        assert f"Logs: {logs}/{{web,worker,beat,simulator}}.log (`make logs` follows them)" in text
+
+        # The web server is gunicorn, and it keeps a connection open between a page's requests.
+        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+        connection.request("GET", "/accounts/login/")
+        answer = connection.getresponse()
+        answer.read()
+        assert answer.getheader("Server") == "gunicorn"
+        connected = connection.sock
+        time.sleep(3)  # longer than gunicorn's default keep-alive (2 s), which reset a reviewer's autosave
+        connection.request("GET", "/accounts/login/")
+        assert connection.getresponse().status == 200 and connection.sock is connected
+        connection.close()
+
+        # The servers' start-up output and the worker's log of the demo work went to their files; the terminal got
+        # none of it, but does get a warning.
+        while "succeeded" not in (logs / "worker.log").read_text():
+            assert process.poll() is None and time.monotonic() < deadline + 180, log.read_text()
+            time.sleep(0.5)
+        assert "Listening at" in (logs / "web.log").read_text()
+        assert "GET /accounts/login/" in (logs / "web.log").read_text()
+        assert "celery@" in (logs / "worker.log").read_text()
+        assert "Simulated model server" in (logs / "simulator.log").read_text()
+        assert "beat: Starting" in (logs / "beat.log").read_text()
+        subprocess.run(["curl", "-s", "-o", "/dev/null", f"http://127.0.0.1:{port}/no-page-of-ours"])
+        while "no-page-of-ours" not in log.read_text():
+            assert time.monotonic() < deadline + 240, log.read_text()
+            time.sleep(0.2)
+        after_banner = log.read_text()[text.rindex("Open Hypothesis: http://") :][len(tail) :]
+        assert after_banner.strip() == "Not Found: /no-page-of-ours", after_banner
+        for output in ("celery@", "Listening at", "Booting worker", "HTTP Request", "Starting development server"):
+            assert output not in text, output
     finally:
         # The worker finishes the demo work it has begun before it stops; the test does not wait for that.
         os.killpg(process.pid, signal.SIGKILL)

@@ -410,6 +410,19 @@ def test_make_run_with_the_web_port_taken_starts_no_server_at_all(tmp_path):
     assert "celery@" not in output
 
 
+def test_the_web_server_keeps_connections_longer_than_any_page_waits_between_requests(settings):
+    """gunicorn's default keep-alive (2 s) reset a reviewer's connection between autosaves: the configuration keeps
+    an idle connection longer than the longest interval at which a page asks again."""
+    from reviewapp.core import gunicorn_config
+
+    intervals = [settings.OPEN_HYPOTHESIS_POLL_SECONDS]
+    for template in (ROOT / "templates").rglob("*.html"):
+        intervals += [int(seconds) for seconds in re.findall(r'hx-trigger="every (\d+)s"', template.read_text())]
+    assert len(intervals) > 3
+    assert gunicorn_config.worker_class == "gthread" and gunicorn_config.threads > 1
+    assert gunicorn_config.keepalive > max(intervals)
+
+
 # Database connections ------------------------------------------------------------------------------------------------
 
 POSTGRES_URL = "postgres://someone@127.0.0.1:5432/openhypothesis"
