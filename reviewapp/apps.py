@@ -1,5 +1,6 @@
 from django.apps import AppConfig
 from django.apps import apps as global_apps
+from django.core import checks
 from django.db.models.signals import post_migrate
 
 from reviewapp.core.roles import PERMISSION_APP, ROLE_PERMISSION
@@ -29,6 +30,9 @@ class ReviewappConfig(AppConfig):
         # its background jobs.
         from reviewapp import tasks  # noqa: F401
         from reviewapp.core.claims import sweep_register
+        from reviewapp.core.secret_key import published_secret_key_check
+
+        checks.register(published_secret_key_check, checks.Tags.security, deploy=True)
         from reviewapp.services.jobs import jobs_sweep
 
         sweep_register("background jobs", jobs_sweep)

@@ -10,6 +10,7 @@ from django.core.exceptions import ImproperlyConfigured
 from dotenv import load_dotenv
 
 from reviewapp.core.env import env_bool, env_int, env_list, env_str
+from reviewapp.core.secret_key import PUBLISHED_KEY_MESSAGE, PUBLISHED_SECRET_KEYS, install_secret_key
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 load_dotenv(os.environ.get("OH_ENV_FILE") or BASE_DIR / ".env", override=False)
@@ -17,9 +18,11 @@ VAR_DIR = Path(env_str("OH_VAR_DIR", str(BASE_DIR / "var")))
 VAR_DIR.mkdir(parents=True, exist_ok=True)
 
 DEBUG = env_bool("DEBUG", False)
-# The fallback key only serves local runs; production must set SECRET_KEY (refused below in the HTTPS mode).
-LOCAL_SECRET_KEY = "insecure-local-only-key-set-SECRET_KEY-in-production"
-SECRET_KEY = env_str("SECRET_KEY", LOCAL_SECRET_KEY)
+# Production sets SECRET_KEY (the same on every web server); unset, each install makes its own in OH_VAR_DIR/secret-key.
+# A published key (earlier releases' fallback) is refused unless DEBUG, and fails `check --deploy` (core.secret_key).
+SECRET_KEY = env_str("SECRET_KEY", "") or install_secret_key(VAR_DIR / "secret-key")
+if SECRET_KEY in PUBLISHED_SECRET_KEYS and not DEBUG:
+    raise ImproperlyConfigured(PUBLISHED_KEY_MESSAGE)
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]", "testserver"])
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
 
@@ -27,10 +30,11 @@ CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
 # header by which the proxy in front says a request came over HTTPS (it must set it and drop any the client sent).
 OH_HTTPS = env_bool("OH_HTTPS", False)
 if OH_HTTPS:
-    if SECRET_KEY == LOCAL_SECRET_KEY or len(SECRET_KEY) < 50:
+    # Every web server behind the proxy must share the key: HTTPS deployments name it rather than use the install's.
+    if not env_str("SECRET_KEY", "") or SECRET_KEY in PUBLISHED_SECRET_KEYS or len(SECRET_KEY) < 50:
         raise ImproperlyConfigured(
             "OH_HTTPS=true needs a SECRET_KEY of your own of at least 50 random characters, e.g. from "
-            "`python -c 'import secrets; print(secrets.token_urlsafe(50))'`; the built-in local key is refused."
+            "`python -c 'import secrets; print(secrets.token_urlsafe(50))'`, the same on every web server."
         )
     SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = True
     SECURE_SSL_REDIRECT = True

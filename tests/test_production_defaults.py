@@ -96,6 +96,34 @@ def test_the_https_mode_refuses_the_built_in_key_and_says_what_to_set(tmp_path, 
     assert "SECRET_KEY" in result.stderr and "OH_HTTPS" in result.stderr
 
 
+PUBLISHED_KEY = "insecure-local-only-key-set-SECRET_KEY-in-production"  # the key earlier releases fell back to
+
+
+def test_without_debug_the_published_key_is_refused_at_start_up_naming_secret_key(tmp_path):
+    result = manage(tmp_path, "check", DEBUG="false", SECRET_KEY=PUBLISHED_KEY)
+    assert result.returncode != 0
+    assert "SECRET_KEY" in result.stderr and "published" in result.stderr
+
+
+def test_the_deployment_check_fails_on_the_published_key(tmp_path):
+    result = manage(tmp_path, "check", "--deploy", DEBUG="true", SECRET_KEY=PUBLISHED_KEY)
+    assert result.returncode != 0
+    assert "SECRET_KEY" in result.stdout + result.stderr
+
+
+def test_without_a_secret_key_each_install_makes_its_own_and_keeps_it_private(tmp_path):
+    first = settings_of(tmp_path, ["SECRET_KEY", "DEBUG"])
+    assert not first["DEBUG"] and first["SECRET_KEY"] != PUBLISHED_KEY and len(first["SECRET_KEY"]) >= 50
+    key_file = tmp_path / "var" / "secret-key"
+    assert key_file.read_text().strip() == first["SECRET_KEY"]
+    assert key_file.stat().st_mode & 0o777 == 0o600
+    assert settings_of(tmp_path, ["SECRET_KEY"])["SECRET_KEY"] == first["SECRET_KEY"]  # the same at the next start
+    other_install = tmp_path / "other"
+    other_install.mkdir()
+    assert settings_of(other_install, ["SECRET_KEY"])["SECRET_KEY"] != first["SECRET_KEY"]
+    result = manage(tmp_path, "check", "--deploy")
+    assert "SECRET_KEY" not in result.stdout + result.stderr
+
 def test_a_dotenv_file_is_read_and_the_environment_wins_over_it(tmp_path):
     env_file = tmp_path / "settings.env"
     env_file.write_text("OPEN_HYPOTHESIS_DAILY_CAP=7\nOPEN_HYPOTHESIS_QUEUE_LIMIT=9\n")
@@ -170,7 +198,8 @@ def test_env_example_states_every_default_truthfully(tmp_path):
         [PYTHON, "-c", code], cwd=ROOT, env=clean_environment(tmp_path), capture_output=True, text=True, timeout=120
     )
     setting_names = set(__import__("json").loads(result.stdout))
-    checked = sorted(name for name in documented if name in setting_names)
+    # SECRET_KEY has no one default: unset, each install makes its own (test_without_a_secret_key_each_install_...).
+    checked = sorted(name for name in documented if name in setting_names and name != "SECRET_KEY")
     assert len(checked) > 30
     values = settings_of(tmp_path, checked)
     for name in checked:
