@@ -124,6 +124,7 @@ def test_without_a_secret_key_each_install_makes_its_own_and_keeps_it_private(tm
     result = manage(tmp_path, "check", "--deploy")
     assert "SECRET_KEY" not in result.stdout + result.stderr
 
+
 def test_a_dotenv_file_is_read_and_the_environment_wins_over_it(tmp_path):
     env_file = tmp_path / "settings.env"
     env_file.write_text("OPEN_HYPOTHESIS_DAILY_CAP=7\nOPEN_HYPOTHESIS_QUEUE_LIMIT=9\n")
