@@ -430,8 +430,8 @@ SEED_PARAMETERS = {f"seed_{family}": family for family in SEEDS}
 
 def statistics_seeds(query) -> dict[str, int]:
     """The seed of each family of analyses from a query (``seed_generation``, ``seed_selection``,
-    ``seed_sensitivity``, ``seed_auc``), the benchmark's own where none is given (docs/analysis.md#seeds). Raises
-    InputInvalid for a seed that is not a whole number from 0 to 2^32 − 1."""
+    ``seed_sensitivity``, ``seed_auc``, ``seed_further``), the benchmark's own where none is given
+    (docs/analysis.md#seeds). Raises InputInvalid for a seed that is not a whole number from 0 to 2^32 − 1."""
     values = validated(StatisticsApi.FilterSerializer, {key: query[key] for key in SEED_PARAMETERS if query.get(key)})
     return {**SEEDS, **{SEED_PARAMETERS[key]: value for key, value in values.items() if value is not None}}
 
@@ -447,6 +447,7 @@ class StatisticsApi(APIView):
         seed_selection = serializers.IntegerField(required=False, min_value=0, max_value=2**32 - 1)
         seed_sensitivity = serializers.IntegerField(required=False, min_value=0, max_value=2**32 - 1)
         seed_auc = serializers.IntegerField(required=False, min_value=0, max_value=2**32 - 1)
+        seed_further = serializers.IntegerField(required=False, min_value=0, max_value=2**32 - 1)
 
     @extend_schema(
         responses=OpenApiResponse(

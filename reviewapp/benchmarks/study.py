@@ -406,9 +406,9 @@ def _generator_study(name, company, rows, inputs, list_lengths, rounds, resample
             best = analysis.best_single_model(
                 [(row.task_key, row.forecasts, bool(row.selected), row.primary) for row in decided],
                 models,
-                seed=seeds["selection"],
+                seed=seeds["further"],
             )
-    without, without_note = _without_company(rows, models, inputs.forecaster_companies, resamples, seeds["sensitivity"])
+    without, without_note = _without_company(rows, models, inputs.forecaster_companies, resamples, seeds["further"])
     return GeneratorStudy(
         generator=name,
         company=company,
@@ -422,7 +422,7 @@ def _generator_study(name, company, rows, inputs, list_lengths, rounds, resample
         without_company=without,
         without_company_note=without_note,
         judge_left_out=_judge_left_out(rows, inputs.judge_companies, resamples, seeds["sensitivity"]),
-        rerun=_rerun_selection(rows, models, rounds, resamples, seeds["sensitivity"]),
+        rerun=_rerun_selection(rows, models, rounds, resamples, seeds["further"]),
     )
 
 
@@ -705,6 +705,6 @@ def compute_study(rows, inputs: StudyInputs, *, seeds: Mapping[str, int], resamp
         rerun_rounds=round_names,
         rerun_models=_rerun_models(rounds),
         key_elements=_key_elements(rows, tasks, resamples, seeds["auc"]),
-        originality=_originality(rows, inputs, resamples, seeds["auc"]),
+        originality=_originality(rows, inputs, resamples, seeds["further"]),
         hints=_hints(rows, tasks, resamples, seeds["sensitivity"]),
     )

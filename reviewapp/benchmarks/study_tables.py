@@ -617,7 +617,7 @@ def best_single_model_table(statistics: BenchmarkStatistics) -> Table:
                     "group_matches": best.group_matches,
                     "group_precision": best.group_precision,
                     **(_p_values(best.test, g.best_model_holm_p_value) if is_best else {}),
-                    "seed": _seed(statistics, "selection"),
+                    "seed": _seed(statistics, "further"),
                 }
             )
     return Table(columns, rows, tuple(notes))
@@ -761,7 +761,7 @@ def rerun_selection_table(statistics: BenchmarkStatistics) -> Table:
             "selected_both": g.rerun.selected_both,
             "precision_first": g.rerun.first.precision if g.rerun.first else None,
             "precision_repeat": g.rerun.repeat.precision if g.rerun.repeat else None,
-            "seed": _seed(statistics, "sensitivity"),
+            "seed": _seed(statistics, "further"),
         }
         for g in (study.generators if study else ())
         if g.rerun is not None
@@ -1080,6 +1080,10 @@ class Section:
     seed_family: str | None
     tables: tuple[TableSpec, ...]
     needs: str = ""  # what the set must hold for the section, said on the page while it is empty
+    # Which published passage names the section's seed; where two passages disagree, which one is followed and the
+    # other's seed, offered on the page (docs/analysis.md#seeds).
+    seed_source: str = ""
+    other_seed: int | None = None
     imports: tuple[str, ...] = ()  # the import tables that bring it (docs/analysis.md#importing-a-set-made-elsewhere)
 
 
@@ -1098,6 +1102,7 @@ SECTIONS = (
         ),
         needs="judge scores of the set's hypotheses",
         imports=("scores",),
+        seed_source="Appendix М.6: generation intervals 20261025.",
     ),
     Section(
         "forecast-rules",
@@ -1111,6 +1116,7 @@ SECTIONS = (
         needs="the full forecast matrix (a set of the seed-001 design, or hypotheses imported with every forecasting "
         "model's answer) and the forecasters' companies",
         imports=("hypotheses", "forecasters"),
+        seed_source="The supplement names no seed for appendix Д; the selection's, 20261026.",
     ),
     Section(
         "trimmed-lists",
@@ -1125,6 +1131,7 @@ SECTIONS = (
         (TableSpec("trimmed-lists", "Random cuts", trimmed_lists_table, trimmed_lists_plot),),
         needs="a selection and judge scores",
         imports=("hypotheses", "scores"),
+        seed_source="Appendix М.6: the two-stage selection and the random control 20261026.",
     ),
     Section(
         "balanced-accuracy",
@@ -1136,6 +1143,7 @@ SECTIONS = (
         (TableSpec("balanced-accuracy", "Forecasters and rules", balanced_accuracy_table),),
         needs="statements with a known result: hypotheses imported with confirmed, and their forecasts",
         imports=("hypotheses",),
+        seed_source="The supplement names no seed for appendix З; the selection's, 20261026.",
     ),
     Section(
         "task-selection",
@@ -1168,6 +1176,7 @@ SECTIONS = (
         ),
         needs="numerical forecasts: the detailed instruction's probabilities, or imported ones",
         imports=("probabilities",),
+        seed_source="Appendix М.6: AUC intervals 20261030; appendix Л names the same for its calculations.",
     ),
     Section(
         "best-single-model",
@@ -1176,11 +1185,12 @@ SECTIONS = (
         "The best model is the one with the highest precision among its yes answers; trimming its list at random "
         "keeps that precision, so the group's precision is compared with it by within-task permutations, Holm over "
         "the generators. Needs the full forecast matrix.",
-        "selection",
+        "further",
         (TableSpec("best-single-model", "Models", best_single_model_table),),
         needs="the full forecast matrix: a set of the seed-001 design, or hypotheses imported with every "
         "forecasting model's answer",
         imports=("hypotheses",),
+        seed_source="Appendix Л: 20261030 for all its calculations.",
     ),
     Section(
         "without-company",
@@ -1188,10 +1198,13 @@ SECTIONS = (
         "Л.3, Н.7",
         "The forecaster of the company that built the generator leaves the group; the first stage and the "
         "unanimity of the others are kept. Changes have joint intervals.",
-        "sensitivity",
+        "further",
         (TableSpec("without-company", "Selections", without_company_table),),
         needs="the forecasters' companies and the first-stage answers",
         imports=("forecasters", "hypotheses"),
+        seed_source="Followed: appendix Л, 20261030 for all its calculations. Appendix Н.7 reports this check among "
+        "the robustness checks, whose seed in appendix М.6 (sensitivity analyses) is 20261027.",
+        other_seed=20261027,
     ),
     Section(
         "judge-left-out",
@@ -1203,6 +1216,7 @@ SECTIONS = (
         (TableSpec("judge-left-out", "Selections", judge_left_out_table),),
         needs="a selection and judge scores with the judges' companies",
         imports=("scores",),
+        seed_source="Appendix М.6: sensitivity analyses 20261027.",
     ),
     Section(
         "rerun",
@@ -1210,13 +1224,16 @@ SECTIONS = (
         "Л.7",
         "The same requests forecast again: per model the share of equal decisions and Cohen's κ on the hypotheses "
         "forecast in both rounds, and per generator the selection (unanimity of every model) in each round.",
-        "sensitivity",
+        "further",
         (
             TableSpec("rerun", "Models", rerun_table),
             TableSpec("rerun-selection", "Selections", rerun_selection_table),
         ),
         needs="a second round of forecasts: the set's forecasts asked again, or imported",
         imports=("repeat_forecasts",),
+        seed_source="Followed: appendix Л, 20261030 for all its calculations. Appendix Н.7 reports the re-run's "
+        "intervals among the robustness checks, whose seed in appendix М.6 (sensitivity analyses) is 20261027.",
+        other_seed=20261027,
     ),
     Section(
         "key-elements",
@@ -1229,6 +1246,7 @@ SECTIONS = (
         (TableSpec("key-elements", "Key elements", key_elements_table),),
         needs="the reference statements' key elements",
         imports=("key_elements",),
+        seed_source="Appendices Л and М.6 (AUC intervals): 20261030.",
     ),
     Section(
         "rule-enumeration",
@@ -1252,7 +1270,7 @@ SECTIONS = (
         "deciding judges' 1–10 scores are averaged. Differences selected minus excluded with task-resampled "
         "intervals and a within-task sign-flip test (19,999 permutations, +1), Holm over the three scores; the "
         "logistic regression of a match on selection and centred clarity, errors clustered by generator × task.",
-        "auc",
+        "further",
         (
             TableSpec("originality", "Differences", originality_table, originality_plot),
             TableSpec("originality-logit", "Regression", originality_logit_table),
@@ -1260,6 +1278,7 @@ SECTIONS = (
         ),
         needs="originality, feasibility and clarity scores of the selected and excluded hypotheses",
         imports=("quality_scores",),
+        seed_source="Appendix Л: 20261030 for all its calculations.",
     ),
     Section(
         "hint-degree",
@@ -1274,6 +1293,7 @@ SECTIONS = (
         ),
         needs="each task's hint score",
         imports=("hints",),
+        seed_source="Appendix М.6: the hint analysis 20261027.",
     ),
 )
 TABLES = {spec.slug: spec for section in SECTIONS for spec in section.tables}

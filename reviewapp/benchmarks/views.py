@@ -328,9 +328,18 @@ def _enrichment_rows(statistics) -> list[dict]:
     return rows
 
 
+def _changed_seeds(seeds: dict[str, int]) -> dict[str, int]:
+    """The query parameters that ask for these seeds: only those that differ from the benchmark's own."""
+    return {key: seeds[family] for key, family in SEED_PARAMETERS.items() if seeds[family] != SEEDS[family]}
+
+
 def _seed_query(seeds: dict[str, int]) -> str:
-    """The query that asks for these seeds: only those that differ from the benchmark's own."""
-    return urlencode({key: seeds[family] for key, family in SEED_PARAMETERS.items() if seeds[family] != SEEDS[family]})
+    return urlencode(_changed_seeds(seeds))
+
+
+def _other_seed_query(seeds: dict[str, int], family: str, seed: int) -> str:
+    """The query that recomputes the page with another published seed for one family, the other seeds kept."""
+    return "?" + urlencode({**_changed_seeds(seeds), f"seed_{family}": seed})
 
 
 def _sections(statistics) -> list[dict]:
@@ -346,6 +355,10 @@ def _sections(statistics) -> list[dict]:
                 "tables": tables,
                 "filled": any(entry["table"].rows for entry in tables),
                 "notes": [note for entry in tables for note in entry["table"].notes],
+                # The seed another published passage names for this analysis, with the rest of the seeds kept.
+                "other_seed_query": _other_seed_query(statistics.seeds, section.seed_family, section.other_seed)
+                if section.seed_family and section.other_seed is not None
+                else "",
             }
         )
     return sections
@@ -413,6 +426,8 @@ def benchmark_statistics(request, benchmark_id: int):
         "sections": _sections(statistics),
         "seed_fields": [(key, family, seeds[family], SEEDS[family]) for key, family in SEED_PARAMETERS.items()],
         "seed_query": f"?{seed_query}" if seed_query else "",
+        # Appendix Л's seed for the strict enrichment, computed with the selection's (docs/analysis.md#seeds).
+        "strict_seed_query": _other_seed_query(seeds, "selection", SEEDS["further"]),
         "seed_errors": errors,
     }
     context["selection_sections"] = _selection_sections(statistics, context["votes"], context["pairs"])

@@ -292,7 +292,7 @@ def test_best_single_model_selection_without_the_company_forecaster_and_judges_l
     best = next(row for row in _csv(client, study, "best-single-model") if row["best"] == "True")
     assert best["p_value"] and best["group_precision"] == str(round(14 / 19, 4))
     (without,) = _csv(client, study, "without-company")
-    assert without["left_out"] == "sonnet" and without["seed"] == "20261027"
+    assert without["left_out"] == "sonnet" and without["seed"] == "20261030"  # appendix Л
     left_out = {row["judge_left_out"]: row for row in _csv(client, study, "judge-left-out")}
     assert left_out["Judge Alpha"]["changed_outcomes"] == "0"  # the generator company's own judge decides nothing
     # Without Judge Beta both of Gamma and Delta must give ≥ 3: they always agree here, so nothing changes.
@@ -406,6 +406,55 @@ def test_the_statistics_page_has_a_section_per_analysis_with_its_seed(study, cli
     assert f"/benchmarks/{study.pk}/figures/trimmed-lists.png" in page
 
 
+# The seeds as appendix М.6 and appendix Л of the benchmark supplement publish them (docs/analysis.md#seeds).
+PUBLISHED_SEEDS = {
+    "generation": 20261025,
+    "selection": 20261026,
+    "sensitivity": 20261027,
+    "auc": 20261030,
+    "further": 20261030,
+}
+SECTION_SEEDS = {
+    "generation": 20261025,  # М.6: generation intervals
+    "trimmed-lists": 20261026,  # Е, М.6: two-stage selection and random control
+    "judge-left-out": 20261027,  # М.6: sensitivity analyses
+    "hint-degree": 20261027,  # М.6: the hint analysis
+    "ranking": 20261030,  # М.6: AUC intervals
+    "key-elements": 20261030,  # Л
+    "best-single-model": 20261030,  # Л
+    "without-company": 20261030,  # Л (Н.7's robustness checks would say 20261027)
+    "rerun": 20261030,  # Л (likewise)
+    "originality": 20261030,  # Л
+}
+
+
+def test_each_section_uses_the_seed_its_appendix_publishes(study, client, analyst):
+    client.force_login(analyst)
+    data = client.get(f"/api/v1/benchmarks/{study.pk}/statistics").json()
+    assert data["seeds"] == data["study"]["seeds"] == PUBLISHED_SEEDS
+    archive = zipfile.ZipFile(io.BytesIO(client.get(f"/api/v1/benchmarks/{study.pk}/bundle.zip").content))
+    sections = json.loads(archive.read("analysis.json"))["sections"]
+    assert {slug: sections[slug]["seed"] for slug in SECTION_SEEDS} == SECTION_SEEDS
+    # The tables print the seed they used.
+    assert {row["seed"] for row in _csv(client, study, "best-single-model")} == {"20261030"}
+
+
+def test_where_two_passages_disagree_the_section_says_which_it_follows_and_offers_the_other(study, client, analyst):
+    client.force_login(analyst)
+    page = client.get(f"/benchmarks/{study.pk}/statistics/").content.decode()
+    for slug in ("without-company", "rerun"):
+        section = page[page.index(f'id="{slug}"') :]
+        section = section[: section.index("</section>")]
+        assert "Followed: appendix Л, 20261030" in section and "20261027" in section
+        assert f"?seed_further=20261027#{slug}" in section
+    enrichment = page[page.index('id="enrichment"') :]
+    assert "?seed_selection=20261030#enrichment" in enrichment[: enrichment.index("</section>")]
+    # The other seed recomputes the section with it, and the table names it.
+    default = _csv(client, study, "best-single-model")
+    other = _csv(client, study, "best-single-model", "?seed_further=20261027")
+    assert {row["seed"] for row in other} == {"20261027"} and {row["seed"] for row in default} == {"20261030"}
+
+
 def test_a_changed_seed_changes_the_intervals_and_is_printed(study, client, analyst):
     client.force_login(analyst)
     (default,) = _csv(client, study, "hint-degree")
@@ -450,7 +499,7 @@ def test_the_statistics_api_gives_the_same_numbers_as_the_pages(study, client, a
     assert generator["matrix"]["complete"] is True
     assert data["study"]["task_selection"]["check"]["order_reproduces"] is True
     assert data["study"]["hints"]["correlation"]["permutations"] == 99_999
-    assert data["seeds"] == {"generation": 20261025, "selection": 20261026, "sensitivity": 20261027, "auc": 20261030}
+    assert data["seeds"] == PUBLISHED_SEEDS
 
 
 def test_every_new_table_downloads_and_its_plots_render(study, client, analyst):
@@ -526,12 +575,7 @@ def test_the_bundle_holds_analysis_json_and_two_builds_are_byte_identical(study,
     archive = zipfile.ZipFile(io.BytesIO(first))
     assert "analysis.json" in archive.namelist()
     document = json.loads(archive.read("analysis.json"))
-    assert document["seeds"] == {
-        "generation": 20261025,
-        "selection": 20261026,
-        "sensitivity": 20261027,
-        "auc": 20261030,
-    }
+    assert document["seeds"] == PUBLISHED_SEEDS
     trimmed = document["sections"]["trimmed-lists"]["tables"]["trimmed-lists"]
     astra = dict(zip(trimmed["columns"], next(r for r in trimmed["rows"] if r[1] == "astra"), strict=True))
     assert (round(astra["mean"], 2), astra["low"], astra["high"]) == (8.96, 6, 12)
