@@ -70,6 +70,20 @@ def _sorted_rows(rows: list, sort: str) -> tuple[list, str]:
     return present + absent, sort
 
 
+# The table's headers for the eight dimensions: short enough for the table to fit a desktop's width, each spelt out in
+# the legend beside the table (a header cut short, or a tooltip, says nothing on a touch screen).
+DIMENSION_ABBREVIATIONS = {
+    "importance": "Imp",
+    "novelty": "Nov",
+    "grounding": "Grd",
+    "falsifiability": "Fals",
+    "data_resolvability": "Data",
+    "feasibility": "Feas",
+    "alternatives": "Alt",
+    "actionability": "Act",
+}
+
+
 def _number(value: float | None, digits: int = 2) -> str:
     return "" if value is None else f"{value:.{digits}f}"
 
@@ -112,10 +126,13 @@ def _table_rows(rows: list) -> SafeString:
         category = ""
         if revision is not None:
             category = escape(revision.label) or f'<span class="word">{escape(revision.state or "not judged")}</span>'
+        # Q and its coverage next to the proposal (the columns cohort_panel.html heads), the medians after them.
         lines.append(
-            f'<tr><td>{proposal}</td><td>{escape(row.task_key)}</td><td class="num">{coverage.reviews}/3{failed}</td>'
-            f'<td class="num">{coverage.eligible_votes if coverage.reviews else ""}</td>{medians}'
-            f'<td class="num">{q}</td><td class="num">{s}</td><td class="num">{rank}</td>'
+            f'<tr><th scope="row">{proposal}</th><td class="num">{q}</td>'
+            f'<td class="num">{coverage.reviews}/3{failed}</td>'
+            f'<td class="num">{coverage.eligible_votes if coverage.reviews else ""}</td>'
+            f"<td>{escape(row.task_key)}</td>{medians}"
+            f'<td class="num">{s}</td><td class="num">{rank}</td>'
             f'<td class="num">{comparisons}</td><td>{category}</td>'
             f'<td class="num">{_number(revision.delta_q) if revision else ""}</td></tr>'
         )
@@ -132,7 +149,7 @@ def cohort_panel_page(request, cohort_id: int):
         "panel": result,
         "table_rows": _table_rows(rows),
         "sort": sort,
-        "dimensions": rules.DIMENSIONS,
+        "dimensions": [(dimension, DIMENSION_ABBREVIATIONS[dimension.key]) for dimension in rules.DIMENSIONS],
         "job": selectors.latest_job(cohort, selectors.PANEL_JOB),
         "revision_labels": rules.REVISION_LABELS,
         "prompt_version": PROMPT_VERSION,
