@@ -20,6 +20,7 @@ import hashlib
 import io
 import json
 import zipfile
+from datetime import datetime
 
 from reviewapp.benchmarks.models import BenchmarkSet, Judge, RandomControlDraw
 from reviewapp.benchmarks.selectors import benchmark_imports, benchmark_judges, benchmark_rows, benchmark_statistics
@@ -54,6 +55,8 @@ def _json_bytes(data) -> bytes:
 
 
 def _json_default(value):
+    if isinstance(value, datetime):
+        return value.isoformat(timespec="seconds")
     if hasattr(value, "isoformat"):
         return value.isoformat()
     if isinstance(value, tuple | set | frozenset):

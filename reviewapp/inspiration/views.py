@@ -36,12 +36,15 @@ def _form_values(post) -> dict:
 def inspiration_home(request):
     roles.require_read_all(request.user)
     errors: list[str] = []
+    cutoffs_missing = False
     if request.method == "POST":
         roles.require_coordinator(request.user)
-        with page_errors(into=errors):
+        with page_errors(into=errors) as outcome:
             data = validated(AuditInput, _form_values(request.POST))
             audit = services.audit_create(**audit_population(data), user=request.user)
             return redirect("inspiration-audit", audit.pk)
+        # Refused for groups without a cutoff: the form says where to record them.
+        cutoffs_missing = outcome.error is not None and outcome.error.code == "missing_cutoffs"
     audits = selectors.audits_recent()
     context = {
         "audits": [(audit, selectors.audit_population_label(audit)) for audit in audits],
@@ -49,6 +52,7 @@ def inspiration_home(request):
         "cohorts": Cohort.objects.order_by("name"),
         "benchmarks": BenchmarkSet.objects.order_by("name"),
         "errors": errors,
+        "cutoffs_missing": cutoffs_missing,
         "form": request.POST,
     }
     return render(request, "inspiration/home.html", context)

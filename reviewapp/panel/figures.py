@@ -111,6 +111,10 @@ def ratings_table(source) -> list[list]:
     return rows
 
 
+# The most points of the ratings plot that are each labelled with their proposal.
+LABELLED_POINTS = 60
+
+
 def ratings_plot(source) -> "Figure":
     """μ ± 2σ of every proposal, grouped by research task and ordered by s within it; the lower end is s."""
     ratings = source["ratings"]
@@ -126,6 +130,21 @@ def ratings_plot(source) -> "Figure":
     for mask, colour, label in ((compared, COLOURS[0], "compared"), (~compared, "#a0aec0", "never compared (prior)")):
         if mask.any():
             axes.errorbar(x[mask], mu[mask], yerr=2 * sigma[mask], fmt="o", ms=2.5, lw=0.8, color=colour, label=label)
+    if len(ordered) <= LABELLED_POINTS:
+        # Each point names its proposal above its bar; past LABELLED_POINTS the names would overlap (the page's
+        # tables and the CSV name them).
+        for position, item, top in zip(x, ordered, mu + 2 * sigma, strict=True):
+            axes.annotate(
+                item["proposal"],
+                (position, top),
+                xytext=(0, 3),
+                textcoords="offset points",
+                rotation=90,
+                ha="center",
+                va="bottom",
+                fontsize=6,
+            )
+        axes.margins(y=0.25)
     tasks = [item["task"] for item in ordered]
     starts = [i for i in range(len(tasks)) if i == 0 or tasks[i] != tasks[i - 1]]
     for start in starts[1:]:

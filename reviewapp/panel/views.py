@@ -218,14 +218,30 @@ RATINGS_HEAD = (
 )
 
 
+def ordinal(place: int) -> str:
+    """1st, 2nd, 3rd, 4th, …, 11th, 12th, 13th, 21st."""
+    suffix = "th" if 10 <= place % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(place % 10, "th")
+    return f"{place}{suffix}"
+
+
+def rank_in_words(rank: float | None, ranks: list[float]) -> str:
+    """A rank among its task's ranked proposals as people read it: "0.60 (3rd of 6)"; tied proposals share the best
+    place of their tie. Empty for a proposal without a rank (never compared)."""
+    if rank is None:
+        return ""
+    place = 1 + sum(other > rank + 1e-9 for other in ranks)
+    return f"{rank:.2f} ({ordinal(place)} of {len(ranks)})"
+
+
 def _ratings_tables(by_task: dict[str, list]) -> SafeString:
     """One table per research task, best s first; built here for the same reason as the panel table's rows."""
     parts = []
     for task, items in by_task.items():
+        ranks = [item["rank"] for item in items if item["rank"] is not None]
         rows = "".join(
             f'<tr><td>{escape(item["proposal"])}</td><td class="num">{item["mu"]:.3f}</td>'
             f'<td class="num">{item["sigma"]:.3f}</td><td class="num">{item["conservative"]:.3f}</td>'
-            f'<td class="num">{_number(item["rank"], 3)}</td><td class="num">{item["comparisons"]}</td></tr>'
+            f'<td class="num">{rank_in_words(item["rank"], ranks)}</td><td class="num">{item["comparisons"]}</td></tr>'
             for item in sorted(items, key=lambda item: -item["conservative"])
         )
         parts.append(

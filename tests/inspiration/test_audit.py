@@ -488,3 +488,19 @@ def test_an_audit_whose_starter_died_is_started_again_by_the_sweeper(cohort, jud
 
     assert InspirationAudit.objects.get(pk=audit.pk).state == "pending"
     assert audit_complete_here(audit_id=audit.pk).summary["totals"]["positive"] == 2
+
+
+def test_a_refusal_for_missing_cutoffs_links_the_cutoffs_page(cohort, db, server, client, coordinator):
+    from reviewapp.inspiration.models import InspirationCutoff
+
+    InspirationCutoff.objects.filter(group=B).delete()
+    client.force_login(coordinator)
+    response = client.post("/inspiration/", {"population": "cohort", "cohort": str(cohort.pk)})
+    page = response.content.decode()
+    assert response.status_code == 200 and "Record the cutoff of every group first" in page
+    assert 'Record them on the <a href="/inspiration/cutoffs/">cutoffs page</a>' in page
+    window = client.post(
+        "/inspiration/",
+        {"population": "cohort", "cohort": str(cohort.pk), "window_start": "2026-07-01", "window_end": "2026-06-30"},
+    )
+    assert "Record them on the" not in window.content.decode()  # another refusal: no such line

@@ -217,3 +217,32 @@ def test_reviewers_are_refused(client, reviewer, name, db):
     cohort = make_cohort([proposal("w1", "T-W")])
     client.force_login(reviewer)
     assert client.get(reverse(name, args=[cohort.pk])).status_code == 403
+
+
+def test_ranks_read_as_a_fraction_and_a_place_among_the_tasks_ranked_proposals():
+    from reviewapp.panel.views import ordinal, rank_in_words
+
+    assert [ordinal(n) for n in (1, 2, 3, 4, 11, 12, 13, 21, 22, 102, 111)] == [
+        "1st", "2nd", "3rd", "4th", "11th", "12th", "13th", "21st", "22nd", "102nd", "111th",
+    ]  # fmt: skip
+    ranks = [1.0, 0.6, 0.6, 0.2, 0.0]
+    assert [rank_in_words(rank, ranks) for rank in ranks] == [
+        "1.00 (1st of 5)", "0.60 (2nd of 5)", "0.60 (2nd of 5)", "0.20 (4th of 5)", "0.00 (5th of 5)",
+    ]  # fmt: skip
+    assert rank_in_words(None, ranks) == ""
+
+
+def test_the_ratings_page_shows_ranks_as_places_and_the_plot_names_its_points(
+    client, models, script, run_job, coordinator
+):
+    cohort = reviewed_cohort(script, run_job, coordinator, 6, "r")
+    client.force_login(coordinator)
+    page = client.get(reverse("panel-ratings", args=[cohort.pk])).content.decode()
+    assert "(1st of 2)" in page and "(2nd of 2)" in page
+    assert "1.000" not in page.split('id="ratings"')[1].split("</section>")[0]  # ranks have two decimals
+    from reviewapp.panel.api import ratings_as_dict
+
+    source = ratings_as_dict(cohort)
+    plot = figures.ratings_plot(source)
+    labels = sorted(text.get_text() for text in plot.axes[0].texts)
+    assert labels == sorted(item["proposal"] for item in source["ratings"]) and len(labels) == 6

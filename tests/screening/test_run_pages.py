@@ -342,3 +342,15 @@ def test_only_coordinators_create_cohorts_from_runs(client, roster, reviewer, an
         client.force_login(user)
         assert client.post(url, {"hypotheses": "selected", "name": "Sneaky"}).status_code == 403
     assert not Cohort.objects.exists()
+
+
+def test_times_in_answers_are_to_the_second(client, roster, analyst):
+    from tests.benchmark_support import make_set
+
+    run = start()
+    body = client.get(f"/api/v1/open-hypothesis/runs/{run.public_id}").json()
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\+00:00", body["created_at"]), body["created_at"]
+    benchmark = make_set()
+    client.force_login(analyst)
+    detail = client.get(f"/api/v1/benchmarks/{benchmark.pk}").json()
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", detail["created_at"]), detail["created_at"]
