@@ -260,6 +260,11 @@ SPECTACULAR_SETTINGS = {
     "REDOC_DIST": "SIDECAR",
     # No request to the public validator service: the page reaches only this site.
     "SWAGGER_UI_SETTINGS": {"validatorUrl": None, "deepLinking": True},
+    # Choice sets shared by several fields, named once.
+    "ENUM_NAME_OVERRIDES": {
+        "ReviewStatusEnum": "reviewapp.panel.models.ReviewStatus",
+        "FamilyStatusEnum": "reviewapp.panel.models.FAMILY_STATUSES",
+    },
 }
 
 # Celery. The embedded default broker is a folder on disk, so `make run` needs no server;

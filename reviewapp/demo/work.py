@@ -33,7 +33,15 @@ from screening.services.runs import run_create
 logger = logging.getLogger(__name__)
 
 DEMO_COMPARISONS_PER_PROPOSAL = 4
-PANEL_ROLES = ("rubric_judge", "domain_scientist", "methods_reviewer", "critic", "revision_judge")
+PANEL_ROLES = (
+    "rubric_judge",
+    "domain_scientist",
+    "methods_reviewer",
+    "critic",
+    "revision_judge",
+    "path_judge",
+    "run_judge",
+)
 
 DEMO_BENCHMARK_NAME = "Demo: ageing benchmark (demonstration data)"
 DEMO_BENCHMARK_DESCRIPTION = (

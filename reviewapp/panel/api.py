@@ -22,6 +22,7 @@ from reviewapp.panel import profile as rules
 from reviewapp.panel import ratings as trueskill_rules
 from reviewapp.panel import selectors
 from reviewapp.panel.calibration import CLOSEST_CRITERION
+from reviewapp.panel.level_prompts import LEVEL_PROMPTS
 from reviewapp.panel.prompts import PROMPT_VERSION, PROMPTS
 from reviewapp.panel.services import critique, panel
 from reviewapp.panel.services.critique import MAX_PER_PROPOSAL
@@ -420,7 +421,7 @@ class PromptsApi(APIView):
         prompts = Prompt(many=True)
 
     def get(self, request):
-        current = {text.sha256 for text in PROMPTS.values()}
+        current = {text.sha256 for text in (*PROMPTS.values(), *LEVEL_PROMPTS.values())}
         return Response(
             {
                 "version": PROMPT_VERSION,

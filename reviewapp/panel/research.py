@@ -15,6 +15,20 @@ from reviewapp.models import (
     RunDecision,
     Trajectory,
 )
+from reviewapp.panel import development as rules
+from reviewapp.panel.models import (
+    FAMILY_MATURITIES,
+    Assessment,
+    ContributionFamily,
+    FamilyMember,
+    RevisionJudgment,
+)
+from reviewapp.panel.profile import (
+    INSUFFICIENT_EVIDENCE,
+    MARGINAL_REPETITION,
+    NECESSARY_REPAIR,
+    SUBSTANTIVE_PROGRESS,
+)
 
 
 @dataclass
@@ -48,6 +62,7 @@ class CohortTree:
     paths: list[Path]
     transitions: list[tuple[str, str]]  # (parent, child), parents outside the cohort included
     delivery: dict[str, dict[str, str]]  # id → stage → status
+    delivery_evidence: dict[tuple[str, str], str]  # (id, stage) → evidence
 
 
 def cohort_versions(cohort: Cohort) -> tuple[dict[str, Version], dict[str, int], dict[str, str]]:
@@ -116,10 +131,12 @@ def cohort_tree(cohort: Cohort) -> CohortTree:
     for path in paths:
         runs[path.run].paths.append(path.terminal)
     delivery: dict[str, dict[str, str]] = defaultdict(dict)
-    for proposal, stage, status in DeliveryRecord.objects.filter(proposal__cohorts=cohort).values_list(
-        "proposal__external_id", "stage", "status"
+    evidence = {}
+    for proposal, stage, status, text in DeliveryRecord.objects.filter(proposal__cohorts=cohort).values_list(
+        "proposal__external_id", "stage", "status", "evidence"
     ):
         delivery[proposal][stage] = status
+        evidence[(proposal, stage)] = text
     return CohortTree(
         versions=versions,
         pks=pks,
@@ -129,6 +146,7 @@ def cohort_tree(cohort: Cohort) -> CohortTree:
         paths=paths,
         transitions=transitions,
         delivery=dict(delivery),
+        delivery_evidence=evidence,
     )
 
 
@@ -142,7 +160,227 @@ def delivery_counts(run: RunRow, delivery: dict[str, dict[str, str]]) -> dict[st
     return counts
 
 
+def delivery_records(run: RunRow, tree: "CohortTree") -> list[dict]:
+    """The run's recorded delivery stages, version by version in stage order."""
+    return [
+        {
+            "proposal": version,
+            "stage": stage,
+            "status": statuses[stage],
+            "evidence": tree.delivery_evidence[(version, stage)],
+        }
+        for version in run.proposals
+        for statuses in [tree.delivery.get(version, {})]
+        for stage in DELIVERY_STAGES
+        if stage in statuses
+    ]
+
+
 def furthest_stage(statuses: dict[str, str]) -> str:
     """The furthest delivery stage a version passed ("" when none): what its node's colour shows."""
     passed = [stage for stage in DELIVERY_STAGES if statuses.get(stage) == "passed"]
     return passed[-1] if passed else ""
+
+
+# Assessments and the levels' summaries ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class AssessmentRow:
+    pk: int
+    level: str
+    object_key: str
+    proposals: list[str]
+    rubric: str
+    state: str
+    scores: dict  # as the protocol counts them (budget rule applied)
+    evidence: dict
+    rationales: dict
+    composite: rules.Composite | None
+    review_status: str
+    packet_sha256: str
+    prompt_version: str
+    model_name: str
+    simulated: bool
+    error: str
+
+    @property
+    def weights(self) -> dict[str, int]:
+        return rules.rubric(self.rubric).weights
+
+
+def _assessments(cohort: Cohort, tree: CohortTree) -> dict[tuple[str, str], AssessmentRow]:
+    """(level, object key) → the assessment of the object as it is now (one of other versions is stale: left out)."""
+    current = {("path", path.terminal): list(path.proposals) for path in tree.paths}
+    current |= {("run", run_id): run.proposals for run_id, run in tree.runs.items()}
+    found = {}
+    for row in Assessment.objects.filter(cohort=cohort).values(
+        "pk",
+        "level",
+        "object_key",
+        "proposals",
+        "rubric",
+        "state",
+        "scores",
+        "evidence",
+        "rationales",
+        "review_status",
+        "packet_sha256",
+        "prompt__version",
+        "model_name",
+        "simulated",
+        "error",
+    ):
+        key = (row["level"], row["object_key"])
+        wanted = current.get(key)
+        if wanted is None or sorted(wanted) != sorted(row["proposals"]):
+            continue
+        rubric_ = rules.rubric(row["rubric"])
+        scores = row["scores"]
+        if row["level"] == Assessment.Level.RUN and row["state"] == Assessment.State.DONE:
+            scores = rules.with_budget_rule(
+                rubric_, scores, budget_recorded=tree.runs[row["object_key"]].budget_recorded
+            )
+        done = row["state"] == Assessment.State.DONE
+        found[key] = AssessmentRow(
+            pk=row["pk"],
+            level=row["level"],
+            object_key=row["object_key"],
+            proposals=row["proposals"],
+            rubric=row["rubric"],
+            state=row["state"],
+            scores=scores,
+            evidence=row["evidence"],
+            rationales=row["rationales"],
+            composite=rules.composite(rubric_, scores) if done else None,
+            review_status=row["review_status"],
+            packet_sha256=row["packet_sha256"],
+            prompt_version=row["prompt__version"] or "",
+            model_name=row["model_name"],
+            simulated=row["simulated"],
+            error=row["error"],
+        )
+    return found
+
+
+@dataclass
+class CohortLevels:
+    tree: CohortTree
+    assessments: dict[tuple[str, str], AssessmentRow]
+    transition_states: dict[tuple[str, str], str]  # (parent, child) → "done" category or "failed"
+    families: list[dict]
+
+    def path_assessment(self, terminal: str) -> AssessmentRow | None:
+        return self.assessments.get(("path", terminal))
+
+    def run_assessment(self, run_id: str) -> AssessmentRow | None:
+        return self.assessments.get(("run", run_id))
+
+
+def _transition_states(cohort: Cohort) -> dict[tuple[str, str], str]:
+    states = {}
+    for parent, child, state, category in RevisionJudgment.objects.filter(
+        subject__proposal__cohorts=cohort
+    ).values_list("predecessor__external_id", "subject__proposal__external_id", "state", "category"):
+        states[(parent, child)] = category if state == RevisionJudgment.State.DONE else "failed"
+    return states
+
+
+def cohort_families(cohort: Cohort) -> list[dict]:
+    """The cohort's families with their members' ids and records, in the order they were made."""
+    members: dict[int, list[str]] = defaultdict(list)
+    for family, proposal in (
+        FamilyMember.objects.filter(cohort=cohort)
+        .order_by("proposal__external_id")
+        .values_list("family_id", "proposal__external_id")
+    ):
+        members[family].append(proposal)
+    return [
+        {**row, "members": members[row["id"]]}
+        for row in ContributionFamily.objects.filter(cohort=cohort)
+        .order_by("pk")
+        .values("id", "question", "increment", "status", "maturity", "evidence", "review_status")
+        if members[row["id"]]
+    ]
+
+
+def cohort_levels(cohort: Cohort) -> CohortLevels:
+    tree = cohort_tree(cohort)
+    return CohortLevels(
+        tree=tree,
+        assessments=_assessments(cohort, tree),
+        transition_states=_transition_states(cohort),
+        families=cohort_families(cohort),
+    )
+
+
+def _share(count: int, total: int) -> dict:
+    return {"n": count, "rate": count / total if total else None}
+
+
+def _level_summary(rows: list[AssessmentRow | None]) -> dict:
+    done = [row for row in rows if row is not None and row.state == Assessment.State.DONE]
+    summary = rules.composite_summary(row.composite for row in done if row.composite is not None)
+    return {
+        "total": len(rows),
+        "assessed": len(done),
+        "failed": sum(row is not None and row.state == Assessment.State.FAILED for row in rows),
+        "not_assessed": sum(row is None for row in rows),
+        "complete": summary.complete,
+        "mean_composite": summary.mean,
+        "restricted": summary.restricted,
+        "incomplete": summary.incomplete,
+    }
+
+
+def levels_summary(levels: CohortLevels, hypotheses: dict[str, float | None], *, author: str | None = None) -> dict:
+    """The five levels side by side (docs/protocol.md#research-runs), for the whole cohort or one author model.
+
+    hypotheses: version id → its Q (None when it has none)."""
+    tree = levels.tree
+
+    def mine(version: str) -> bool:
+        return author is None or tree.versions[version].author == author
+
+    versions = [version for version in tree.versions if mine(version)]
+    qs = [hypotheses.get(version) for version in versions]
+    known = [q for q in qs if q is not None]
+    transitions = [edge for edge in tree.transitions if mine(edge[1])]
+    states = [levels.transition_states.get(edge) for edge in transitions]
+    total = len(transitions)
+    categories = [state for state in states if state not in (None, "failed")]
+    paths = [path for path in tree.paths if mine(path.terminal)]
+    runs = [run_id for run_id, run in sorted(tree.runs.items()) if len(run.proposals) >= 2 and mine(run.proposals[0])]
+    families = [family for family in levels.families if author is None or any(mine(m) for m in family["members"])]
+    delivery = {stage: {"passed": 0, "failed": 0, "unattempted": 0, "not_recorded": 0} for stage in DELIVERY_STAGES}
+    for version in versions:
+        for stage in DELIVERY_STAGES:
+            delivery[stage][tree.delivery.get(version, {}).get(stage, "not_recorded")] += 1
+    return {
+        "hypotheses": {
+            "complete": len(known),
+            "total": len(versions),
+            "mean_q": sum(known) / len(known) if known else None,
+        },
+        "transitions": {
+            "total": total,
+            "judged": len(categories),
+            "failed": states.count("failed"),
+            "not_judged": states.count(None),
+            "substantive_progress": _share(categories.count(SUBSTANTIVE_PROGRESS), total),
+            "useful_step": _share(categories.count(SUBSTANTIVE_PROGRESS) + categories.count(NECESSARY_REPAIR), total),
+            "repetition": _share(categories.count(MARGINAL_REPETITION), total),
+            "insufficient_evidence": _share(categories.count(INSUFFICIENT_EVIDENCE), total),
+        },
+        "paths": _level_summary([levels.path_assessment(path.terminal) for path in paths]),
+        "runs": _level_summary([levels.run_assessment(run_id) for run_id in runs]),
+        "families": {
+            "total": len(families),
+            "with_evidence": sum(family["maturity"] in WITH_EVIDENCE for family in families),
+        },
+        "delivery": delivery,
+    }
+
+
+# Maturities that carry diagnostic or research evidence (the battery's "7 carrying diagnostic or research evidence").
+WITH_EVIDENCE = FAMILY_MATURITIES[FAMILY_MATURITIES.index("diagnostically_examined") :]

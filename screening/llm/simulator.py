@@ -405,8 +405,49 @@ def panel_revision_reply(user: str, model: str) -> dict:
     return {"category": category, "rationale": rationale, "simulated": True}
 
 
+# The path and run judges (reviewapp.panel.level_prompts), recognised by their first sentence. The dimensions are read
+# from the prompt's rubric ("- key: definition" lines), so a new rubric version needs no change here. Scores follow
+# the versions' simulated quality with noise; a share is "unknown" or "inapplicable", so every composite rule runs.
+PANEL_LEVEL_MARKS = (
+    "Assess the development path below on each dimension of the rubric",
+    "Assess the research run below as a whole on each dimension of the rubric",
+)
+_RUBRIC_KEY = re.compile(r"^- ([a-z_]+): ", re.MULTILINE)
+_CLAIM_LINE = re.compile(r"^Claim: (.*)$", re.MULTILINE)
+
+
+def panel_level_reply(user: str, model: str) -> dict:
+    section = user.split("DIMENSIONS", 1)[-1].split("ANCHORS", 1)[0]
+    keys = _RUBRIC_KEY.findall(section)
+    claims = _CLAIM_LINE.findall(user)
+    quality = sum(_quality(claim) for claim in claims) / len(claims) if claims else 0.5
+    evidence = claims[-1][:200] if claims else ""
+    dimensions = {}
+    for key in keys:
+        chance = _fraction("level", model, key, user)
+        if chance < 0.08:
+            dimensions[key] = {
+                "score": "unknown",
+                "evidence": "",
+                "rationale": f"{SIMULATED_MARK}The records do not show it.",
+            }
+        elif chance > 0.94:
+            dimensions[key] = {
+                "score": "inapplicable",
+                "evidence": "",
+                "rationale": f"{SIMULATED_MARK}Does not apply here.",
+            }
+        else:
+            score = max(0, min(4, round(4 * quality + (_fraction("level-score", model, key, user) - 0.5) * 1.5)))
+            rationale = f"{SIMULATED_MARK}No model read these records: scored from a hash of their text."
+            dimensions[key] = {"score": score, "evidence": evidence, "rationale": rationale}
+    return {"dimensions": dimensions, "simulated": True}
+
+
 def panel_answer(system: str, user: str, *, model: str, config: SimulatorConfig, draw) -> dict | None:
     """The reply to an AI panel request, or None when the request is not the panel's."""
+    if any(mark in user for mark in PANEL_LEVEL_MARKS):
+        return panel_level_reply(user, model)
     if PANEL_REVIEW_MARK in user:
         return panel_review_reply(system, user, model, malformed=draw() < config.panel_malformed_share)
     if PANEL_CRITIQUE_MARK in user:

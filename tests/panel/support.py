@@ -7,6 +7,8 @@ import re
 from collections import defaultdict
 
 from reviewapp.models import Cohort
+from reviewapp.panel.development import PATH_RUBRIC, RUN_RUBRIC, rubric
+from reviewapp.panel.level_prompts import PATH_QUESTION, RUN_QUESTION
 from reviewapp.panel.profile import DIMENSION_KEYS
 from reviewapp.panel.prompts import (
     CRITIQUE_QUESTION,
@@ -21,8 +23,34 @@ from reviewapp.services.imports import cohort_import_file
 from screening.llm.models import ModelEndpoint, Roster, RosterMember
 from tests.screening_support import Script
 
-PANEL_ROLES = ("rubric_judge", "domain_scientist", "methods_reviewer", "critic", "revision_judge")
+PANEL_ROLES = (
+    "rubric_judge",
+    "domain_scientist",
+    "methods_reviewer",
+    "critic",
+    "revision_judge",
+    "path_judge",
+    "run_judge",
+)
 _CLAIM = re.compile(r"^Claim: (.*)$", re.MULTILINE)
+
+
+def level_reply(version: str, scores: dict | None = None) -> str:
+    """A valid path or run assessment of a rubric: every dimension 3 with a quote, unless given."""
+    keys = rubric(version).keys
+    values = dict.fromkeys(keys, 3) | (scores or {})
+    return json.dumps(
+        {
+            "dimensions": {
+                key: {
+                    "score": value,
+                    "evidence": "" if isinstance(value, str) else "Claim quoted.",
+                    "rationale": "Why.",
+                }
+                for key, value in values.items()
+            }
+        }
+    )
 
 
 def review_reply(scores: dict | None = None, eligible=True, rationale: str = "Clear design.", **overrides) -> str:
@@ -44,6 +72,8 @@ class PanelScript(Script):
         self.reviews: dict = {}
         self.critique = lambda first, second: json.dumps({"preference": "A", "rationale": "First is stronger."})
         self.revisions: dict = {}
+        # levels["path" | "run"] → list of replies by attempt (the last one repeats); default level_reply().
+        self.levels: dict = {}
         self.panel_requests: list = []
         self.panel_attempts: dict = defaultdict(int)
 
@@ -63,6 +93,13 @@ class PanelScript(Script):
             with self._lock:
                 self.panel_requests.append(("critique", tuple(claims), user))
             return self.critique(claims[0], claims[1])
+        for kind, question, version in (("path", PATH_QUESTION, PATH_RUBRIC), ("run", RUN_QUESTION, RUN_RUBRIC)):
+            if user.startswith(question):
+                with self._lock:
+                    self.panel_requests.append((kind, tuple(claims), user))
+                    attempt = sum(k == kind for k, _, _ in self.panel_requests)
+                replies = self.levels.get(kind) or [level_reply(version)]
+                return replies[min(attempt, len(replies)) - 1]
         if user.startswith(REVISION_QUESTION):
             with self._lock:
                 self.panel_requests.append(("revision", tuple(claims), user))

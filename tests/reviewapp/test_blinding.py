@@ -21,9 +21,25 @@ from django.urls import URLPattern, URLResolver, get_resolver, resolve, reverse
 from django.urls.exceptions import Resolver404
 
 from reviewapp.benchmarks.models import BenchmarkHypothesis, BenchmarkSet, BenchmarkTask, Judge, JudgeScore
-from reviewapp.models import Assignment, BackgroundJob, Cohort, Conflict, ImportBatch, Proposal, ResearchTask, Review
+from reviewapp.models import (
+    Assignment,
+    BackgroundJob,
+    Cohort,
+    Conflict,
+    DeliveryRecord,
+    ImportBatch,
+    Proposal,
+    ResearchRun,
+    ResearchTask,
+    Review,
+    RunDecision,
+    Trajectory,
+)
 from reviewapp.panel.models import (
+    Assessment,
     Comparison,
+    ContributionFamily,
+    FamilyMember,
     PanelPrompt,
     PanelReview,
     PanelSubject,
@@ -210,6 +226,68 @@ def _comparison(world, value):
     )
 
 
+def _research_records(world) -> dict:
+    """A named two-version run of the cohort (r0 → r1) with a decision, a delivery record, a trajectory, path and run
+    assessments and a contribution family: the research-run canaries live in them."""
+    run = ResearchRun.objects.filter(task=world.task).first()
+    if run is None:
+        run = ResearchRun.objects.create(
+            external_id="blind-run", task=world.task, author="m", budget=3, budget_unit="h", content_sha256="0" * 64
+        )
+        root = factories.make_proposal(task=world.task, statement="A first version of a run.", author="m")
+        tip = factories.make_proposal(task=world.task, statement="A second version of a run.", author="m")
+        Proposal.objects.filter(pk__in=[root.pk, tip.pk]).update(research_run=run)
+        tip.parents.add(root)
+        world.cohort.proposals.add(root, tip)
+        decision = RunDecision.objects.create(run=run, seq=1, kind="branch", rationale="r")
+        decision.proposals.add(root)
+        DeliveryRecord.objects.create(proposal=tip, stage="selected", status="passed", evidence="e")
+        Trajectory.objects.create(external_id="blind-trajectory", run=run, role="lead", summary="s")
+        family = ContributionFamily.objects.create(cohort=world.cohort)
+        FamilyMember.objects.bulk_create(
+            [FamilyMember(cohort=world.cohort, family=family, proposal=p) for p in (root, tip)]
+        )
+        scores = {"question_continuity": 3}
+        for level, key in (("path", tip.external_id), ("run", run.external_id)):
+            Assessment.objects.create(
+                cohort=world.cohort,
+                level=level,
+                object_key=key,
+                proposals=[root.external_id, tip.external_id],
+                rubric="dfm-paths-v1" if level == "path" else "dfm-runs-v1",
+                state="done",
+                scores=scores,
+                evidence={"question_continuity": "q"},
+                rationales={"question_continuity": "w"},
+            )
+    return {
+        "run": run,
+        "decision": RunDecision.objects.get(run=run),
+        "delivery": DeliveryRecord.objects.get(proposal__research_run=run),
+        "trajectory": Trajectory.objects.get(run=run),
+        "family": ContributionFamily.objects.get(cohort=world.cohort),
+        "path": Assessment.objects.get(cohort=world.cohort, level="path"),
+        "run_assessment": Assessment.objects.get(cohort=world.cohort, level="run"),
+    }
+
+
+def _research_field(record: str, field: str, key: str | None = None):
+    def plant(world, value):
+        target = _research_records(world)[record]
+        if key is not None:
+            value = {**getattr(target, field), key: value}
+        setattr(target, field, value)
+        target.save(update_fields=[field])
+
+    return plant
+
+
+def _research_run_id(world, value):
+    records = _research_records(world)
+    ResearchRun.objects.filter(pk=records["run"].pk).update(external_id=value)
+    Assessment.objects.filter(pk=records["run_assessment"].pk).update(object_key=value)  # it names its run
+
+
 def _rating(world, value):
     Rating.objects.create(cohort=world.cohort, proposal=world.proposal, mu=float(value), sigma=1.0, comparisons=3)
 
@@ -266,6 +344,25 @@ CANARIES = [
     Canary("AI reference score", "cnry-reference-score-2c9d", _reference_review("scores")),
     Canary("AI critique rationale", "cnry-critique-rationale-9e4b", _comparison),
     Canary("AI rating", "31.98765432", _rating),
+    Canary("research run id", "cnry-research-run-5c2d", _research_run_id),
+    Canary("research run notes", "cnry-run-notes-8e1f", _research_field("run", "notes")),
+    Canary("research run budget unit", "cnry-budget-unit-3a7b", _research_field("run", "budget_unit")),
+    Canary("run decision rationale", "cnry-decision-rationale-6d4e", _research_field("decision", "rationale")),
+    Canary("delivery evidence", "cnry-delivery-evidence-2b8c", _research_field("delivery", "evidence")),
+    Canary("trajectory summary", "cnry-trajectory-summary-9f3a", _research_field("trajectory", "summary")),
+    Canary("trajectory role", "cnry-trajectory-role-4c6e", _research_field("trajectory", "role")),
+    Canary("path assessment evidence", "cnry-path-evidence-7a5d", _research_field("path", "evidence", "traceability")),
+    Canary(
+        "path assessment rationale", "cnry-path-rationale-1e9b", _research_field("path", "rationales", "efficiency")
+    ),
+    Canary(
+        "run assessment rationale",
+        "cnry-run-rationale-3f8a",
+        _research_field("run_assessment", "rationales", "record_integrity"),
+    ),
+    Canary("family question", "cnry-family-question-5b1c", _research_field("family", "question")),
+    Canary("family increment", "cnry-family-increment-8d2f", _research_field("family", "increment")),
+    Canary("family evidence", "cnry-family-evidence-6a4b", _research_field("family", "evidence")),
     Canary(
         "benchmark generator company",
         "cnry-benchmark-generator-company-1f6b",
@@ -640,3 +737,26 @@ def test_the_panel_canaries_are_real_panel_data_that_coordinators_see(client, wo
     panel = [canary for canary in CANARIES if canary.where.startswith("AI ")]
     assert len(panel) == 10
     assert [canary.where for canary in panel if canary.value not in text] == []
+
+
+RESEARCH_CANARIES = (
+    "research run",
+    "run decision",
+    "delivery",
+    "trajectory",
+    "path assessment",
+    "run assessment",
+    "family",
+)
+
+
+def test_the_research_run_canaries_are_real_data_that_coordinators_see(client, world):
+    """The cohort's runs, paths and families APIs show every research-run canary, so their absence from every
+    reviewer response means something."""
+    client.force_login(world.coordinator)
+    text = ""
+    for name in ("api-cohort-runs", "api-cohort-paths", "api-cohort-families"):
+        text += client.get(reverse(name, args=[world.cohort.pk])).content.decode()
+    research = [canary for canary in CANARIES if canary.where.startswith(RESEARCH_CANARIES)]
+    assert len(research) == 13
+    assert [canary.where for canary in research if canary.value not in text] == []

@@ -324,9 +324,11 @@ def test_setup_roster_builds_the_seed_roster_on_the_simulator_without_keys(db, s
                 "critic",
                 "domain_scientist",
                 "methods_reviewer",
+                "path_judge",
                 "reference_reviewer",
                 "revision_judge",
                 "rubric_judge",
+                "run_judge",
             ],
             ["GPT-5.6 Sol"],
         ),
@@ -358,7 +360,7 @@ def test_setup_roster_is_idempotent_keeps_admin_limits_and_follows_the_keys(db, 
 
     assert ModelEndpoint.objects.count() == 7 and Roster.objects.count() == 1
     # Eleven of the protocol, five of the AI review panel and its fresh-context reference.
-    assert Roster.objects.get().members.count() == 17
+    assert Roster.objects.get().members.count() == 19
     astra = ModelEndpoint.objects.get(display_name="GPT-6 Astra")
     assert not astra.is_simulated and astra.base_url == "https://api.openai.com/v1" and astra.model_id == "gpt-6-astra"
     assert astra.concurrency_limit == 9

@@ -12,6 +12,7 @@ from django.db import connection
 
 from reviewapp.core.errors import ServiceError
 from reviewapp.models import BackgroundJob
+from reviewapp.panel.level_prompts import LEVEL_PROMPTS
 from reviewapp.panel.models import PanelPrompt
 from reviewapp.panel.prompts import PROMPTS
 from reviewapp.services.jobs import JobResult, exports_dir
@@ -77,7 +78,7 @@ def ask_model(parse, answerer: Answerer, system: str, user: str, purpose: str, s
 
 def stored_prompt(kind: str) -> PanelPrompt:
     """The stored row of the current prompt of a kind (created the first time it is used)."""
-    text = PROMPTS[kind]
+    text = {**PROMPTS, **LEVEL_PROMPTS}[kind]
     prompt, _ = PanelPrompt.objects.get_or_create(
         sha256=text.sha256,
         defaults={"kind": kind, "version": text.version, "system": text.system, "template": text.template},

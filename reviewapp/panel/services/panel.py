@@ -19,8 +19,10 @@ from django.utils.text import slugify
 from reviewapp.benchmarks.models import BenchmarkHypothesis, BenchmarkSet
 from reviewapp.models import BackgroundJob, Cohort, Proposal
 from reviewapp.panel import prompts
-from reviewapp.panel.models import PanelReview, PanelSubject, ReferenceReview, RevisionJudgment
+from reviewapp.panel.level_prompts import PATH_JUDGE, RUN_JUDGE, packet_sha256
+from reviewapp.panel.models import Assessment, PanelReview, PanelSubject, ReferenceReview, RevisionJudgment
 from reviewapp.panel.profile import DIMENSION_KEYS, ROLES
+from reviewapp.panel.research import cohort_tree
 from reviewapp.panel.selectors import PANEL_JOB, subject_packets
 from reviewapp.panel.services.common import (
     Answerer,
@@ -33,6 +35,7 @@ from reviewapp.panel.services.common import (
     stored_prompt,
     write_table_file,
 )
+from reviewapp.panel.services.levels import level_assess, level_judges_needed, level_work
 from reviewapp.selectors.exports import spreadsheet_text
 from reviewapp.selectors.packets import ProposalPacket, proposal_packets
 from reviewapp.selectors.revisions import first_parents
@@ -64,7 +67,7 @@ def panel_start_for_cohort(*, cohort: Cohort, redo: bool = False, user) -> Backg
     revised proposal against its predecessor. Refused (503 not_configured) when the roster lacks a panel role, or
     the revision judge while the cohort has revised proposals: the panel is never run with a part silently left out."""
     revised = first_parents(child_ids=cohort.proposals.values("pk"))
-    role_endpoints(ROLES + ((prompts.REVISION_JUDGE,) if revised else ()))
+    role_endpoints(ROLES + ((prompts.REVISION_JUDGE,) if revised else ()) + level_judges_needed(cohort_tree(cohort)))
     with transaction.atomic():
         Cohort.objects.select_for_update().filter(pk=cohort.pk).first()
         if not cohort.proposals.exists():
@@ -131,7 +134,9 @@ def panel_job_run(job: BackgroundJob, report_progress: ProgressCallback) -> JobR
     else:
         packets = subject_packets(job.params.get("subject_ids", []))
     revisions = _revision_work(cohort, subjects, redo) if cohort is not None else []
-    roles = ROLES + ((prompts.REVISION_JUDGE,) if revisions else ())
+    tree = cohort_tree(cohort) if cohort is not None else None
+    level_roles = level_judges_needed(tree) if tree is not None else ()
+    roles = ROLES + ((prompts.REVISION_JUDGE,) if revisions else ()) + level_roles
     try:
         answerers = {role: Answerer(endpoint, stored_prompt(role)) for role, endpoint in role_endpoints(roles).items()}
     except PanelError as exc:
@@ -159,6 +164,10 @@ def panel_job_run(job: BackgroundJob, report_progress: ProgressCallback) -> JobR
                 )
             )
         items += [("reference", subject, None) for subject in sorted(packets) if subject not in referenced]
+    if cohort is not None and tree is not None and level_roles:
+        by_id = {version: packets[subjects[pk]] for version, pk in tree.pks.items()}
+        grok = {role: answerers[role].endpoint.is_grok for role in level_roles}
+        items += [("level", None, item) for item in level_work(cohort, tree, by_id, redo=redo, grok=grok)]
     if revisions:
         parents = {parent for _, _, parent in revisions}
         parent_packets = proposal_packets(proposal_ids=parents - set(subjects))
@@ -173,6 +182,10 @@ def panel_job_run(job: BackgroundJob, report_progress: ProgressCallback) -> JobR
             ok = _review(subject, detail, packets[subject], answerers[detail])
         elif kind == "reference":
             ok = _reference_review(subject, packets[subject], answerers[prompts.REFERENCE_REVIEWER])
+        elif kind == "level":
+            assert cohort is not None
+            judge = PATH_JUDGE if detail.level == Assessment.Level.PATH else RUN_JUDGE
+            ok = level_assess(cohort, detail, answerers[judge])
         else:
             child, parent = detail
             parent_packet = by_proposal.get(parent) or parent_packets[parent]
@@ -215,7 +228,7 @@ def _asked_review(role: str, packet: ProposalPacket, answerer: Answerer, purpose
         values = {"state": PanelReview.State.FAILED, "eligible": "", "scores": {}, "rationale": "", "error": error}
     else:
         values = {"state": PanelReview.State.DONE, "error": "", **reading.value}
-    return values | answerer.record(call), reading is not None
+    return values | answerer.record(call) | {"packet_sha256": packet_sha256(user)}, reading is not None
 
 
 def _review(subject_id: int, role: str, packet: ProposalPacket, answerer: Answerer) -> bool:
@@ -253,7 +266,9 @@ def _judge_revision(
     else:
         values = {"state": RevisionJudgment.State.DONE, "error": "", **reading.value}
     RevisionJudgment.objects.update_or_create(
-        subject_id=subject_id, predecessor_id=parent, defaults={**values, **answerer.record(call)}
+        subject_id=subject_id,
+        predecessor_id=parent,
+        defaults={**values, **answerer.record(call), "packet_sha256": packet_sha256(user)},
     )
     return reading is not None
 

@@ -78,6 +78,9 @@ DEFAULT_MEMBERS = {
     RosterMember.Role.METHODS_REVIEWER: [SOL],
     RosterMember.Role.CRITIC: [SOL],
     RosterMember.Role.REVISION_JUDGE: [SOL],
+    # The judges of development paths and whole research runs (the levels above a single hypothesis).
+    RosterMember.Role.PATH_JUDGE: [SOL],
+    RosterMember.Role.RUN_JUDGE: [SOL],
     # The fresh-context reference of the calibration's development diagnostics: the panel's model without a role.
     RosterMember.Role.REFERENCE_REVIEWER: [SOL],
 }
