@@ -347,6 +347,51 @@ def text_blocks(stream) -> Iterator[tuple[int, list[str]]]:
         number += len(lines)
 
 
+def byte_blocks(stream) -> Iterator[tuple[int, bytes]]:
+    """The stream's bytes a block of whole lines at a time (about TEXT_BLOCK bytes, the last line possibly without its
+    line feed), with the number of each block's first line; a leading byte-order mark dropped. For readers that find
+    their records in the bytes and decode only those they read (decoded_record names a line that is not UTF-8)."""
+    number, rest, first = 1, b"", True
+    while True:
+        data = stream.read(TEXT_BLOCK)
+        if data:
+            data = rest + data
+            end = data.rfind(b"\n") + 1
+            if end == 0:
+                rest = data
+                continue
+            chunk, rest = data[:end], data[end:]
+        elif rest:
+            chunk, rest = rest, b""
+        else:
+            return
+        if first:
+            chunk = chunk.removeprefix(b"\xef\xbb\xbf")
+            first = False
+        yield number, chunk
+        number += chunk.count(b"\n")
+
+
+def decoded_record(data: bytes, first_line: int) -> str:
+    """Bytes of a record (or line) starting at line first_line as UTF-8 text; FileUnreadable names a line that is
+    not UTF-8."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise not_utf8(data, first_line, exc) from None
+
+
+def not_utf8(data: bytes, first_line: int, error: UnicodeDecodeError) -> FileUnreadable:
+    """The error for bytes starting at line first_line that are not UTF-8, naming the line of the first bad byte."""
+    bad = first_line + data.count(b"\n", 0, error.start)
+    return FileUnreadable(f"Line {bad} is not UTF-8 text: save the file as UTF-8.")
+
+
+def bytes_digest(data: bytes) -> str:
+    """raw_digest of a raw record given as its UTF-8 bytes (no decoding and encoding again)."""
+    return hashlib.md5(data, usedforsecurity=False).hexdigest()
+
+
 def _lines(text: str, first: bool) -> list[str]:
     """Lines split at line feeds as a binary file's lines are, without their line ends (any carriage returns)."""
     if first:

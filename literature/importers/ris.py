@@ -9,9 +9,10 @@ from 1 in file order.
 A record's id is its PMID, else its DOI, else the file's own ID tag, else a hash of its title (or, without a title,
 its abstract) and year, so the same article imported from two reference managers is one reference.
 
-A record's lines are only gathered while the file is read; its fields are read when the record is parsed. A caller
-that can tell which raw records the corpus holds byte for byte passes `known`: records are then gathered in batches
-of KNOWN_BATCH (a sample of each first while most are new, records.SampledLookup), and those the corpus holds are
+A record is found in the file's bytes, and its fields are read when it is parsed: one from "TY  - " to "ER  -"
+without another line starting with either tag is cut out whole by searches in C and decoded only when it is read;
+other lines are read one by one. A caller that can tell which raw records the corpus holds byte for byte passes
+`known`: records are then gathered in batches of KNOWN_BATCH (a sample of each first while most are new, records.SampledLookup), and those the corpus holds are
 not parsed again (the same text gives the same reference), only checked for what would be warned about (a
 malformed DOI, a date that cannot be read)."""
 
@@ -43,6 +44,10 @@ _FIELD = re.compile(_TAG_LINE.pattern, re.MULTILINE)
 _WARNED = re.compile(r"\n(DO|DA|PY|Y1) {1,2}-(?: (.*))?$", re.MULTILINE)
 # The tags that end a record, inside one: "ER", or a "TY" of the next record when the "ER" is missing.
 _CLOSING = ("ER", "TY")
+# What may follow "ER  -" on a record's closing line.
+_AFTER_CLOSING_TAG = (b" ", b"\n", b"\r", b"")
+# A line of a record's bytes that starts with "TY" or "ER", or is blank (of spaces or control characters).
+_TY_ER_OR_BLANK = re.compile(rb"\n(?:ER|TY|[\s\x1c-\x1f]*(?:\n|$))")
 # "2019", "2019/05/12", "2019/05//", "2019///Spring", "2019-05-12".
 _RIS_DATE = re.compile(r"^(\d{4})(?:[/-](\d{0,2})(?:[/-](\d{0,2}))?)?(?:/.*)?$")
 _PUBMED_DATABASES = ("pubmed", "medline", "nlm")
@@ -63,18 +68,54 @@ class _Record:
     warnings: list[Problem]
 
 
+@dataclass(slots=True)
+class _Span:
+    """A record found in the file's bytes, from its "TY  - " line to its "ER  -" line with no other line starting
+    with either tag, and no blank line, between them: one record, its bytes not decoded yet (a record the corpus holds
+    never is). Where it is in its block of the file: for the number of its first line, counted only when needed."""
+
+    number: int
+    data: bytes
+    block: bytes
+    offset: int
+    block_first_line: int
+
+    def plain(self) -> bool:
+        """Whether the bytes have no carriage return: then they are the raw text's bytes, as a rule (a line of
+        no-break spaces, blank when decoded, is not kept in the raw text; record() tells for sure)."""
+        return b"\r" not in self.data
+
+    def record(self) -> tuple[_Record, bool]:
+        """The record as the line by line reading gives it, and whether its raw text is the span's bytes (blank
+        lines and carriage returns are not kept in the raw text)."""
+        try:
+            text = self.data.decode("utf-8")
+        except UnicodeDecodeError as exc:  # named by its line, counted now
+            first_line = self.block_first_line + self.block.count(b"\n", 0, self.offset)
+            raise records.not_utf8(self.data, first_line, exc) from None
+        lines = text.split("\n")
+        # The span has no line blank in ASCII (_span_end), so only one of other spaces (a no-break space) can be.
+        if "\r" in text or not text.isascii() and not all(line.strip() for line in lines):
+            lines = [line for line in (line.rstrip("\r") for line in lines) if line.strip()]
+            return _Record(self.number, lines, "\n".join(lines), []), False
+        return _Record(self.number, lines, text, []), True
+
+
 def read(stream, known: StoredDigests | None = None) -> Iterator[Parsed]:
     """Parsed records of a binary stream of RIS text, and a Parsed without a reference for each tag line found
-    outside any record (a record whose "TY  -" line is missing); see the module's docs for `known`."""
+    outside any record (a record whose "TY  -" line is missing); see the module's docs for `known`.
+
+    The bytes are looked at a record at a time: a record from "TY  - " to "ER  -" with no other line starting with
+    either tag is cut out whole (C-level searches), and decoded only when it is read; other lines go one by one."""
     known = records.SampledLookup(known) if known is not None else None
     number = 0
     lines: list[str] | None = None  # the open record's, None between records
-    pending: list[_Record | Parsed] = []  # in file order, while known records are looked for
+    pending: list[_Record | _Span | Parsed] = []  # in file order, while known records are looked for
 
-    def ended(record: _Record | Parsed) -> Iterator[Parsed]:
+    def ended(record: _Record | _Span | Parsed) -> Iterator[Parsed]:
         nonlocal pending
         if known is None:
-            yield record if isinstance(record, Parsed) else _parsed(record)
+            yield from _decided([record], None)
             return
         pending.append(record)
         if len(pending) >= KNOWN_BATCH:
@@ -82,33 +123,49 @@ def read(stream, known: StoredDigests | None = None) -> Iterator[Parsed]:
             pending = []
 
     try:
-        for start, block in records.text_blocks(stream):
-            for line_number, line in enumerate(block, start):
+        for block_first_line, block in records.byte_blocks(stream):
+            position, size = 0, len(block)
+            counted, line_number = 0, block_first_line  # the number of the line at offset `counted`
+            while position < size:
+                if lines is None:
+                    if block[position] == 10:  # an empty line between records
+                        position += 1
+                        continue
+                    if (span_end := _span_end(block, position)) is not None:
+                        number += 1
+                        span = _Span(number, block[position:span_end], block, position, block_first_line)
+                        yield from ended(span)
+                        position = span_end + 1
+                        continue
+                line_number += block.count(b"\n", counted, position)
+                counted = position
+                line_end = block.find(b"\n", position)
+                line_end = size if line_end < 0 else line_end
+                line = records.decoded_record(block[position:line_end], line_number).rstrip("\r")
+                position = line_end + 1
                 if lines is not None and line[:2] not in _CLOSING:
                     if line.strip():
                         lines.append(line)
-                    continue
-                if not line.strip():
-                    continue
-                match = _TAG_LINE.match(line)
-                tag = match.group(1) if match else None
-                if lines is None:
-                    if tag == "TY":
+                elif line.strip():
+                    match = _TAG_LINE.match(line)
+                    tag = match.group(1) if match else None
+                    if lines is None:
+                        if tag == "TY":
+                            number += 1
+                            lines = [line]
+                        elif tag in _WORK_TAGS:
+                            yield from ended(_outside_record(number, line_number, tag))
+                    elif tag == "ER":
+                        lines.append(line)
+                        yield from ended(_Record(number, lines, "\n".join(lines), []))
+                        lines = None
+                    elif tag == "TY":
+                        message = f"The record has no “ER  -” line; it was ended at line {line_number}."
+                        yield from ended(_Record(number, lines, "\n".join(lines), [Problem(number, "ER", message)]))
                         number += 1
                         lines = [line]
-                    elif tag in _WORK_TAGS:
-                        yield from ended(_outside_record(number, line_number, tag))
-                elif tag == "ER":
-                    lines.append(line)
-                    yield from ended(_Record(number, lines, "\n".join(lines), []))
-                    lines = None
-                elif tag == "TY":
-                    message = f"The record has no “ER  -” line; it was ended at line {line_number}."
-                    yield from ended(_Record(number, lines, "\n".join(lines), [Problem(number, "ER", message)]))
-                    number += 1
-                    lines = [line]
-                else:
-                    lines.append(line)  # an untagged line that starts as a tag would
+                    else:
+                        lines.append(line)  # an untagged line that starts as a tag would
     except FileUnreadable:
         yield from _decided(pending, known)
         raise
@@ -120,19 +177,60 @@ def read(stream, known: StoredDigests | None = None) -> Iterator[Parsed]:
         raise FileUnreadable("The file holds no RIS records (“TY  - …” lines).")
 
 
-def _decided(pending: list[_Record | Parsed], known: StoredDigests | None) -> Iterator[Parsed]:
-    """What was gathered, in file order: records the corpus holds byte for byte as KnownRecords, the others parsed."""
-    if not pending or known is None:
+def _span_end(block: bytes, start: int) -> int | None:
+    """Where the record opening at start ends (the offset of its "ER  -" line's end) when it can be cut out whole: it
+    opens with "TY  - ", and the first line after that starts with "TY" or "ER" or is blank is an "ER  -" tag line."""
+    if not block.startswith(b"TY  - ", start):
+        return None
+    found = _TY_ER_OR_BLANK.search(block, start)
+    if found is None or found.group() != b"\nER":
+        return None
+    closing = found.start()
+    if not block.startswith(b"  -", closing + 3) or block[closing + 6 : closing + 7] not in _AFTER_CLOSING_TAG:
+        return None
+    end = block.find(b"\n", closing + 1)
+    return len(block) if end < 0 else end
+
+
+def _decided(pending: list[_Record | _Span | Parsed], known: StoredDigests | None) -> Iterator[Parsed]:
+    """What was gathered, in file order: records the corpus holds byte for byte as KnownRecords (a record cut out
+    whole decoded only when it had warnings to look for again), the others parsed (without `known`, all of them)."""
+    if not pending:
         return
-    digests = {id(record): records.raw_digest(record.raw) for record in pending if isinstance(record, _Record)}
-    stored = known(Reference.Source.RIS, list(digests.values()))
+    # A record with carriage returns or blank lines (not kept in its raw text) is decoded to be digested; one that
+    # is not UTF-8 ends the batch, after the records before it.
+    unreadable = None
+    for index, record in enumerate(pending):
+        if isinstance(record, _Span) and not record.plain():
+            try:
+                pending[index] = record.record()[0]
+            except FileUnreadable as exc:
+                pending, unreadable = pending[:index], exc
+                break
+    digests = {
+        id(record): records.bytes_digest(record.data) if isinstance(record, _Span) else records.raw_digest(record.raw)
+        for record in pending
+        if isinstance(record, _Span) or (known is not None and isinstance(record, _Record))
+    }
+    stored = known(Reference.Source.RIS, list(digests.values())) if known is not None and digests else {}
     for record in pending:
         if isinstance(record, Parsed):
             yield record
-        elif (found := stored.get(digests[id(record)])) is not None:
+            continue
+        digest = digests.get(id(record))
+        found = stored.get(digest) if digest is not None else None
+        if found is not None:
+            if isinstance(record, _Span):
+                unread = found.warned is False  # nothing to look for again: not decoded
+                record = _Record(record.number, [], "", []) if unread else record.record()[0]
             yield _known(record, found)
-        else:
-            yield _parsed(record, digests[id(record)])
+            continue
+        if isinstance(record, _Span):
+            record, whole = record.record()
+            digest = digest if whole else None
+        yield _parsed(record, digest)
+    if unreadable is not None:
+        raise unreadable
 
 
 def _outside_record(after: int, line_number: int, tag: str) -> Parsed:

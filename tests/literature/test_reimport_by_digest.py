@@ -268,3 +268,43 @@ def test_stored_records_after_a_long_run_of_new_ones_are_each_counted_once(forma
         3,
     )
     assert Reference.objects.count() == len(stored) + len(new)
+
+
+@pytest.mark.django_db
+def test_ris_records_with_blank_lines_and_windows_line_ends_are_stored_without_them_and_found_again():
+    """A record is cut from the bytes whole; blank lines (no-break spaces included) and carriage returns are left
+    out of its raw record, which a re-import then finds by its digest, whatever the file's line ends."""
+    records = [
+        ris_record(1, "Plain"),
+        ris_record(2, "Blank line inside").replace("PY  - 2021\n", "PY  - 2021\n   \n"),
+        ris_record(3, "No-break space inside").replace("PY  - 2021\n", "PY  - 2021\n\u00a0\n"),
+        ris_record(4, "Zoë"),
+    ]
+    content = "".join(records).encode()
+    first = references_import(file=io.BytesIO(content), format="ris")
+    raws = list(Reference.objects.order_by("source_id").values_list("raw", flat=True))
+
+    crlf = references_import(file=io.BytesIO(content.replace(b"\n", b"\r\n")), format="ris")
+    again = references_import(file=io.BytesIO(content), format="ris")
+
+    assert (first.created, first.warnings) == (4, [])
+    assert all("\n\n" not in raw and "\u00a0" not in raw and "\r" not in raw for raw in raws)
+    assert (crlf.unchanged, again.unchanged) == (4, 4)
+    assert list(Reference.objects.order_by("source_id").values_list("raw", flat=True)) == raws
+
+
+@pytest.mark.django_db
+def test_bytes_that_are_not_utf8_inside_a_ris_record_past_the_first_block_name_their_line():
+    lines = "".join(ris_record(n, f"Title {n}") for n in range(1, TEXT_BLOCK // 60)).encode()
+    bad = ris_record(0, "caf\udce9").encode("utf-8", "surrogateescape")
+    content = lines + bad + lines
+    bad_line = lines.count(b"\n") + 2
+
+    for known_first in (False, True):
+        if known_first:  # the records before it stored: they are skipped by their digest, the bad one is read
+            references_import(file=io.BytesIO(lines), format="ris")
+        with pytest.raises(ImportInvalid) as raised:
+            references_import(file=io.BytesIO(content), format="ris")
+        assert [problem["message"] for problem in raised.value.problems] == [
+            f"Line {bad_line} is not UTF-8 text: save the file as UTF-8."
+        ]
