@@ -13,6 +13,7 @@ from django.http import StreamingHttpResponse
 from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
+from rest_framework.parsers import MultiPartParser
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
@@ -50,7 +51,7 @@ def import_request(data) -> dict:
     except InputInvalid as error:
         records = [
             {"record": None, "id": "", "field": name, "message": " ".join(str(message) for message in messages)}
-            for name, messages in error.details["fields"].items()
+            for name, messages in error.fields.items()
         ]
         raise ImportInvalid(records) from None
     return {
@@ -63,6 +64,7 @@ def import_request(data) -> dict:
 class ReferenceImportApi(APIView):
     body_limit_setting = "OH_MAX_REFERENCE_IMPORT_BYTES"  # reviewapp.core.requests
     permission_classes = [IsCoordinator]
+    parser_classes = [MultiPartParser]
 
     class OutputSerializer(serializers.Serializer):
         import_id = serializers.IntegerField()

@@ -32,7 +32,7 @@ from literature.importers.csv_table import MappingInvalid, parse_mapping
 from literature.importers.records import FileUnreadable, Parsed, ParsedReference, Problem, StoredRecord
 from literature.models import Reference, ReferenceImport
 from literature.sources import europepmc, eutils
-from reviewapp.core.errors import ServiceError
+from reviewapp.core.errors import ServiceError, as_problems
 
 logger = logging.getLogger(__name__)
 
@@ -120,14 +120,22 @@ class FetchSummary:
 
 
 class ImportInvalid(ServiceError):
-    """Nothing was imported: the file (or the request) cannot be read. problems: [{"record", "id", "field",
-    "message"}]."""
+    """Nothing was imported: the file (or the request) cannot be read. records: [{"record", "id", "field",
+    "message"}]; the API's problems give the record as the row, its id before the message."""
 
     code = "invalid_import"
 
-    def __init__(self, problems: list[dict]):
-        super().__init__(f"The file has {len(problems)} problem(s); nothing was imported.", records=problems)
-        self.problems = problems
+    def __init__(self, records: list[dict]):
+        problems = as_problems(
+            {
+                "row": record.get("record"),
+                "field": record.get("field"),
+                "message": f"{record['id']}: {record['message']}" if record.get("id") else record["message"],
+            }
+            for record in records
+        )
+        super().__init__(f"The file has {len(records)} problem(s); nothing was imported.", problems=problems)
+        self.records = records
 
 
 class ReferenceWriter:

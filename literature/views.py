@@ -44,7 +44,7 @@ def literature_home(request):
             values = import_request({**request.POST.dict(), **request.FILES.dict()})
             context["result"] = references_import(**values, user=request.user, name=values["file"].name)
         if outcome.error is not None:
-            context["problems"] = outcome.error.details["records"]
+            context["problems"] = getattr(outcome.error, "records", [])
     if context["problems"]:
         context["problem_count"] = len(context["problems"])
         context["problems"] = context["problems"][:PROBLEMS_SHOWN]

@@ -35,7 +35,7 @@ from literature.services import ReferenceWriter
 from literature.sources import europepmc
 from literature.sources.transport import SourceError
 from reviewapp.core.claims import work_attempt, work_claim, work_finish, work_sweep_send
-from reviewapp.core.errors import ServiceError
+from reviewapp.core.errors import ServiceError, problem
 from reviewapp.core.queue import broker_check, enqueue_on_commit
 
 logger = logging.getLogger(__name__)
@@ -64,7 +64,7 @@ def anchors_checked(anchors: list[str]) -> list[str]:
         sources = ", ".join(europepmc.LIST_SOURCES)
         raise AnchorsInvalid(
             f"These anchors are not Europe PMC work ids like MED:12345 (sources {sources}): {', '.join(wrong[:20])}.",
-            anchors=wrong,
+            problems=[problem(f"{anchor} is not a Europe PMC work id.", field="anchors") for anchor in wrong],
         )
     if not cleaned:
         raise AnchorsInvalid("Give at least one anchor, e.g. MED:12345.")

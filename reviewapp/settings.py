@@ -228,11 +228,11 @@ REST_FRAMEWORK = {
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
-    "DEFAULT_PARSER_CLASSES": [
-        "reviewapp.core.requests.BoundedJSONParser",
-        "rest_framework.parsers.FormParser",
-        "rest_framework.parsers.MultiPartParser",
-    ],
+    # JSON bodies only: a body of nested objects and nulls has no form encoding. The views that take a file name
+    # multipart instead (`parser_classes = [MultiPartParser]`).
+    "DEFAULT_PARSER_CLASSES": ["reviewapp.core.requests.BoundedJSONParser"],
+    # Tests send what clients send: JSON, unless a test says multipart (a file upload).
+    "TEST_REQUEST_DEFAULT_FORMAT": "json",
     "EXCEPTION_HANDLER": "reviewapp.core.api_errors.exception_handler",
     "DEFAULT_SCHEMA_CLASS": "reviewapp.core.schema.AutoSchema",
     "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",
@@ -247,7 +247,8 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": (
         "The public Open Hypothesis API and the coordinators' and analysts' API. Sign in with "
         "`POST /api/v1/auth/token`, then send `Authorization: Token <token>`. Every error is "
-        '`{"error": "<code>", "detail": "<sentence>"}`; each operation lists its codes.'
+        '`{"error": "<code>", "detail": "<sentence>", "problems": [...]}`; each operation lists its statuses and '
+        "codes."
     ),
     "VERSION": "v1",
     "DEFAULT_GENERATOR_CLASS": "reviewapp.core.schema.SchemaGenerator",

@@ -18,6 +18,12 @@ from django.urls import URLPattern, URLResolver, get_resolver
 from reviewapp.core.schema import ErrorSerializer
 
 DOCUMENTATION_URLS = {"api-schema", "api-docs"}
+# Codes that never reach the API: the review and job pages' own refusals, and the simulated providers' error bodies.
+NOT_API_CODES = {
+    *("stale_review", "review_locked", "review_not_submitted", "invalid_review", "review_incomplete"),
+    *("job_failed", "job_not_failed", "run_not_failed"),
+    *("rate_limit_exceeded", "enforced_spend_limit_reached", "insufficient_quota"),
+}
 BODY_METHODS = {"post", "put", "patch"}
 # A body-less POST: the action is the whole request.
 WITHOUT_BODY = {
@@ -57,6 +63,62 @@ def test_the_schema_is_generated_without_a_warning_and_is_valid_openapi(schema):
     assert schema["info"]["title"] == "Open Hypothesis API"
 
 
+def test_the_schema_passes_openapi_spec_validator(schema):
+    from openapi_spec_validator.validation.validators import OpenAPIV30SpecValidator
+
+    problems = [
+        f"{list(error.absolute_path)}: {error.message}" for error in OpenAPIV30SpecValidator(schema).iter_errors()
+    ]
+    assert not problems, problems
+
+
+def test_bodies_are_json_only_and_uploads_multipart_only(schema):
+    uploads = {
+        "/api/v1/cohorts/{cohort_id}/import",
+        "/api/v1/benchmarks/{benchmark_id}/import",
+        "/api/v1/literature/import",
+    }
+    for path, operations in schema["paths"].items():
+        for method, operation in operations.items():
+            media = list(operation.get("requestBody", {}).get("content", {}))
+            if media:
+                expected = ["multipart/form-data"] if path in uploads else ["application/json"]
+                assert media == expected, (method, path, media)
+
+
+def _integer_inputs_without_bounds(schema, node, where, seen=()):
+    """Where an integer the client sends has no minimum or maximum (an enum is bounded)."""
+    if "$ref" in node:
+        name = node["$ref"].rsplit("/", 1)[-1]
+        if name not in seen:
+            yield from _integer_inputs_without_bounds(
+                schema, schema["components"]["schemas"][name], f"{where}>{name}", (*seen, name)
+            )
+        return
+    for key in ("allOf", "oneOf", "anyOf"):
+        for option in node.get(key, []):
+            yield from _integer_inputs_without_bounds(schema, option, where, seen)
+    if node.get("type") == "integer" and "enum" not in node and not {"minimum", "maximum"} <= set(node):
+        yield where
+    for name, value in node.get("properties", {}).items():
+        yield from _integer_inputs_without_bounds(schema, value, f"{where}.{name}", seen)
+    for key in ("items", "additionalProperties"):
+        if isinstance(node.get(key), dict):
+            yield from _integer_inputs_without_bounds(schema, node[key], f"{where}[]", seen)
+
+
+def test_every_integer_a_client_sends_has_bounds(schema):
+    unbounded = []
+    for path, operations in schema["paths"].items():
+        for method, operation in operations.items():
+            for parameter in operation.get("parameters", []):
+                where = f"{method} {path} {parameter['in']} {parameter['name']}"
+                unbounded += _integer_inputs_without_bounds(schema, parameter["schema"], where)
+            for media, content in operation.get("requestBody", {}).get("content", {}).items():
+                unbounded += _integer_inputs_without_bounds(schema, content["schema"], f"{method} {path} {media}")
+    assert not unbounded, unbounded
+
+
 def test_every_api_url_is_in_the_schema_with_each_method(schema):
     routes = dict(_api_routes())
     assert len(routes) > 40
@@ -85,9 +147,54 @@ def test_every_operation_documents_its_bodies_and_error_codes(schema):
                 assert content == {"$ref": "#/components/schemas/Error"}, (where, status)
 
 
-def test_the_error_body_is_documented_as_error_and_detail(schema):
-    error = schema["components"]["schemas"]["Error"]
-    assert set(error["properties"]) == set(ErrorSerializer().fields) == {"error", "detail"}
+def test_the_error_body_is_documented_as_error_detail_and_problems(schema):
+    components = schema["components"]["schemas"]
+    error = components["Error"]
+    assert set(error["properties"]) == set(ErrorSerializer().fields) == {"error", "detail", "problems"}
+    assert error["properties"]["error"] == {"$ref": "#/components/schemas/ErrorCode"}
+    problem = components[error["properties"]["problems"]["items"]["$ref"].rsplit("/", 1)[-1]]
+    assert set(problem["properties"]) == {"table", "row", "field", "message"} and problem["required"] == ["message"]
+
+
+def test_the_error_codes_are_an_enum_of_every_code_an_operation_lists(schema):
+    enum = set(schema["components"]["schemas"]["ErrorCode"]["enum"])
+    listed = set()
+    for operations in schema["paths"].values():
+        for operation in operations.values():
+            for status, response in operation["responses"].items():
+                if status[0] in "45":
+                    codes = response["x-error-codes"]
+                    assert response["description"] == "Error codes: " + ", ".join(f"`{c}`" for c in codes) + "."
+                    listed |= set(codes)
+    assert enum == listed
+    assert {"cohort_frozen", "not_acceptable", "unsupported_media_type", "invalid_question"} <= enum
+
+
+def test_every_error_code_the_code_base_raises_is_in_the_schema(schema):
+    """A code raised but listed by no operation would reach a generated client as a value its enum cannot read."""
+    enum = set(schema["components"]["schemas"]["ErrorCode"]["enum"])
+    raised = set()
+    for folder in ("reviewapp", "screening", "literature"):
+        for source in (settings.BASE_DIR / folder).rglob("*.py"):
+            text = source.read_text()
+            raised |= set(re.findall(r'\bcode(?:=| = )"(\w+)"', text))
+    # Codes of the simulated model providers' own protocols and of stored job states are not API errors.
+    assert not raised - enum - NOT_API_CODES, sorted(raised - enum - NOT_API_CODES)
+
+
+def test_conflicts_with_the_current_state_are_409_with_their_own_codes(schema):
+    def codes(path, method, status):
+        return schema["paths"][path][method]["responses"][status]["x-error-codes"]
+
+    assert "cohort_name_taken" in codes("/api/v1/cohorts", "post", "409")
+    assert "cohort_status_refused" in codes("/api/v1/cohorts/{cohort_id}/status", "post", "409")
+    assert "cohort_closed" in codes("/api/v1/cohorts/{cohort_id}/assignments", "post", "409")
+    assert "assignment_started" in codes("/api/v1/assignments/{assignment_id}", "delete", "409")
+    assert "assignment_started" in codes("/api/v1/assignments/{assignment_id}/reassign", "post", "409")
+    assert "cohort_frozen" in codes("/api/v1/cohorts/{cohort_id}/import", "post", "409")
+    assert "password_change_required" in codes("/api/v1/auth/token", "post", "403")
+    assert "unsupported_media_type" in codes("/api/v1/cohorts", "post", "415")
+    assert "not_acceptable" in codes("/api/v1/cohorts", "get", "406")
 
 
 def test_endpoint_specific_error_codes_are_listed(schema):

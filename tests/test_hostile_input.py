@@ -88,10 +88,16 @@ def test_each_address_has_its_own_body_limit(client, coordinator, settings, rost
     api = APIClient()
     api.force_login(coordinator)  # the session, which the limit reads before the view runs
     content = json.dumps({"tasks": [{"key": "T1", "question": "Q?", "background": "x" * 5000}]}).encode()
-    response = api.post(f"/api/v1/cohorts/{cohort.pk}/import", {"file": SimpleUploadedFile("a.json", content)})
+    response = api.post(
+        f"/api/v1/cohorts/{cohort.pk}/import", {"file": SimpleUploadedFile("a.json", content)}, format="multipart"
+    )
     assert response.status_code == 200, response.json()
 
-    response = api.post(f"/api/v1/cohorts/{cohort.pk}/import", {"file": SimpleUploadedFile("a.json", b" " * 200_000)})
+    response = api.post(
+        f"/api/v1/cohorts/{cohort.pk}/import",
+        {"file": SimpleUploadedFile("a.json", b" " * 200_000)},
+        format="multipart",
+    )
     assert_json_error(response, 413, "body_too_large")
 
 
@@ -174,9 +180,11 @@ def test_deeply_nested_json_in_a_cohort_import_is_a_problem_of_the_file(coordina
     api = APIClient()
     api.force_authenticate(coordinator)
     content = ('{"tasks": ' + nested(10_000) + "}").encode()
-    response = api.post(f"/api/v1/cohorts/{cohort.pk}/import", {"file": SimpleUploadedFile("a.json", content)})
+    response = api.post(
+        f"/api/v1/cohorts/{cohort.pk}/import", {"file": SimpleUploadedFile("a.json", content)}, format="multipart"
+    )
     body = assert_json_error(response, 400, "invalid_import")
-    assert "nested more than" in body["rows"][0]["message"]
+    assert "nested more than" in body["problems"][0]["message"]
 
 
 def test_nesting_within_the_limit_and_brackets_in_strings_are_fine(client, roster, settings):
@@ -224,7 +232,9 @@ def test_a_deeply_nested_literature_column_mapping_is_refused(coordinator):
     api.force_authenticate(coordinator)
     upload = SimpleUploadedFile("refs.csv", b"title\nA title\n")
     response = api.post(
-        "/api/v1/literature/import", {"file": upload, "format": "csv", "mapping": '{"a": ' + nested(10_000) + "}"}
+        "/api/v1/literature/import",
+        {"file": upload, "format": "csv", "mapping": '{"a": ' + nested(10_000) + "}"},
+        format="multipart",
     )
     assert response.status_code == 400, response.content[:300]
     assert "nested more than" in json.dumps(response.json())

@@ -10,7 +10,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from reviewapp.core import roles
-from reviewapp.core.errors import ServiceError, validated
+from reviewapp.core.errors import ServiceError, validated, validated_query
 from reviewapp.models import ApiToken
 from reviewapp.services.accounts import token_create, token_revoke
 
@@ -34,7 +34,7 @@ class TokenCreateApi(APIView):
         id = serializers.IntegerField()
         expires_at = serializers.DateTimeField()
 
-    error_codes = {400: ("invalid_credentials",), 429: ("locked_out",)}
+    error_codes = {400: ("invalid_credentials",), 403: ("password_change_required",), 429: ("locked_out",)}
 
     def post(self, request):
         data = validated(self.InputSerializer, request.data)
@@ -61,16 +61,17 @@ class TokenListApi(APIView):
     """Your own tokens; a coordinator may ask for one account's (?user=<id>) or everyone's (?user=all)."""
 
     class FilterSerializer(serializers.Serializer):
-        user = serializers.CharField(required=False, help_text="coordinators: an account id or “all”")
+        # An id a 64-bit key can hold (18 digits always can), or "all".
+        user = serializers.RegexField(
+            r"^(all|[1-9][0-9]{0,17})$", required=False, help_text="coordinators: an account id or “all”"
+        )
 
     OutputSerializer = TokenOutputSerializer
     output_many = True
-    error_codes = {400: ("invalid_request",)}
 
     def get(self, request):
-        owner = request.query_params.get("user") if roles.can_coordinate(request.user) else None
-        if owner and not owner.isdigit() and owner != "all":
-            raise ServiceError("user must be an account id or “all”.", code="invalid_request")
+        owner = validated_query(self.FilterSerializer, request.query_params).get("user")
+        owner = owner if roles.can_coordinate(request.user) else None
         tokens = ApiToken.objects.select_related("user").order_by("-created_at")
         if owner != "all":
             tokens = tokens.filter(user_id=int(owner) if owner else request.user.pk)

@@ -10,7 +10,8 @@ from rest_framework import serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from reviewapp.core.errors import NotFound, validated
+from reviewapp.core.errors import NotFound, validated, validated_query
+from reviewapp.core.fields import SeedField
 from reviewapp.core.paging import PageFilter, page_of
 from reviewapp.core.roles import CanReadAll, IsCoordinator
 from reviewapp.core.routing import by_method
@@ -61,13 +62,13 @@ class CohortCreateApi(APIView):
         name = serializers.CharField(max_length=200)
         description = serializers.CharField(required=False, allow_blank=True, default="")
         reviewers_per_proposal = serializers.IntegerField(min_value=1, max_value=MAX_REVIEWERS_PER_PROPOSAL, default=3)
-        seed = serializers.IntegerField(default=0)
+        seed = SeedField(default=0)
 
     class OutputSerializer(CohortOutputSerializer):
         pass
 
     success_status = 201
-    error_codes = {400: ("invalid_request",)}
+    error_codes = {400: ("invalid_request",), 409: ("cohort_name_taken",)}
 
     def post(self, request):
         data = validated(self.InputSerializer, request.data)
@@ -95,7 +96,7 @@ class CohortStatusApi(APIView):
     class OutputSerializer(CohortOutputSerializer):
         pass
 
-    error_codes = {400: ("invalid_request",)}
+    error_codes = {409: ("cohort_status_refused",)}
 
     def post(self, request, cohort_id: int):
         cohort = _cohort(cohort_id)
@@ -105,12 +106,16 @@ class CohortStatusApi(APIView):
         return Response(self.OutputSerializer(_cohort(cohort_id)).data)
 
 
+# More assignments than anyone reviews; a bound the schema can state.
+MAX_LOAD = 100_000
+
+
 class AssignmentRules(serializers.Serializer):
     """What an assignment request may ask for, on the API and on the cohort page alike."""
 
     per_proposal = serializers.IntegerField(min_value=1, max_value=MAX_REVIEWERS_PER_PROPOSAL)
-    seed = serializers.IntegerField(required=False)
-    max_load = serializers.IntegerField(min_value=1, required=False)
+    seed = SeedField(required=False)
+    max_load = serializers.IntegerField(min_value=1, max_value=MAX_LOAD, required=False)
 
 
 class CohortAssignApi(APIView):
@@ -126,7 +131,7 @@ class CohortAssignApi(APIView):
         loads = serializers.DictField(child=serializers.IntegerField(), help_text="assignments per reviewer")
 
     success_status = 201
-    error_codes = {400: ("assignment_impossible", "unknown_reviewer", "invalid_request")}
+    error_codes = {400: ("assignment_impossible", "unknown_reviewer", "invalid_request"), 409: ("cohort_closed",)}
 
     def post(self, request, cohort_id: int):
         cohort = _cohort(cohort_id)
@@ -151,9 +156,9 @@ class AssignmentListApi(APIView):
     paged = True
 
     class FilterSerializer(PageFilter):
-        reviewer = serializers.CharField(required=False, default="")
-        proposal = serializers.CharField(required=False, default="")
-        state = serializers.ChoiceField(choices=list(cohort_selectors.ASSIGNMENT_STATES), required=False, default="")
+        reviewer = serializers.CharField(required=False, max_length=150)
+        proposal = serializers.CharField(required=False, max_length=200)
+        state = serializers.ChoiceField(choices=list(cohort_selectors.ASSIGNMENT_STATES), required=False)
 
     class OutputSerializer(serializers.Serializer):
         id = serializers.IntegerField()
@@ -168,10 +173,13 @@ class AssignmentListApi(APIView):
 
     def get(self, request, cohort_id: int):
         cohort = _cohort(cohort_id)
-        filters = validated(self.FilterSerializer, request.query_params)
+        filters = validated_query(self.FilterSerializer, request.query_params)
         page = page_of(
             cohort_selectors.cohort_assignments(
-                cohort, reviewer=filters["reviewer"], proposal=filters["proposal"], state=filters["state"]
+                cohort,
+                reviewer=filters.get("reviewer", ""),
+                proposal=filters.get("proposal", ""),
+                state=filters.get("state", ""),
             ),
             filters,
         )
@@ -219,7 +227,7 @@ class CohortProgressApi(APIView):
 
 class AssignmentDeleteApi(APIView):
     permission_classes = [IsCoordinator]
-    error_codes = {400: ("assignment_started",)}
+    error_codes = {409: ("assignment_started", "cohort_closed")}
 
     @extend_schema(responses={204: None})
     def delete(self, request, assignment_id: int):
@@ -241,7 +249,10 @@ class AssignmentReassignApi(APIView):
         proposal = serializers.CharField(source="proposal.external_id")
         position = serializers.IntegerField()
 
-    error_codes = {400: ("assignment_started", "unknown_reviewer", "invalid_request")}
+    error_codes = {
+        400: ("unknown_reviewer", "invalid_request"),
+        409: ("assignment_started", "cohort_closed", "already_assigned", "conflict_of_interest"),
+    }
 
     def post(self, request, assignment_id: int):
         assignment = get_object_or_404(Assignment, pk=assignment_id)

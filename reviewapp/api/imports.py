@@ -2,6 +2,7 @@
 
 from django.urls import path
 from rest_framework import serializers
+from rest_framework.parsers import MultiPartParser
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
@@ -29,6 +30,7 @@ def import_upload(data):
 class CohortImportApi(APIView):
     body_limit_setting = "OH_MAX_IMPORT_BYTES"  # reviewapp.core.requests
     permission_classes = [IsCoordinator]
+    parser_classes = [MultiPartParser]
 
     class OutputSerializer(serializers.Serializer):
         tasks = serializers.IntegerField()
@@ -38,7 +40,7 @@ class CohortImportApi(APIView):
         already_imported = serializers.BooleanField()
 
     InputSerializer = ImportFileInput
-    error_codes = {400: ("invalid_import",)}
+    error_codes = {400: ("invalid_import",), 409: ("cohort_frozen",)}
 
     def post(self, request, cohort_id):
         cohort = Cohort.objects.filter(pk=cohort_id).first()

@@ -52,6 +52,8 @@ class UserUnlockApi(APIView):
                 raise serializers.ValidationError("Give either a username or an address.")
             return attrs
 
+    error_codes = {400: ("invalid_address",)}
+
     class OutputSerializer(serializers.Serializer):
         username = serializers.CharField(required=False, help_text="the username unlocked")
         address = serializers.CharField(required=False, help_text="the address (IPv6: its network) unlocked")
@@ -77,6 +79,8 @@ class UserActiveApi(APIView):
     class OutputSerializer(serializers.Serializer):
         username = serializers.CharField()
         active = serializers.BooleanField()
+
+    error_codes = {400: ("invalid_request",)}
 
     def post(self, request, account_id: int):
         data = validated(self.InputSerializer, request.data)

@@ -13,6 +13,7 @@ from django.utils.text import slugify
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import serializers, status
+from rest_framework.parsers import MultiPartParser
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
@@ -27,7 +28,8 @@ from reviewapp.benchmarks.services.imports import benchmark_import_file
 from reviewapp.benchmarks.services.judging import judging_start
 from reviewapp.benchmarks.statistics import statistics_as_dict
 from reviewapp.benchmarks.table_s import write_table_s
-from reviewapp.core.errors import NotFound, ServiceError, validated
+from reviewapp.core.errors import NotFound, ServiceError, validated, validated_query
+from reviewapp.core.fields import SeedField
 from reviewapp.core.roles import CanReadAll, IsCoordinator
 from reviewapp.core.routing import by_method
 from reviewapp.core.schema import file_response
@@ -89,13 +91,16 @@ class BenchmarkCreateApi(APIView):
         name = serializers.CharField(max_length=200)
         description = serializers.CharField(required=False, allow_blank=True, default="")
         roster = serializers.CharField(required=False, allow_blank=True, default="", help_text="a roster's name")
-        seed = serializers.IntegerField(required=False, allow_null=True, default=None, min_value=0)
+        seed = SeedField(required=False, allow_null=True, default=None)
         design = serializers.ChoiceField(choices=BenchmarkSet.Design.values, default=BenchmarkSet.Design.POOLED)
         forecast_question = serializers.ChoiceField(choices=Run.Question.values, default=Run.Question.SHORT)
 
     OutputSerializer = BenchmarkOutputSerializer
     success_status = 201
-    error_codes = {400: ("name_taken", "unknown_roster", "invalid_request")}
+    error_codes = {
+        400: ("unknown_roster", "invalid_question", "invalid_design", "invalid_request"),
+        409: ("name_taken",),
+    }
 
     def post(self, request):
         values = validated(self.InputSerializer, request.data)
@@ -183,6 +188,7 @@ class BenchmarkImportApi(APIView):
     """POST a JSON, CSV or XLSX file of tasks, hypotheses with forecasts and/or judge scores as multipart "file"."""
 
     permission_classes = [IsCoordinator]
+    parser_classes = [MultiPartParser]
 
     class InputSerializer(serializers.Serializer):
         file = serializers.FileField(allow_empty_file=True)
@@ -224,7 +230,7 @@ class BenchmarkRunApi(APIView):
         started = Started(many=True)
 
     success_status = 202
-    error_codes = {400: ("no_roster", "roster_incomplete", "nothing_to_run"), 503: ("queue_unavailable",)}
+    error_codes = {400: ("no_roster", "roster_incomplete"), 409: ("nothing_to_run",), 503: ("queue_unavailable",)}
 
     @extend_schema(request=None)
     def post(self, request, benchmark_id: int):
@@ -258,7 +264,7 @@ class ForecastMatrixApi(APIView):
 
     def get(self, request, benchmark_id: int):
         benchmark = _benchmark(benchmark_id)
-        values = validated(self.FilterSerializer, request.query_params)
+        values = validated_query(self.FilterSerializer, request.query_params)
         matrix = selectors.benchmark_forecast_matrix(benchmark, round_=values["round"])
         return Response(self.OutputSerializer(matrix, many=True).data)
 
@@ -268,7 +274,7 @@ class ForecastsRepeatApi(APIView):
 
     permission_classes = [IsCoordinator]
     success_status = 202
-    error_codes = {409: ("nothing_to_repeat",), 503: ("queue_unavailable",)}
+    error_codes = {409: ("nothing_to_repeat", "forecasts_not_done", "already_repeated"), 503: ("queue_unavailable",)}
 
     class OutputSerializer(serializers.Serializer):
         class TaskSerializer(serializers.Serializer):
@@ -316,7 +322,7 @@ class JudgeAddApi(APIView):
 
     OutputSerializer = JudgeSerializer
     success_status = 201
-    error_codes = {400: ("judge_exists", "unknown_endpoint", "invalid_request")}
+    error_codes = {400: ("unknown_endpoint", "invalid_request"), 409: ("judge_exists",)}
 
     def post(self, request, benchmark_id: int):
         benchmark = _benchmark(benchmark_id)

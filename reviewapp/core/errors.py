@@ -1,33 +1,81 @@
 """One error contract for every room.
 
-A service refuses a write by raising a ServiceError: a sentence for the person who asked, a documented code and an
-HTTP status. The API answers every error, ours or the framework's, as {"error": "<code>", "detail": "<sentence>"}
-plus any details (e.g. the rows of an import at fault), through `reviewapp.core.api_errors.exception_handler`. Page
-views validate with the API's own input declaration (`validated`) and show refusals with `page_errors`, so a page and
-the API never disagree.
+A service refuses a write by raising a ServiceError: a documented code, a sentence for the person who asked, an HTTP
+status, and, where the refusal has several parts (the rows of an import, the fields of a body), its problems. The API
+answers every error, ours or the framework's, in one shape, through `reviewapp.core.api_errors.exception_handler`:
+
+    {"error": "<code>", "detail": "<sentence>", "problems": [{"table"?, "row"?, "field"?, "message"}]}
+
+Page views validate with the API's own input declaration (`validated`) and show refusals with `page_errors`, so a page
+and the API never disagree.
+
+Statuses: 400 a request that is not valid in itself; 404 what it names does not exist; 409 a valid request that
+conflicts with the current state of what it names (a closed cohort, a started assignment, a name taken); 422 a review
+whose values the protocol refuses; 503 a service the request needs is not there.
 """
+
+from typing import NotRequired, TypedDict
 
 from django.contrib import messages
 from rest_framework import status
 
 
+class Problem(TypedDict):
+    """One part of a refusal: where (a table of a file, its row, a field) and what."""
+
+    table: NotRequired[str]
+    row: NotRequired[int]
+    field: NotRequired[str]
+    message: str
+
+
+def problem(message: str, *, table: str | None = None, row: int | None = None, field: str | None = None) -> Problem:
+    """A Problem with only the places that are known."""
+    found: Problem = {"message": message}
+    if table:
+        found["table"] = table
+    if row is not None:
+        found["row"] = row
+    if field:
+        found["field"] = field
+    return found
+
+
+def as_problems(rows) -> list[Problem]:
+    """Problems from dicts that hold some of "table", "row", "field" (None where unknown) and a "message"."""
+    return [problem(row["message"], table=row.get("table"), row=row.get("row"), field=row.get("field")) for row in rows]
+
+
 class ServiceError(Exception):
-    """A request the rules refuse. Subclasses name their code and status; details go into the API's answer."""
+    """A request the rules refuse.
+
+    `ServiceError("invalid_request", "The sentence.")`, or `ServiceError("The sentence.", code=...)`; subclasses name
+    their code and status as class attributes. `problems` lists the parts of the refusal (see `problem`);
+    `retry_after` (seconds) becomes the Retry-After header."""
 
     code = "invalid_request"
     status: int = status.HTTP_400_BAD_REQUEST
 
     def __init__(
-        self, message: str, *, code: str | None = None, status: int | None = None, retry_after=None, **details
+        self,
+        *code_and_message: str,
+        code: str | None = None,
+        status: int | None = None,
+        problems: list[Problem] | None = None,
+        retry_after: int | None = None,
     ):
+        if len(code_and_message) == 2:
+            code, message = code_and_message
+        else:
+            (message,) = code_and_message
         super().__init__(message)
         self.message = message
         if code is not None:
             self.code = code
         if status is not None:
             self.status = status
+        self.problems: list[Problem] = list(problems or [])
         self.retry_after = retry_after
-        self.details = details
 
 
 class NotFound(ServiceError):
@@ -35,29 +83,59 @@ class NotFound(ServiceError):
     status = status.HTTP_404_NOT_FOUND
 
 
+class StateConflict(ServiceError):
+    """A valid request that the current state of what it names refuses (409), with its own code."""
+
+    status = status.HTTP_409_CONFLICT
+
+
 class InputInvalid(ServiceError):
-    """A request whose fields do not fit the declaration; `fields` maps each field to its problems."""
+    """A request whose fields do not fit the declaration: one problem per field and message."""
 
     code = "invalid_body"
 
-    def __init__(self, fields: dict):
-        super().__init__("The request body is not valid.", fields=fields)
+    def __init__(self, fields: dict, *, where: str = "body"):
+        self.fields = fields
+        super().__init__(
+            f"The request {where} is not valid.",
+            problems=[problem(str(message), field=name) for name, message in _field_messages(fields)],
+        )
 
     def sentences(self) -> list[str]:
         """One sentence per problem, for a page: "<field>: <problem>"."""
         return [
             f"{name.replace('_', ' ').capitalize()}: {message}" if name != "non_field_errors" else str(message)
-            for name, problems in self.details["fields"].items()
-            for message in (problems if isinstance(problems, list) else [problems])
+            for name, message in _field_messages(self.fields)
         ]
 
 
-def validated(declaration, data, **context) -> dict:
-    """The values of `data` checked against an input serializer class; raises InputInvalid."""
+def _field_messages(errors, where: str = ""):
+    """(field, message) of DRF's errors, nested ones named by their path: {"b": {0: {"c": ["…"]}}} → ("b.0.c", "…")."""
+    if isinstance(errors, dict):
+        for name, inner in errors.items():
+            yield from _field_messages(inner, f"{where}.{name}" if where else str(name))
+    elif isinstance(errors, list) and any(isinstance(item, dict | list) for item in errors):
+        for index, inner in enumerate(errors):
+            yield from _field_messages(inner, f"{where}.{index}")
+    elif isinstance(errors, list):
+        for message in errors:
+            yield where, message
+    else:
+        yield where, errors
+
+
+def validated(declaration, data, *, where: str = "body", **context) -> dict:
+    """The values of `data` checked against an input serializer class; raises InputInvalid. `where` names what the
+    values came from, for the sentence: "body", or "query" (`validated_query`)."""
     serializer = declaration(data=data, context=context)
     if not serializer.is_valid():
-        raise InputInvalid(serializer.errors)
+        raise InputInvalid(serializer.errors, where=where)
     return serializer.validated_data
+
+
+def validated_query(declaration, query_params, **context) -> dict:
+    """`validated` for a query string."""
+    return validated(declaration, query_params, where="query", **context)
 
 
 class page_errors:  # noqa: N801 (used as a statement: `with page_errors(request) as outcome:`)

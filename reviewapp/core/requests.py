@@ -9,7 +9,7 @@
 - JSON depth: `json_loads_bounded` and `BoundedJSONParser` (the API's JSON parser) refuse JSON nested deeper than
   OH_MAX_JSON_DEPTH with a sentence, instead of letting Python's recursion limit turn it into a server error.
 - API errors: every response under /api/ that is an error and not already JSON (Django's 404 of an unknown address,
-  a CSRF refusal, a server error) becomes {"error": "<code>", "detail": "<sentence>"}.
+  a CSRF refusal, a server error) becomes {"error": "<code>", "detail": "<sentence>", "problems": []}.
 """
 
 import io
@@ -38,6 +38,7 @@ _STATUS_CODES = {
     403: ("forbidden", "You do not have permission to do this."),
     404: ("not_found", "There is nothing at this address."),
     405: ("method_not_allowed", "This address does not accept this method."),
+    406: ("not_acceptable", "This address answers only JSON or the file it serves."),
     413: ("body_too_large", "The request body is too large."),
     429: ("throttled", "Too many requests; wait before trying again."),
     500: ("server_error", "The server failed to answer; the error is logged. Try again later."),
@@ -104,7 +105,8 @@ def _limit_setting(view_func) -> str:
 
 def api_error(status: int, detail: str | None = None, code: str | None = None) -> JsonResponse:
     default_code, default_detail = _STATUS_CODES.get(status, ("error", "The request failed."))
-    return JsonResponse({"error": code or default_code, "detail": detail or default_detail}, status=status)
+    body = {"error": code or default_code, "detail": detail or default_detail, "problems": []}
+    return JsonResponse(body, status=status)
 
 
 def _is_api(request) -> bool:

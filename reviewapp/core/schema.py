@@ -23,22 +23,35 @@ from drf_spectacular.utils import OpenApiResponse
 from rest_framework import serializers
 from rest_framework.permissions import AllowAny
 
+from reviewapp.core.fields import BIGINT_MAX
 from reviewapp.core.paging import page_serializer
 
 
+class ProblemSerializer(serializers.Serializer):
+    """One part of a refusal (reviewapp.core.errors.Problem): where, as far as it is known, and what."""
+
+    table = serializers.CharField(required=False, help_text="the table (sheet, file part) at fault")
+    row = serializers.IntegerField(required=False, help_text="its row, counted as the file counts them")
+    field = serializers.CharField(required=False, help_text="the field (column, body or query parameter) at fault")
+    message = serializers.CharField()
+
+
 class ErrorSerializer(serializers.Serializer):
-    """Every API error: a documented code, a sentence for people, and details where an error has some (the rows of
-    an import at fault, the fields of a body)."""
+    """Every API error: a documented code, a sentence for people, and the parts of the refusal where it has several
+    (the rows of an import at fault, the fields of a body)."""
 
     error = serializers.CharField(help_text="the error's code, one of those listed for the status")
     detail = serializers.CharField(help_text="a sentence for the person who asked")
+    problems = ProblemSerializer(many=True)
 
 
 # The errors of every endpoint, by what the endpoint is (README, "API").
-SERVER_ERRORS = {500: ("server_error",)}
+SERVER_ERRORS = {406: ("not_acceptable",), 500: ("server_error",)}
 SIGNED_IN_ERRORS = {401: ("not_authenticated", "authentication_failed"), 403: ("forbidden", "password_change_required")}
-BODY_ERRORS = {400: ("invalid_body",), 413: ("body_too_large",)}
+BODY_ERRORS = {400: ("invalid_body",), 413: ("body_too_large",), 415: ("unsupported_media_type",)}
 QUERY_ERRORS = {400: ("invalid_body",)}
+# Where the codes of an error response are listed for machines; the schema's ErrorCode enum is every code listed.
+CODES_EXTENSION = "x-error-codes"
 PATH_ERRORS = {404: ("not_found",)}
 QUEUE_ERRORS = {503: ("queue_unavailable",)}
 BODY_METHODS = ("POST", "PUT", "PATCH")
@@ -97,6 +110,14 @@ class AutoSchema(SpectacularAutoSchema):
             return {getattr(self.view, "success_status", 200): body}
         return super().get_response_serializers()
 
+    def get_operation(self, *args, **kwargs):
+        operation = super().get_operation(*args, **kwargs)
+        # An id in a path is a 64-bit key (reviewapp.core.fields): say so, so that clients need not try larger ones.
+        for parameter in (operation or {}).get("parameters", []):
+            if parameter["in"] == "path" and parameter["schema"].get("type") == "integer":
+                parameter["schema"].update(minimum=1, maximum=BIGINT_MAX)
+        return operation
+
     def get_override_parameters(self):
         parameters = list(super().get_override_parameters())
         query = self._nested("FilterSerializer")
@@ -125,17 +146,13 @@ class AutoSchema(SpectacularAutoSchema):
             listed = ", ".join(f"`{code}`" for code in codes)
             response = OpenApiResponse(ErrorSerializer, description=f"Error codes: {listed}.")
             responses[str(status)] = self._get_response_for_code(response, str(status), direction=direction)
+            responses[str(status)][CODES_EXTENSION] = list(codes)
         return responses
 
 
 def file_response(media_type: str, description: str) -> dict:
     """The `responses` of an endpoint that answers a file."""
     return {(200, media_type): OpenApiResponse(OpenApiTypes.BINARY, description=description)}
-
-
-def upload_request(serializer) -> dict:
-    """The `request` of an endpoint that takes a multipart upload."""
-    return {"multipart/form-data": serializer}
 
 
 class EndpointEnumerator(SpectacularEndpointEnumerator):
@@ -156,6 +173,21 @@ class EndpointEnumerator(SpectacularEndpointEnumerator):
 
 class SchemaGenerator(SpectacularSchemaGenerator):
     endpoint_inspector_cls = EndpointEnumerator
+
+    def get_schema(self, request=None, public=False):
+        schema = super().get_schema(request=request, public=public)
+        # The error's code as an enum of every code an operation lists, so that clients can switch on it.
+        codes = {
+            code
+            for operations in schema["paths"].values()
+            for operation in operations.values()
+            for response in operation["responses"].values()
+            for code in response.get(CODES_EXTENSION, ())
+        }
+        components = schema["components"]["schemas"]
+        components["ErrorCode"] = {"type": "string", "enum": sorted(codes), "description": "An error's code."}
+        components["Error"]["properties"]["error"] = {"$ref": "#/components/schemas/ErrorCode"}
+        return schema
 
 
 class ApiTokenScheme(OpenApiAuthenticationExtension):

@@ -12,7 +12,8 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from reviewapp.benchmarks.models import BenchmarkSet
-from reviewapp.core.errors import ServiceError, validated
+from reviewapp.core.errors import ServiceError, problem, validated, validated_query
+from reviewapp.core.fields import IdField
 from reviewapp.core.roles import CanReadAll, IsCoordinator
 from reviewapp.inspiration import selectors, services
 from reviewapp.inspiration.models import InspirationAudit, InspirationCutoff, InspirationItem
@@ -67,9 +68,9 @@ class CutoffSetApi(APIView):
 
 
 class AuditInput(serializers.Serializer):
-    cohort = serializers.IntegerField(required=False)
+    cohort = IdField(required=False)
     runs = serializers.ListField(child=serializers.UUIDField(), required=False, allow_empty=False, max_length=10_000)
-    benchmark = serializers.IntegerField(required=False)
+    benchmark = IdField(required=False)
     window_start = serializers.DateField(
         required=False, allow_null=True, help_text="the publication window's first day: later literature from it on"
     )
@@ -77,7 +78,7 @@ class AuditInput(serializers.Serializer):
         required=False, allow_null=True, help_text="the publication window's last day: later literature until it"
     )
     title_diagnostic = serializers.BooleanField(required=False, default=False)
-    replay = serializers.IntegerField(required=False, allow_null=True, help_text="an earlier audit's id")
+    replay = IdField(required=False, allow_null=True, help_text="an earlier audit's id")
 
 
 def audit_population(data: dict) -> dict:
@@ -101,7 +102,11 @@ def audit_population(data: dict) -> dict:
         runs = {run.public_id: run for run in Run.objects.filter(public_id__in=wanted)}
         unknown = [str(run_id) for run_id in wanted if run_id not in runs]
         if unknown:
-            raise ServiceError(f"No run has the id {', '.join(unknown)}.", code="unknown_run", runs=unknown)
+            raise ServiceError(
+                f"No run has the id {', '.join(unknown)}.",
+                code="unknown_run",
+                problems=[problem(f"No run has the id {run_id}.", field="runs") for run_id in unknown],
+            )
         values["runs"] = [runs[run_id] for run_id in wanted]
     if data.get("replay") is not None:
         values["replay_of"] = InspirationAudit.objects.filter(pk=data["replay"]).first()
@@ -262,6 +267,6 @@ class AuditDetailApi(APIView):
     )
     def get(self, request, audit_id: int):
         audit = get_object_or_404(InspirationAudit, pk=audit_id)
-        query = validated(AuditItemsQuery, request.query_params)
+        query = validated_query(AuditItemsQuery, request.query_params)
         items = selectors.audit_items(audit, group=query.get("group", ""), outcome=query.get("judgment", ""))
         return Response(audit_data(audit, items))

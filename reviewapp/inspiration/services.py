@@ -29,7 +29,7 @@ from literature.models import Reference
 from literature.retrieval import GATE_MIN_SHARED_TERMS, JUDGEMENT_CHARS, RETRIEVAL_CHARS, judgement_card
 from literature.verdicts import clean_quote, quote_occurs
 from reviewapp.core.claims import work_attempt, work_claim, work_finish, work_sweep_send
-from reviewapp.core.errors import ServiceError
+from reviewapp.core.errors import ServiceError, problem
 from reviewapp.core.queue import broker_check, enqueue_on_commit
 from reviewapp.inspiration import prompts, selectors
 from reviewapp.inspiration.cutoffs import Cutoff, within_window
@@ -159,7 +159,7 @@ def audit_create(
         raise AuditRefused(
             f"Record the cutoff of every group first; these have none: {', '.join(missing)}.",
             code="missing_cutoffs",
-            groups=missing,
+            problems=[problem(f"No cutoff is recorded for “{group}”.", field="groups") for group in missing],
         )
     if replay_of is not None and replay_of.state != Audit.State.DONE:
         raise AuditRefused("Only a finished audit's judgements can be replayed.")

@@ -15,6 +15,7 @@ from rest_framework.views import APIView
 
 from reviewapp.benchmarks.models import BenchmarkSet
 from reviewapp.core.errors import NotFound, validated
+from reviewapp.core.fields import IdField
 from reviewapp.core.roles import CanReadAll, IsCoordinator
 from reviewapp.core.routing import by_method
 from reviewapp.models import BackgroundJob, Cohort
@@ -445,7 +446,7 @@ class HypothesesPanelStartApi(APIView):
 
     class InputSerializer(serializers.Serializer):
         run = serializers.UUIDField(required=False)
-        benchmark = serializers.IntegerField(required=False)
+        benchmark = IdField(required=False)
         hypotheses = serializers.ListField(
             child=serializers.CharField(max_length=200), allow_empty=False, max_length=10_000
         )

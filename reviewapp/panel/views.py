@@ -310,8 +310,8 @@ def comparisons_import_page(request, cohort_id: int):
         stored = critique.comparisons_import(cohort=cohort, rows=values["comparisons"], user=request.user)
         messages.success(request, f"{len(stored)} comparisons added to the log (#{stored[0].seq}–#{stored[-1].seq}).")
     if not outcome.ok:
-        for row in outcome.error.details.get("rows", [])[:20]:
-            messages.error(request, f"Line {row['row']}, {row['field']}: {row['message']}")
+        for row in outcome.error.problems[:20]:
+            messages.error(request, f"Line {row.get('row')}, {row.get('field')}: {row['message']}")
     return redirect("panel-ratings", cohort.pk)
 
 

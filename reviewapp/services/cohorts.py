@@ -10,7 +10,7 @@ from django.contrib.auth.models import User
 from django.db import transaction
 from django.db.models import F, Max
 
-from reviewapp.core.errors import ServiceError
+from reviewapp.core.errors import ServiceError, StateConflict
 from reviewapp.models import Assignment, AuditEvent, Cohort, Conflict, Proposal
 from reviewapp.selectors.users import reviewer_queryset
 
@@ -26,8 +26,32 @@ class AssignmentImpossible(CohortError):
     code = "assignment_impossible"
 
 
-class AssignmentStarted(CohortError):
+class CohortConflict(CohortError, StateConflict):
+    """A change the current state of the cohort or assignment refuses (409)."""
+
+
+class AssignmentStarted(CohortConflict):
     code = "assignment_started"
+
+
+class CohortClosed(CohortConflict):
+    code = "cohort_closed"
+
+
+class CohortNameTaken(CohortConflict):
+    code = "cohort_name_taken"
+
+
+class CohortStatusRefused(CohortConflict):
+    code = "cohort_status_refused"
+
+
+class AlreadyAssigned(CohortConflict):
+    code = "already_assigned"
+
+
+class ConflictOfInterest(CohortConflict):
+    code = "conflict_of_interest"
 
 
 @dataclass(frozen=True)
@@ -66,7 +90,7 @@ def cohort_create(
     if not 1 <= reviewers_per_proposal <= MAX_REVIEWERS_PER_PROPOSAL:
         raise CohortError(f"A cohort needs 1 to {MAX_REVIEWERS_PER_PROPOSAL} reviewers per proposal.")
     if Cohort.objects.filter(name__iexact=name).exists():
-        raise CohortError(f"A cohort named “{name}” already exists.")
+        raise CohortNameTaken(f"A cohort named “{name}” already exists.")
     cohort = Cohort.objects.create(
         name=name,
         reviewers_per_proposal=reviewers_per_proposal,
@@ -85,7 +109,7 @@ def cohort_set_status(*, cohort: Cohort, status: str, user) -> Cohort:
     if status not in Cohort.Status.values:
         raise CohortError(f"“{status}” is not a cohort status (draft, open or closed).")
     if status not in STATUS_MOVES[cohort.status]:
-        raise CohortError(f"A {cohort.status} cohort cannot become {status}.")
+        raise CohortStatusRefused(f"A {cohort.status} cohort cannot become {status}.")
     previous = cohort.status
     cohort.status = status
     cohort.save(update_fields=["status"])
@@ -97,7 +121,7 @@ def _lock_for_assignment(cohort: Cohort) -> Cohort:
     """Serialise assignment changes per cohort, and refuse them once the cohort is closed."""
     cohort = Cohort.objects.select_for_update().get(pk=cohort.pk)
     if cohort.status == Cohort.Status.CLOSED:
-        raise CohortError(f"Cohort “{cohort.name}” is closed; open it again to change its assignments.")
+        raise CohortClosed(f"Cohort “{cohort.name}” is closed; open it again to change its assignments.")
     return cohort
 
 
@@ -327,9 +351,9 @@ def _check_eligible(*, cohort: Cohort, reviewer: User, proposal: Proposal) -> No
     if not cohort.proposals.filter(pk=proposal.pk).exists():
         raise CohortError(f"Proposal {proposal.external_id} is not in cohort “{cohort.name}”.")
     if Assignment.objects.filter(cohort=cohort, reviewer=reviewer, proposal=proposal).exists():
-        raise CohortError(f"{name} is already assigned to proposal {proposal.external_id}.")
+        raise AlreadyAssigned(f"{name} is already assigned to proposal {proposal.external_id}.")
     if _conflicted(reviewer.pk, proposal.pk, proposal.author, _conflicts_by_reviewer([reviewer.pk])):
-        raise CohortError(f"{name} has declared a conflict of interest with proposal {proposal.external_id}.")
+        raise ConflictOfInterest(f"{name} has declared a conflict of interest with proposal {proposal.external_id}.")
 
 
 @transaction.atomic
@@ -390,7 +414,7 @@ def assignment_reassign(*, assignment: Assignment, reviewer: User, user) -> Assi
     assignment = _lock_unstarted(assignment)
     previous = assignment.reviewer
     if previous.pk == reviewer.pk:
-        raise CohortError(f"Proposal {assignment.proposal.external_id} is already assigned to {reviewer}.")
+        raise AlreadyAssigned(f"Proposal {assignment.proposal.external_id} is already assigned to {reviewer}.")
     _check_eligible(cohort=assignment.cohort, reviewer=reviewer, proposal=assignment.proposal)
     _close_gap(assignment)
     deferred_reason = assignment.deferred_reason

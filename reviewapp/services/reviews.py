@@ -10,7 +10,7 @@ from django.utils import timezone
 
 from reviewapp import protocol
 from reviewapp.core import roles
-from reviewapp.core.errors import ServiceError
+from reviewapp.core.errors import Problem, ServiceError, problem
 from reviewapp.core.text import control_character_problem
 from reviewapp.models import Assignment, AuditEvent, Cohort, Review
 
@@ -55,7 +55,7 @@ class ReviewInvalid(ReviewError):
 
     def __init__(self, errors: dict[str, str]):
         self.errors = errors
-        super().__init__(" ".join(errors.values()), fields=errors)
+        super().__init__(" ".join(errors.values()), problems=_problems(errors))
 
 
 class ReviewIncomplete(ReviewError):
@@ -67,7 +67,11 @@ class ReviewIncomplete(ReviewError):
     def __init__(self, errors: dict[str, str], review: Review):
         self.errors = errors
         self.review = review
-        super().__init__(" ".join(errors.values()), fields=errors)
+        super().__init__(" ".join(errors.values()), problems=_problems(errors))
+
+
+def _problems(errors: dict[str, str]) -> list[Problem]:
+    return [problem(message, field=name) for name, message in errors.items()]
 
 
 def _check_writable(assignment: Assignment, reviewer) -> None:

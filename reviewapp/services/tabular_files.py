@@ -20,7 +20,7 @@ from django.conf import settings
 from openpyxl import load_workbook
 from openpyxl.utils import get_column_letter
 
-from reviewapp.core.errors import ServiceError
+from reviewapp.core.errors import ServiceError, as_problems
 from reviewapp.core.requests import JSONTooDeep, json_loads_bounded
 from reviewapp.core.text import control_character_problem
 
@@ -34,7 +34,7 @@ class ImportInvalid(ServiceError):
     code = "invalid_import"
 
     def __init__(self, rows: list[dict]):
-        super().__init__(f"The file has {len(rows)} problem(s); nothing was imported.", rows=rows)
+        super().__init__(f"The file has {len(rows)} problem(s); nothing was imported.", problems=as_problems(rows))
         self.rows = rows
 
 

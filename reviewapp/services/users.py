@@ -14,7 +14,7 @@ from django.core.validators import validate_email
 from django.db import transaction
 from django.db.models.functions import Lower
 
-from reviewapp.core.errors import ServiceError
+from reviewapp.core.errors import ServiceError, as_problems
 from reviewapp.core.roles import ROLES
 from reviewapp.models import AuditEvent
 from reviewapp.services.accounts import password_change_require
@@ -30,7 +30,7 @@ class UserInvalid(ServiceError):
 
     def __init__(self, errors: list[dict]):
         self.errors = errors
-        super().__init__("; ".join(_describe(error) for error in errors), errors=errors)
+        super().__init__("; ".join(_describe(error) for error in errors), problems=as_problems(errors))
 
 
 def _describe(error: dict) -> str:

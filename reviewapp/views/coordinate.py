@@ -54,11 +54,11 @@ class AssignPageInput(AssignmentRules):
 def _field_errors(error: ServiceError) -> list[dict]:
     """A refusal as the {"row", "field", "message"} lines the people page lists."""
     if isinstance(error, InputInvalid):
-        fields = error.details["fields"].items()
+        fields = error.fields.items()
         return [
             {"row": None, "field": name, "message": str(problem)} for name, problems in fields for problem in problems
         ]
-    return error.details.get("errors") or [{"row": None, "field": "", "message": error.message}]
+    return getattr(error, "errors", None) or [{"row": None, "field": "", "message": error.message}]
 
 
 def int_or_none(value: str | None) -> int | None:

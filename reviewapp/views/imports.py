@@ -31,7 +31,7 @@ def posted_import(request, import_file, **target):
     with page_errors() as outcome:
         upload = import_upload(request.FILES)
         result = import_file(**target, filename=upload.name, content=upload.read(), user=request.user)
-    problems = outcome.error.details.get("rows") if outcome.error is not None else None
+    problems = getattr(outcome.error, "rows", None)
     return result, problems, outcome.error
 
 

@@ -16,7 +16,7 @@ from rest_framework.renderers import JSONRenderer
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from reviewapp.core.errors import InputInvalid, NotFound, ServiceError, validated
+from reviewapp.core.errors import InputInvalid, NotFound, ServiceError, validated, validated_query
 from reviewapp.core.requests import BoundedJSONParser, client_address
 from reviewapp.core.roles import CanReadAll
 from screening import selectors
@@ -69,7 +69,8 @@ def _public_values(declaration, data: dict) -> dict:
     try:
         return validated(declaration, data)
     except InputInvalid as error:
-        problems = error.details["fields"]
+        invalid = error
+        problems = error.fields
     codes = {
         name: [_LENGTH_CODES.get((name, getattr(problem, "code", None))) for problem in found]
         if isinstance(found, list)
@@ -78,7 +79,11 @@ def _public_values(declaration, data: dict) -> dict:
     }
     wrong = sorted(name for name, found in codes.items() if None in found)
     if wrong:
-        raise ServiceError(f"These fields are missing or of the wrong type: {', '.join(wrong)}.", code="invalid_body")
+        raise ServiceError(
+            f"These fields are not valid: {', '.join(wrong)}.",
+            code="invalid_body",
+            problems=[found for found in invalid.problems if found.get("field", "").split(".")[0] in wrong],
+        )
     name = next(name for name in ("question", "background") if name in codes)
     raise ServiceError(str(problems[name][0]), code=codes[name][0])
 
@@ -323,7 +328,7 @@ class RunDetailApi(APIView):
     def get(self, request, run_id):
         language = Run.Language.EN
         if request.query_params:  # most polls carry none: the check is skipped for them
-            language = validated(self.FilterSerializer, request.query_params).get("lang") or language
+            language = validated_query(self.FilterSerializer, request.query_params).get("lang") or language
         version = selectors.run_version(run_id)
         if version is None:
             raise NotFound("There is no run with this id.")

@@ -407,19 +407,19 @@ def test_coordinators_create_import_and_run_through_the_api(db, scripted, coordi
     benchmark_id = created.json()["id"]
     upload = io.BytesIO(json_file({"tasks": [task("T1")]}))
     upload.name = "tasks.json"
-    imported = client.post(f"/api/v1/benchmarks/{benchmark_id}/import", {"file": upload})
+    imported = client.post(f"/api/v1/benchmarks/{benchmark_id}/import", {"file": upload}, format="multipart")
     assert imported.json()["new_tasks"] == 1
     bad = io.BytesIO(json_file({"tasks": [task("T2", reference_statement="")]}))
     bad.name = "bad.json"
-    refused = client.post(f"/api/v1/benchmarks/{benchmark_id}/import", {"file": bad})
+    refused = client.post(f"/api/v1/benchmarks/{benchmark_id}/import", {"file": bad}, format="multipart")
     assert refused.status_code == 400 and refused.json()["error"] == "invalid_import"
-    assert refused.json()["rows"][0]["field"] == "reference_statement"
+    assert refused.json()["problems"][0]["field"] == "reference_statement"
     started = client.post(f"/api/v1/benchmarks/{benchmark_id}/run")
     assert started.status_code == 202 and len(started.json()["started"]) == 1
     detail = client.get(f"/api/v1/benchmarks/{benchmark_id}").json()
     assert detail["tasks"][0]["task"] == "T1" and detail["tasks"][0]["status"] == "queued"
     again = client.post(f"/api/v1/benchmarks/{benchmark_id}/run")
-    assert again.status_code == 400 and again.json()["error"] == "nothing_to_run"
+    assert again.status_code == 409 and again.json()["error"] == "nothing_to_run"
 
 
 def test_analysts_read_sets_but_cannot_change_them(db, analyst, client):

@@ -69,7 +69,12 @@ def test_a_worker_runs_a_seed_001_set_and_asks_its_forecasts_again(needs_postgre
             ]
             upload = io.BytesIO(json.dumps({"tasks": tasks}).encode())
             upload.name = "tasks.json"
-            assert client.post(f"/api/v1/benchmarks/{benchmark.pk}/import", {"file": upload}).status_code == 200
+            assert (
+                client.post(
+                    f"/api/v1/benchmarks/{benchmark.pk}/import", {"file": upload}, format="multipart"
+                ).status_code
+                == 200
+            )
             assert client.post(f"/api/v1/benchmarks/{benchmark.pk}/run").status_code == 202
             runs = Run.objects.filter(benchmark_task__benchmark=benchmark)
             wait_for(

@@ -333,7 +333,9 @@ def test_an_audit_needs_a_cutoff_for_every_group_and_a_judge(cohort, db, server)
     InspirationCutoff.objects.filter(group=B).delete()
     with pytest.raises(AuditRefused) as refused:
         audit_create(cohort=cohort, enqueue=False)
-    assert refused.value.code == "missing_cutoffs" and refused.value.details["groups"] == [B]
+    assert refused.value.code == "missing_cutoffs" and [p["message"] for p in refused.value.problems] == [
+        f"No cutoff is recorded for “{B}”."
+    ]
     cutoff_set(group=B, cutoff="2026-05")
     with pytest.raises(Exception) as unconfigured:
         audit_create(cohort=cohort, enqueue=False)

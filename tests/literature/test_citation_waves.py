@@ -204,7 +204,8 @@ def test_the_api_starts_a_wave_and_answers_its_state_and_counts(source_server, c
 
     refused = client.post("/api/v1/literature/citation-waves", {"anchors": ["MED:100", "pubmed 12"]}, format="json")
     assert refused.status_code == 400
-    assert (refused.json()["error"], refused.json()["anchors"]) == ("invalid_anchors", ["pubmed 12"])
+    assert refused.json()["error"] == "invalid_anchors"
+    assert refused.json()["problems"] == [{"field": "anchors", "message": "pubmed 12 is not a Europe PMC work id."}]
     started = client.post("/api/v1/literature/citation-waves", {"anchors": [PMC_ANCHOR]}, format="json")
     assert started.status_code == 202 and started.json()["state"] == "pending"
     citation_wave_perform(wave_id=started.json()["id"])

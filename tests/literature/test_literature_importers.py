@@ -36,7 +36,7 @@ def problems_of_import(content: bytes, format: str, **options) -> list[tuple]:
     """The problems of a file refused whole."""
     with pytest.raises(ImportInvalid) as raised:
         references_import(file=io.BytesIO(content), format=format, **options)
-    return [(problem["record"], problem["field"]) for problem in raised.value.problems]
+    return [(problem["record"], problem["field"]) for problem in raised.value.records]
 
 
 def left_out(summary) -> tuple[list, list]:
@@ -141,8 +141,8 @@ def test_truncated_xml_is_refused_whole_and_imports_nothing():
     with pytest.raises(ImportInvalid) as raised:
         references_import(file=io.BytesIO(truncated), format="pubmed_xml")
 
-    assert [(p["record"], p["field"]) for p in raised.value.problems] == [(None, "file")]
-    assert "not well-formed after record 2" in raised.value.problems[0]["message"]
+    assert [(p["record"], p["field"]) for p in raised.value.records] == [(None, "file")]
+    assert "not well-formed after record 2" in raised.value.records[0]["message"]
     assert Reference.objects.count() == 0
 
 
@@ -150,7 +150,7 @@ def test_truncated_xml_is_refused_whole_and_imports_nothing():
 def test_xml_that_is_not_a_pubmed_export_is_refused():
     with pytest.raises(ImportInvalid) as raised:
         references_import(file=io.BytesIO(b"<eSummaryResult><DocSum/></eSummaryResult>"), format="pubmed_xml")
-    assert "not <PubmedArticleSet>" in raised.value.problems[0]["message"]
+    assert "not <PubmedArticleSet>" in raised.value.records[0]["message"]
     assert problems_of_import(b"", "pubmed_xml") == [(None, "file")]
 
 
@@ -388,8 +388,8 @@ def test_csv_rows_are_numbered_as_in_a_spreadsheet():
 def test_csv_file_level_problems_are_refused(content, mapping, message):
     with pytest.raises(ImportInvalid) as raised:
         references_import(file=io.BytesIO(content), format="csv", column_mapping=mapping)
-    assert message in raised.value.problems[0]["message"]
-    assert raised.value.problems[0]["record"] is None
+    assert message in raised.value.records[0]["message"]
+    assert raised.value.records[0]["record"] is None
 
 
 @pytest.mark.django_db
@@ -477,7 +477,7 @@ def test_api_unreadable_file_answers_400_and_imports_nothing(coordinator):
     body = response.json()
     assert body["error"] == "invalid_import"
     assert body["detail"] == "The file has 1 problem(s); nothing was imported."
-    assert body["records"][0]["field"] == "file" and body["records"][0]["record"] is None
+    assert body["problems"] == [{"field": "file", "message": body["problems"][0]["message"]}]
     assert Reference.objects.count() == 0
 
 
@@ -489,9 +489,9 @@ def test_api_without_file_or_with_an_unknown_format_answers_invalid_import(coord
     )
 
     assert missing.status_code == unknown.status_code == 400
-    assert missing.json()["records"][0]["field"] == "file"
+    assert missing.json()["problems"][0]["field"] == "file"
     assert unknown.json()["error"] == "invalid_import"
-    assert unknown.json()["records"][0]["field"] == "format"
+    assert unknown.json()["problems"][0]["field"] == "format"
 
 
 def test_literature_page_imports_and_shows_the_corpus(client, coordinator):

@@ -238,7 +238,7 @@ def test_a_file_breaking_off_after_known_articles_imports_nothing():
     content = pubmed_set(*articles, pubmed_article("900", "New record"))
     with pytest.raises(ImportInvalid) as raised:
         references_import(file=io.BytesIO(content[: content.rindex(b"</PubmedArticle>")]), format="pubmed_xml")
-    assert "not well-formed after record 3" in raised.value.problems[0]["message"]
+    assert "not well-formed after record 3" in raised.value.records[0]["message"]
     assert not Reference.objects.filter(source_id="900").exists()
     assert ReferenceImport.objects.count() == 1
 
@@ -285,8 +285,8 @@ def test_a_broken_file_the_corpus_mostly_holds_is_refused_as_when_nothing_is_hel
     with pytest.raises(ImportInvalid) as read_lightly:
         references_import(file=io.BytesIO(broken), format="pubmed_xml")
 
-    assert read_lightly.value.problems == parsed_whole.value.problems
-    assert "Held" not in str(parsed_whole.value.problems) and Reference.objects.count() == len(HELD)
+    assert read_lightly.value.records == parsed_whole.value.records
+    assert "Held" not in str(parsed_whole.value.records) and Reference.objects.count() == len(HELD)
 
 
 def test_reading_asks_which_articles_are_held_only_of_those_it_has_not_yet_given_out():

@@ -239,7 +239,7 @@ def test_bytes_that_are_not_utf8_past_the_first_block_name_their_line_and_import
 
     with pytest.raises(ImportInvalid) as raised:
         references_import(file=io.BytesIO(content), format=format)
-    problems = raised.value.problems
+    problems = raised.value.records
     assert [problem["message"] for problem in problems] == [
         f"Line {bad_line} is not UTF-8 text: save the file as UTF-8."
     ]

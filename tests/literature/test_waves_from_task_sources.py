@@ -78,8 +78,8 @@ def test_task_sources_are_imported_normalised_and_a_wrong_one_is_refused():
     csv = b"key,question,sources\nT9,Why?,PMID:12 and more\n"
     with pytest.raises(ImportInvalid) as raised:
         cohort_import_file(cohort=cohort, filename="tasks.csv", content=csv, user=None)
-    assert raised.value.details["rows"][0]["field"] == "sources"
-    assert "“and”, “more” are neither a PMID nor a DOI" in raised.value.details["rows"][0]["message"]
+    assert raised.value.rows[0]["field"] == "sources"
+    assert "“and”, “more” are neither a PMID nor a DOI" in raised.value.rows[0]["message"]
 
 
 @pytest.mark.django_db

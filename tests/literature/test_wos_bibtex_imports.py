@@ -40,7 +40,7 @@ def by_id() -> dict[str, Reference]:
 def refused(content: bytes, format: str | None) -> list[dict]:
     with pytest.raises(ImportInvalid) as raised:
         references_import(file=io.BytesIO(content), format=format)
-    return raised.value.problems
+    return raised.value.records
 
 
 @pytest.mark.django_db
@@ -277,7 +277,7 @@ def test_api_without_a_format_tells_it_and_refuses_a_wrong_one(coordinator):
     upload = SimpleUploadedFile("library.bib", fixture("bibtex_jabref_chocolate.bib").read_bytes())
     wrong = client.post("/api/v1/literature/import", {"file": upload, "format": "csv"}, format="multipart")
     assert wrong.status_code == 400
-    assert wrong.json()["records"][0]["message"].startswith("This file is BibTeX, not CSV")
+    assert wrong.json()["problems"][0]["message"].startswith("This file is BibTeX, not CSV")
 
 
 # ----------------------------------------------------------------- the corpus page and the novelty retrieval

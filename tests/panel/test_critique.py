@@ -67,7 +67,7 @@ def test_a_bad_row_stores_nothing_and_is_named(cohort, coordinator):
     with pytest.raises(PanelError) as refused:
         comparisons_import(cohort=cohort, rows=rows, user=coordinator)
     assert refused.value.code == "invalid_comparisons" and refused.value.status == 400
-    problems = refused.value.details["rows"]
+    problems = refused.value.problems
     assert [(problem["row"], problem["field"]) for problem in problems] == [(2, "b"), (3, "b"), (4, "b")]
     assert "different research tasks" in problems[0]["message"] and "zz" in problems[1]["message"]
     assert not Comparison.objects.exists() and not Rating.objects.exists()

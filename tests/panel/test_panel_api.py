@@ -33,7 +33,8 @@ def test_starting_the_panel_answers_202_with_the_job(api, models, cohort, coordi
     assert answer.status_code == 202
     assert answer.json()["state"] == "queued" and answer.json()["url"] == f"/jobs/{answer.json()['job']}/"
     again = api.post(url, {"redo": True}, format="json")
-    assert again.status_code == 409 and again.json()["error"] == "panel_running" and again.json()["job"]
+    assert again.status_code == 409 and again.json()["error"] == "panel_running"
+    assert again.json()["problems"][0]["field"] == "job"
     assert api.post(url, {"redo": "perhaps"}, format="json").json()["error"] == "invalid_body"
     assert api.post("/api/v1/cohorts/999999/ai-panel", {}, format="json").status_code == 404
 
@@ -97,7 +98,7 @@ def test_comparisons_import_list_ratings_and_recompute(api, models, cohort, coor
         format="json",
     )
     assert bad.status_code == 400 and bad.json()["error"] == "invalid_comparisons"
-    assert [(row["row"], row["field"]) for row in bad.json()["rows"]] == [(2, "b"), (3, "b")]
+    assert [(row["row"], row["field"]) for row in bad.json()["problems"]] == [(2, "b"), (3, "b")]
     wrong = api.post(url, {"comparisons": [{"a": "p1", "b": "p2", "outcome": "first"}]}, format="json")
     assert wrong.status_code == 400 and wrong.json()["error"] == "invalid_body"
     assert not Comparison.objects.exists()

@@ -108,7 +108,9 @@ def test_a_second_panel_job_for_the_same_cohort_waits_for_the_first(models, coor
     first = panel_start_for_cohort(cohort=cohort, user=coordinator)
     with pytest.raises(PanelError) as refused:
         panel_start_for_cohort(cohort=cohort, user=coordinator)
-    assert refused.value.status == 409 and refused.value.details["job"] == first.pk
+    assert refused.value.status == 409 and refused.value.problems == [
+        {"field": "job", "message": f"Job {first.pk} is still at work."}
+    ]
 
 
 def test_without_panel_roles_in_the_roster_nothing_starts(db, server, coordinator):
@@ -208,7 +210,9 @@ def test_hypotheses_of_a_benchmark_set_and_a_screening_run_can_be_reviewed(model
     )
     with pytest.raises(PanelError) as refused:
         panel_start_for_hypotheses(run=run, hypotheses=["H1", "H9"], user=coordinator)
-    assert refused.value.code == "unknown_hypotheses" and refused.value.details["hypotheses"] == ["H9"]
+    assert refused.value.code == "unknown_hypotheses" and [p["message"] for p in refused.value.problems] == [
+        "There is no hypothesis H9."
+    ]
     run_job(panel_start_for_hypotheses(run=run, hypotheses=["H1"], user=coordinator))
     subject = PanelSubject.objects.get(screening_hypothesis__label="H1")
     profile = subject_profile(subject.pk)

@@ -379,7 +379,7 @@ def test_api_lists_removes_and_reassigns_assignments(coordinator_api, coordinato
     started = Assignment.objects.filter(cohort=cohort).first()
     Review.objects.create(assignment=started)
     refused = coordinator_api.delete(f"/api/v1/assignments/{started.pk}")
-    assert refused.status_code == 400 and refused.json()["error"] == "assignment_started"
+    assert refused.status_code == 409 and refused.json()["error"] == "assignment_started"
 
 
 def test_api_declares_conflicts_by_proposal_id_or_author(coordinator_api, reviewer):

@@ -165,14 +165,15 @@ def test_api_creates_lists_and_describes_cohorts(coordinator):
     assert (detail["proposal_count"], detail["assignment_count"], detail["submitted_count"]) == (0, 0, 0)
 
     duplicate = api(coordinator).post("/api/v1/cohorts", {"name": "MIMIC-IV"})
-    assert duplicate.status_code == 400 and "already exists" in duplicate.json()["detail"]
+    assert duplicate.status_code == 409 and "already exists" in duplicate.json()["detail"]
+    assert duplicate.json()["error"] == "cohort_name_taken"
     assert api(coordinator).get("/api/v1/cohorts/999999").status_code == 404
 
 
 def test_api_changes_status_and_refuses_a_skipped_step(coordinator):
     cohort = factories.make_cohort()
     refused = api(coordinator).post(f"/api/v1/cohorts/{cohort.pk}/status", {"status": "closed"})
-    assert refused.status_code == 400 and refused.json()["error"] == "invalid_request"
+    assert refused.status_code == 409 and refused.json()["error"] == "cohort_status_refused"
 
     opened = api(coordinator).post(f"/api/v1/cohorts/{cohort.pk}/status", {"status": "open"})
     assert opened.status_code == 200 and opened.json()["status"] == "open"

@@ -357,7 +357,9 @@ def upload(name, content) -> SimpleUploadedFile:
 
 def test_api_import_answers_the_counts(cohort, coordinator):
     content = (FIXTURES / "cohort.json").read_bytes()
-    response = api_for(coordinator).post(api_url(cohort.pk), {"file": upload("cohort.json", content)})
+    response = api_for(coordinator).post(
+        api_url(cohort.pk), {"file": upload("cohort.json", content)}, format="multipart"
+    )
 
     assert response.status_code == 200
     assert response.json() == {
@@ -367,18 +369,18 @@ def test_api_import_answers_the_counts(cohort, coordinator):
         "new_proposals": 4,
         "already_imported": False,
     }
-    again = api_for(coordinator).post(api_url(cohort.pk), {"file": upload("cohort.json", content)})
+    again = api_for(coordinator).post(api_url(cohort.pk), {"file": upload("cohort.json", content)}, format="multipart")
     assert again.status_code == 200 and again.json()["already_imported"] is True
 
 
 def test_api_invalid_import_answers_400_with_rows(cohort, coordinator):
     content = json_file([TASK], [{**PROPOSAL, "statement": ""}])
-    response = api_for(coordinator).post(api_url(cohort.pk), {"file": upload("c.json", content)})
+    response = api_for(coordinator).post(api_url(cohort.pk), {"file": upload("c.json", content)}, format="multipart")
 
     assert response.status_code == 400
     body = response.json()
     assert body["error"] == "invalid_import" and isinstance(body["detail"], str)
-    assert body["rows"] == [
+    assert body["problems"] == [
         {"table": "proposals", "row": 1, "field": "statement", "message": "statement (the claim) is required."}
     ]
     assert record_counts() == (0, 0, 0)
@@ -387,26 +389,30 @@ def test_api_invalid_import_answers_400_with_rows(cohort, coordinator):
 def test_api_without_a_file_answers_invalid_import(cohort, coordinator):
     response = api_for(coordinator).post(api_url(cohort.pk), {}, format="multipart")
     assert response.status_code == 400
-    assert response.json()["error"] == "invalid_import" and response.json()["rows"][0]["field"] == "file"
+    assert response.json()["error"] == "invalid_import" and response.json()["problems"][0]["field"] == "file"
 
 
 def test_api_import_into_a_frozen_cohort_answers_409(coordinator):
     cohort = factories.make_cohort(status=Cohort.Status.OPEN)
-    response = api_for(coordinator).post(api_url(cohort.pk), {"file": upload("c.json", json_file([TASK]))})
+    response = api_for(coordinator).post(
+        api_url(cohort.pk), {"file": upload("c.json", json_file([TASK]))}, format="multipart"
+    )
     assert response.status_code == 409
     assert response.json()["error"] == "cohort_frozen" and response.json()["detail"]
     assert record_counts() == (0, 0, 0)
 
 
 def test_api_unknown_cohort_answers_404(coordinator):
-    response = api_for(coordinator).post(api_url(999999), {"file": upload("c.json", json_file([TASK]))})
+    response = api_for(coordinator).post(
+        api_url(999999), {"file": upload("c.json", json_file([TASK]))}, format="multipart"
+    )
     assert response.status_code == 404 and response.json()["error"] == "not_found"
 
 
 @pytest.mark.parametrize("role", ["reviewer", "analyst"])
 def test_api_import_is_for_coordinators_only(cohort, role):
     user = factories.make_user(role)
-    response = api_for(user).post(api_url(cohort.pk), {"file": upload("c.json", json_file([TASK]))})
+    response = api_for(user).post(api_url(cohort.pk), {"file": upload("c.json", json_file([TASK]))}, format="multipart")
     assert response.status_code == 403 and response.json()["error"] == "forbidden"
     assert record_counts() == (0, 0, 0)
 

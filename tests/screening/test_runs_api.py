@@ -94,7 +94,7 @@ def test_invalid_runs_are_refused_with_their_code(client, roster, body, code):
     response = post(client, RUNS, body)
     assert response.status_code == 400
     assert response.json()["error"] == code
-    assert set(response.json()) == {"error", "detail"} and response.json()["detail"]
+    assert set(response.json()) == {"error", "detail", "problems"} and response.json()["detail"]
     assert not Run.objects.exists()
 
 

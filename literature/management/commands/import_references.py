@@ -82,16 +82,14 @@ class Command(BaseCommand):
             except ImportInvalid as exc:
                 if progress:
                     progress.finish(records_read)
-                shown = exc.problems if all_problems else exc.problems[:PROBLEMS_PRINTED]
+                shown = exc.records if all_problems else exc.records[:PROBLEMS_PRINTED]
                 for problem in shown:
                     where = "file" if problem["record"] is None else f"record {problem['record']}"
                     ident = f" ({problem['id']})" if problem.get("id") else ""
                     self.stderr.write(f"{where}{ident} {problem['field']}: {problem['message']}")
-                if len(shown) < len(exc.problems):
-                    self.stderr.write(f"… and {len(exc.problems) - len(shown)} more (--all-problems lists them).")
-                raise CommandError(
-                    f"Nothing was imported: {len(exc.problems)} problem(s) in {file_path.name}."
-                ) from exc
+                if len(shown) < len(exc.records):
+                    self.stderr.write(f"… and {len(exc.records) - len(shown)} more (--all-problems lists them).")
+                raise CommandError(f"Nothing was imported: {len(exc.records)} problem(s) in {file_path.name}.") from exc
             if progress:
                 progress.finish(records_read)
         self._list_left_out(summary, all_problems)

@@ -66,7 +66,7 @@ def benchmark_create(
     if len(name) > 200:
         raise BenchmarkError("The name has more than 200 characters.")
     if BenchmarkSet.objects.filter(name=name).exists():
-        raise BenchmarkError(f"A set named “{name}” already exists.", code="name_taken")
+        raise BenchmarkError(f"A set named “{name}” already exists.", code="name_taken", status=409)
     if seed is not None and not 0 <= seed < 2**63:
         raise BenchmarkError("The seed must be a whole number from 0 to 2^63 − 1.")
     return BenchmarkSet.objects.create(
@@ -102,7 +102,7 @@ def judge_add(
     if len(name) > 200 or len(company) > 200:
         raise BenchmarkError("A judge's name and company have at most 200 characters each.")
     if benchmark.judges.filter(name=name).exists():
-        raise BenchmarkError(f"The set already has a judge named “{name}”.", code="judge_exists")
+        raise BenchmarkError(f"The set already has a judge named “{name}”.", code="judge_exists", status=409)
     position = (benchmark.judges.aggregate(last=Max("position"))["last"] or 0) + 1
     return Judge.objects.create(benchmark=benchmark, name=name, company=company, endpoint=endpoint, position=position)
 
@@ -155,7 +155,9 @@ def benchmark_run(*, benchmark: BenchmarkSet) -> list[Run]:
             .order_by("position", "pk")
         )
         if not waiting:
-            raise BenchmarkError("Every task of the set already has a run or hypotheses.", code="nothing_to_run")
+            raise BenchmarkError(
+                "Every task of the set already has a run or hypotheses.", code="nothing_to_run", status=409
+            )
         runs = [_task_run_start(benchmark, benchmark_task, roster) for benchmark_task in waiting]
         if benchmark.started_at is None:
             benchmark.started_at = timezone.now()

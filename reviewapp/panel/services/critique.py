@@ -13,6 +13,7 @@ from django.db import transaction
 from django.utils import timezone
 from django.utils.text import slugify
 
+from reviewapp.core.errors import as_problems, problem
 from reviewapp.models import BackgroundJob, Cohort
 from reviewapp.panel import prompts
 from reviewapp.panel import ratings as trueskill_rules
@@ -123,7 +124,9 @@ def comparisons_import(*, cohort: Cohort, rows: list[dict], user) -> list[Compar
             entries.append({"a_id": a[0], "b_id": b[0], "outcome": row["outcome"], "source": Comparison.Source.IMPORT})
     if problems:
         raise PanelError(
-            "The comparisons were not stored: some rows are not valid.", code="invalid_comparisons", rows=problems
+            "The comparisons were not stored: some rows are not valid.",
+            code="invalid_comparisons",
+            problems=as_problems(problems),
         )
     return comparisons_append(cohort=cohort, entries=entries, user=user)
 
@@ -146,10 +149,10 @@ def critique_start(*, cohort: Cohort, per_proposal: int, seed: int, repeat: bool
         ).first()
         if running is not None:
             raise PanelError(
-                "Pairwise critique is already running for this cohort; wait for its job to finish.",
+                f"Pairwise critique is already running for this cohort; wait for its job ({running.pk}) to finish.",
                 code="critique_running",
                 status=409,
-                job=running.pk,
+                problems=[problem(f"Job {running.pk} is still at work.", field="job")],
             )
         params = {"cohort_id": cohort.pk, "per_proposal": per_proposal, "seed": seed, "repeat": repeat}
         return job_create(kind=CRITIQUE_JOB, params=params, user=user)

@@ -17,6 +17,7 @@ from django.db.models import CharField, Value
 from django.utils.text import slugify
 
 from reviewapp.benchmarks.models import BenchmarkHypothesis, BenchmarkSet
+from reviewapp.core.errors import problem
 from reviewapp.models import BackgroundJob, Cohort, Proposal
 from reviewapp.panel import prompts
 from reviewapp.panel.level_prompts import PATH_JUDGE, RUN_JUDGE, packet_sha256
@@ -55,10 +56,10 @@ def _refuse_if_running(**params) -> None:
     ).first()
     if running is not None:
         raise PanelError(
-            "The AI panel is already at work here; wait for its job to finish.",
+            f"The AI panel is already at work here; wait for its job ({running.pk}) to finish.",
             code="panel_running",
             status=409,
-            job=running.pk,
+            problems=[problem(f"Job {running.pk} is still at work.", field="job")],
         )
 
 
@@ -102,7 +103,9 @@ def panel_start_for_hypotheses(
     unknown = [name for name in hypotheses if name not in found]
     if unknown:
         raise PanelError(
-            f"Unknown hypotheses: {', '.join(unknown[:10])}.", code="unknown_hypotheses", hypotheses=unknown
+            f"Unknown hypotheses: {', '.join(unknown[:10])}.",
+            code="unknown_hypotheses",
+            problems=[problem(f"There is no hypothesis {name}.", field="hypotheses") for name in unknown],
         )
     with transaction.atomic():
         PanelSubject.objects.bulk_create([PanelSubject(**{field: pk}) for pk in found.values()], ignore_conflicts=True)
