@@ -18,9 +18,11 @@ from django.urls import URLPattern, URLResolver, get_resolver
 from reviewapp.core.schema import ErrorSerializer
 
 DOCUMENTATION_URLS = {"api-schema", "api-docs"}
-# Codes that never reach the API: the review and job pages' own refusals, and the simulated providers' error bodies.
+# Codes that never reach the API: the review, job and contribution-family pages' own refusals, and the simulated
+# providers' error bodies.
 NOT_API_CODES = {
     *("stale_review", "review_locked", "review_not_submitted", "invalid_review", "review_incomplete"),
+    *("invalid_family", "unknown_proposals"),
     *("job_failed", "job_not_failed", "run_not_failed"),
     *("rate_limit_exceeded", "enforced_spend_limit_reached", "insufficient_quota"),
 }

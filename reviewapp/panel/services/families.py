@@ -5,7 +5,7 @@ member to another: each family's record is written only by a person, and moving 
 from django.db import transaction
 
 from reviewapp.analysis.research_tree import family_groups
-from reviewapp.core.errors import ServiceError
+from reviewapp.core.errors import ServiceError, problem
 from reviewapp.models import AuditEvent, Cohort
 from reviewapp.panel.models import ContributionFamily, FamilyMember
 from reviewapp.panel.research import cohort_versions
@@ -83,7 +83,9 @@ def _move_members(*, cohort: Cohort, family: ContributionFamily, proposal_ids: l
     unknown = [proposal_id for proposal_id in proposal_ids if proposal_id not in found]
     if unknown:
         raise FamilyError(
-            f"Not proposals of this cohort: {', '.join(unknown[:10])}.", code="unknown_proposals", proposals=unknown
+            f"Not proposals of this cohort: {', '.join(unknown[:10])}.",
+            code="unknown_proposals",
+            problems=[problem(f"{name} is not a proposal of this cohort.", field="proposals") for name in unknown],
         )
     current = dict(
         FamilyMember.objects.filter(cohort=cohort, proposal_id__in=found.values()).values_list(
