@@ -75,7 +75,9 @@ def load_data(plan_path: Path) -> None:
         session.create()
         plan["reviewers"].append({"session": session.session_key, "assignment": assignment.pk})
     for status in (Run.Status.COMPLETED, Run.Status.SCREENING_STAGE2):
-        run = Run.objects.create(question="How does the niche shape clonal fitness?", shuffle_seed=1, status=status)
+        run = Run.objects.create(
+            question="How does the niche shape clonal fitness?", shuffle_seed=1, status=status, public=True
+        )
         Hypothesis.objects.bulk_create(
             [
                 Hypothesis(

@@ -7,6 +7,7 @@ from django.db import connection
 from django.db.models import Count, OuterRef, Prefetch, Q, Subquery
 from django.utils import timezone
 
+from reviewapp.core import roles
 from screening.llm.models import ModelCall, ModelEndpoint, Roster, RosterMember
 from screening.models import STEPS, Forecast, Hypothesis, Run, RunBody, Translation
 
@@ -23,33 +24,41 @@ def run_role_endpoint(run: Run, role: str, slot: int = 0) -> ModelEndpoint | Non
     return ModelEndpoint.objects.filter(pk=members[slot]["endpoint_id"]).first() if slot < len(members) else None
 
 
-def run_get(run_id) -> Run | None:
-    """The run with this public id (a UUID or its text), or None."""
+def run_readable(*, public: bool, user) -> bool:
+    """Whether the user may read a run: anyone a public run, only coordinators and analysts any other (a benchmark
+    set's)."""
+    return public or roles.can_read_all(user)
+
+
+def run_get(run_id, user) -> Run | None:
+    """The run with this public id (a UUID or its text) when the user may read it (run_readable), else None: to
+    anyone else a run that is not theirs to read is the same as no run."""
     try:
         public_id = run_id if isinstance(run_id, uuid.UUID) else uuid.UUID(str(run_id))
     except ValueError:
         return None
-    return Run.objects.filter(public_id=public_id).first()
+    run = Run.objects.filter(public_id=public_id).first()
+    return run if run is not None and run_readable(public=run.public, user=user) else None
 
 
-_RUN_VERSION_SQL = f"SELECT updated_at FROM {Run._meta.db_table} WHERE public_id = %s"
+_RUN_VERSION_SQL = f"SELECT updated_at, public FROM {Run._meta.db_table} WHERE public_id = %s"
 
 
-def run_version(run_id) -> tuple[uuid.UUID, datetime] | None:
-    """The run's public id and updated_at, which every write to the run moves (one small query); None: no such
-    run."""
+def run_version(run_id) -> tuple[uuid.UUID, datetime, bool] | None:
+    """The run's public id, updated_at (which every write to the run moves) and whether it is public, in one small
+    query; None: no such run."""
     try:
         public_id = run_id if isinstance(run_id, uuid.UUID) else uuid.UUID(str(run_id))
     except ValueError:
         return None
     if connection.vendor != "postgresql":  # SQLite's dates are text the ORM converts
-        updated_at = Run.objects.filter(public_id=public_id).values_list("updated_at", flat=True).first()
-        return None if updated_at is None else (public_id, updated_at)
+        row = Run.objects.filter(public_id=public_id).values_list("updated_at", "public").first()
+        return None if row is None else (public_id, row[0], bool(row[1]))
     # Asked on every poll of a run: the statement is written out rather than compiled by the ORM each time.
     with connection.cursor() as cursor:
         cursor.execute(_RUN_VERSION_SQL, [public_id])
         row = cursor.fetchone()
-    return None if row is None else (public_id, row[0])
+    return None if row is None else (public_id, row[0], bool(row[1]))
 
 
 def run_with_stored_body(run_id, language: str) -> Run | None:

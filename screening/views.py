@@ -91,8 +91,9 @@ def wait_in_words(seconds: int) -> str:
     return f"about {hours} hour{'s' if hours != 1 else ''}{rest}"
 
 
-def _get_run(run_id) -> Run:
-    run = selectors.run_get(run_id)
+def _get_run(request, run_id) -> Run:
+    """The run when the user may read it (a public run, or any run for coordinators and analysts); else 404."""
+    run = selectors.run_get(run_id, request.user)
     if run is None:
         raise Http404("There is no run with this id.")
     return run
@@ -100,7 +101,7 @@ def _get_run(run_id) -> Run:
 
 def run_detail(request, run_id):
     """/open-hypothesis/<id>: live progress, then the delivered hypotheses first, then the rest."""
-    run = _get_run(run_id)
+    run = _get_run(request, run_id)
     hypotheses = selectors.run_hypotheses(run)
     translation_state = selectors.run_translation_state(run, run.language) if run.language != "en" else None
     show_russian = request.GET.get("lang") == "ru" and translation_state == "ready"
@@ -176,7 +177,7 @@ def _row(hypothesis: Hypothesis, models: list[dict], stage2: list[str], rendered
 
 def run_download(request, run_id):
     """/open-hypothesis/<id>/json: the API's view of the run as a file."""
-    run = _get_run(run_id)
+    run = _get_run(request, run_id)
     language = request.GET.get("lang") if request.GET.get("lang") in Run.Language.values else None
     body = json.dumps(run_representation(run, language), ensure_ascii=False, indent=2)
     response = HttpResponse(body, content_type="application/json; charset=utf-8")
@@ -200,7 +201,7 @@ def run_list(request):
 def _get_run_for_staff(request, run_id) -> Run:
     if not roles.can_read_all(request.user):
         raise PermissionDenied("Only coordinators and analysts may see a run's model calls.")
-    return _get_run(run_id)
+    return _get_run(request, run_id)
 
 
 @login_required
@@ -237,7 +238,7 @@ def run_calls_download(request, run_id):
 def run_cohort_create(request, run_id):
     """Create a draft review cohort from a run's selected or delivered hypotheses."""
     roles.require_coordinator(request.user)
-    run = _get_run(run_id)
+    run = _get_run(request, run_id)
     with page_errors(request):
         # The cohort's name and numbers as the cohorts API accepts them (the form sends the name).
         values = validated(CohortCreateApi.InputSerializer, request.POST)

@@ -187,7 +187,7 @@ def urls(db, coordinator, other_reviewer):
     cohort = factories.make_cohort([proposal], status="open")
     assignment = factories.make_assignment(cohort, other_reviewer, proposal)
     job = BackgroundJob.objects.create(kind="reviews_xlsx", params={"cohort_id": cohort.pk}, created_by=coordinator)
-    run = Run.objects.create(question="Does the niche shape clonal fitness?", shuffle_seed=1)
+    run = Run.objects.create(question="Does the niche shape clonal fitness?", shuffle_seed=1, public=True)
     benchmark = BenchmarkSet.objects.create(name="Ageing benchmark", seed=1)
     check = NoveltyCheck.objects.create(hypothesis_text=proposal.statement, proposal=proposal)
     token, _ = token_create(user=coordinator)

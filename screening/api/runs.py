@@ -280,8 +280,8 @@ def run_representation(run: Run, language: str | None = None) -> dict:
     return RunOutputSerializer(instance).data
 
 
-def _get_run(run_id) -> Run:
-    run = selectors.run_get(run_id)
+def _get_run(run_id, user) -> Run:
+    run = selectors.run_get(run_id, user)
     if run is None:
         raise NotFound("There is no run with this id.")
     return run
@@ -315,9 +315,11 @@ class RunDetailApi(APIView):
 
     A finished run hardly ever changes, and clients poll it: its rendered body is stored in the database the first
     time it is asked for (see RunBody) and remembered by each process for the run's updated_at; every request reads
-    the run's updated_at first, so a change made by any worker is served at once everywhere."""
+    the run's updated_at first, so a change made by any worker is served at once everywhere.
 
-    authentication_classes = []
+    A public run is anyone's; any other run (a benchmark set's) only a coordinator's or an analyst's (signed in or by
+    token): to anyone else it is unknown (404)."""
+
     permission_classes = [AllowAny]
 
     class FilterSerializer(serializers.Serializer):
@@ -330,9 +332,9 @@ class RunDetailApi(APIView):
         if request.query_params:  # most polls carry none: the check is skipped for them
             language = validated_query(self.FilterSerializer, request.query_params).get("lang") or language
         version = selectors.run_version(run_id)
-        if version is None:
+        if version is None or not selectors.run_readable(public=version[2], user=request.user):
             raise NotFound("There is no run with this id.")
-        public_id, updated_at = version
+        public_id, updated_at, _ = version
         body = _finished_bodies.get((public_id, language), updated_at)
         if body is None:
             body = self._body(run_id, language)
@@ -387,7 +389,7 @@ class RunCallsApi(APIView):
         responses=inline_serializer("RunCalls", {"id": serializers.CharField(), "calls": OutputSerializer(many=True)})
     )
     def get(self, request, run_id):
-        run = _get_run(run_id)
+        run = _get_run(run_id, request.user)
         calls = self.OutputSerializer(selectors.run_calls(run), many=True).data
         return Response({"id": str(run.public_id), "calls": calls})
 

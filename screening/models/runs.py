@@ -82,6 +82,9 @@ class Run(models.Model):
     language = models.CharField(max_length=2, choices=Language.choices, default=Language.EN)
     # A keyed hash of the client's address: enough to count its runs, not enough to recover it.
     client_hash = models.CharField(max_length=64, blank=True)
+    # Anyone with its id may read a public run (one started on the public page or API); any other run (a benchmark
+    # set's) only coordinators and analysts (docs/protocol.md#reading-a-run).
+    public = models.BooleanField(default=False)
     shuffle_seed = models.BigIntegerField()
     design = models.CharField(max_length=10, choices=Design.choices, default=Design.POOLED)
     forecast_question = models.CharField(max_length=10, choices=Question.choices, default=Question.SHORT)

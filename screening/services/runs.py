@@ -74,6 +74,7 @@ def run_create(
             background=background,
             language=language,
             client_hash=address_hash,
+            public=True,
             shuffle_seed=secrets.randbits(63),
             roster=roster,
             simulated=any(member["simulated"] for members in roster["roles"].values() for member in members),
@@ -106,8 +107,8 @@ def run_start_for_set(
     forecast_question: str = Run.Question.SHORT,
     generation_count: int = 10,
 ) -> Run:
-    """A generation run that a coordinator starts (a benchmark set's task): no client address, none of the public
-    limits, the given roster snapshot, seed, forecast design and number of hypotheses asked of each generator.
+    """A generation run that a coordinator starts (a benchmark set's task): not public, no client address, none of the
+    public limits, the given roster snapshot, seed, forecast design and number of hypotheses asked of each generator.
     Enqueued when the caller's transaction commits."""
     run = Run.objects.create(
         kind=Run.Kind.GENERATE,

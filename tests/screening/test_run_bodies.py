@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parent.parent.parent
 
 def make_run(status=Run.Status.COMPLETED, language=Run.Language.EN) -> Run:
     run = Run.objects.create(
-        question="How does the niche shape clones?", shuffle_seed=1, status=status, language=language
+        question="How does the niche shape clones?", shuffle_seed=1, status=status, language=language, public=True
     )
     Hypothesis.objects.bulk_create(
         Hypothesis(run=run, source="client", source_index=n, label=f"H{n}", position=n, statement=f"Hypothesis {n}.")
