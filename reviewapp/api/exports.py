@@ -1,6 +1,7 @@
 """API: a cohort's reviews as CSV (streamed) and XLSX (written to a temporary file, then streamed).
 
-Coordinators get the unblinding columns; analysts get the same export without them.
+Coordinators and analysts get the same export, with the authorship columns (author, author company, method, source
+run): neither role is blinded to authorship (docs/protocol.md#blinding); reviewers reach no export.
 """
 
 import tempfile
@@ -56,7 +57,7 @@ class CohortReviewsCsvApi(APIView):
 
     @extend_schema(
         responses=file_response(
-            "text/csv", "One row per review (long: per review and criterion); coordinators get the unblinding columns."
+            "text/csv", "One row per review (long: per review and criterion), with the authorship columns."
         )
     )
     def get(self, request, cohort_id):
@@ -64,7 +65,7 @@ class CohortReviewsCsvApi(APIView):
         layout = request.query_params.get("layout", "wide")
         if layout not in LAYOUTS:
             raise ServiceError("The layout must be 'wide' or 'long'.", code="invalid_layout")
-        chunks = review_export_csv(cohort=cohort, unblinded=roles.can_coordinate(request.user), layout=layout)
+        chunks = review_export_csv(cohort=cohort, unblinded=roles.can_read_all(request.user), layout=layout)
         response = StreamingHttpResponse(chunks, content_type="text/csv; charset=utf-8")
         suffix = "reviews.csv" if layout == "wide" else "reviews-long.csv"
         response["Content-Disposition"] = content_disposition_header(True, _filename(cohort, suffix))
@@ -83,7 +84,7 @@ class CohortReviewsXlsxApi(APIView):
     )
     def get(self, request, cohort_id):
         cohort = _get_cohort(cohort_id)
-        rows = review_export_rows(cohort=cohort, unblinded=roles.can_coordinate(request.user))
+        rows = review_export_rows(cohort=cohort, unblinded=roles.can_read_all(request.user))
         # An anonymous temporary file: removed when the response closes it, however the download ends.
         workbook_file = tempfile.TemporaryFile(suffix=".xlsx")
         try:

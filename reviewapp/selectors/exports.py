@@ -1,8 +1,8 @@
 """Review exports: the rows of a cohort's reviews and the CSV / XLSX writers that share them.
 
 Rows come from one query read in chunks, so an export of any size runs in constant memory. The unblinding
-columns (author, author company, method, source run) are selected only when asked for: analysts' exports
-never read them from the database. Rooms above this one add per-proposal columns (the AI panel's) through
+columns (author, author company, method, source run) are selected only when asked for (coordinators' and analysts'
+exports ask: docs/protocol.md#blinding). Rooms above this one add per-proposal columns (the AI panel's) through
 `export_columns_register`, so this module never imports them.
 
 On PostgreSQL the CSV is written by the database itself (`COPY (SELECT …) TO STDOUT`, streamed row by row): the
@@ -13,6 +13,7 @@ databases write the same bytes from the rows with Python's csv module.
 
 import csv
 import io
+import re
 from collections.abc import Callable, Iterable, Iterator
 from datetime import UTC, datetime
 from itertools import islice
@@ -52,13 +53,19 @@ _UNBLINDING_PROPOSAL_FIELDS = ("author", "author_company", "method", "source_run
 _UNBLINDING_FIELDS = tuple(f"assignment__proposal__{field}" for field in _UNBLINDING_PROPOSAL_FIELDS)
 _FIRST_CRITERION = REVIEW_COLUMNS.index(CRITERION_FIELDS[0])
 
-# A spreadsheet runs a cell starting with one of these as a formula; a leading apostrophe makes it text.
-_FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+# A spreadsheet runs a cell as a formula when its first character other than whitespace is = + - @ (or their
+# full-width forms, which some spreadsheets read as the same), and may when it starts with a tab, CR or LF; a leading
+# apostrophe makes it text. One pattern for Python and PostgreSQL's COPY (both read these escapes inside brackets);
+# the whitespace is Python's str.isspace() set, spelled out so both databases agree.
+_WHITESPACE = r"\t\n\u000b\u000c\r\u001c-\u001f \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000"
+_FORMULA_SIGNS = r"=+@\uff1d\uff0b\uff0d\uff20-"
+FORMULA_PATTERN = rf"^(?:[\t\r\n]|[{_WHITESPACE}]*[{_FORMULA_SIGNS}])"
+_FORMULA_START = re.compile(FORMULA_PATTERN)
 
 
 def spreadsheet_text(value: str) -> str:
     """Free text made safe for CSV and spreadsheets: no formula can start in it."""
-    if value and value.startswith(_FORMULA_STARTS):
+    if value and _FORMULA_START.match(value):
         return "'" + value
     return value
 
@@ -209,8 +216,8 @@ def review_export_csv(*, cohort: Cohort, unblinded: bool, layout: str = "wide") 
     return csv_chunks(rows(cohort=cohort, unblinded=unblinded))
 
 
-# `spreadsheet_text` in SQL: a text starting with one of _FORMULA_STARTS gets a leading apostrophe.
-_FORMULA_CODES_SQL = ", ".join(str(ord(start)) for start in _FORMULA_STARTS)
+# `spreadsheet_text` in SQL: a text FORMULA_PATTERN matches gets a leading apostrophe (the pattern holds no quote).
+_FORMULA_PATTERN_SQL = f"'{FORMULA_PATTERN}'"
 _UTC_SQL = """to_char({} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"')"""
 # The flaw checklist joined by ";" (jsonb_array_elements_text's texts, in order: a JSON null is left out, as
 # concat_ws and array_to_string both do). A list no longer than the checklist (every list a review's form saves) is
@@ -234,7 +241,7 @@ def _or_empty(sql: str) -> str:
 
 
 def _escaped_sql(sql: str) -> str:
-    return _or_empty(f"CASE WHEN ascii({sql}) IN ({_FORMULA_CODES_SQL}) THEN '''' || {sql} ELSE {sql} END")
+    return _or_empty(f"CASE WHEN {sql} ~ {_FORMULA_PATTERN_SQL} THEN '''' || {sql} ELSE {sql} END")
 
 
 def _copy_query(*, unblinded: bool, layout: str) -> str:

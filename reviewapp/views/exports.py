@@ -56,7 +56,7 @@ def cohort_reviews_xlsx_prepare(request, cohort_id):
     with page_errors(request):
         job = jobs.job_create(
             kind="reviews_xlsx",
-            params={"cohort_id": cohort.pk, "unblinded": roles.can_coordinate(request.user)},
+            params={"cohort_id": cohort.pk, "unblinded": roles.can_read_all(request.user)},
             user=request.user,
         )
         return redirect("job-detail", job.pk)

@@ -401,6 +401,8 @@ def test_the_api_answers_the_audit_with_every_count_and_item(cohort, judge, coor
     )
     assert items["P4"]["judgment"] == "negative" and items["P4"]["evidence"] == ""
     assert [row["group"] for row in body["by_group"]] == [A, B]
+    # Analysts see authorship (docs/protocol.md#blinding): each item names its group, as their exports do.
+    assert {item["group"] for item in body["items"]} == {A, B}
     failed_only = reader.get(f"/api/v1/inspiration/audits/{body['id']}?judgment=failed").json()["items"]
     assert [item["hypothesis"] for item in failed_only] == ["P6"]
     # Analysts read; only coordinators set cutoffs and start audits.

@@ -50,7 +50,7 @@ def test_both_roles_get_the_panel_columns_and_absence_is_never_zero(
     client, models, script, run_job, coordinator, analyst
 ):
     cohort = _reviewed(script, run_job, coordinator)
-    for user, unblinded in ((coordinator, True), (analyst, False)):
+    for user, unblinded in ((coordinator, True), (analyst, True)):  # analysts see authorship (protocol: Blinding)
         client.force_login(user)
         response = client.get(f"/api/v1/cohorts/{cohort.pk}/reviews.csv")
         rows = {row["proposal_id"]: row for row in _rows(response)}

@@ -147,22 +147,26 @@ def test_coordinator_csv_has_one_row_per_review_with_criteria_as_columns(client,
     assert draft["submitted_at"] == "" and all(draft[field] == "" for field in CRITERION_FIELDS)
 
 
-def test_analyst_exports_never_contain_the_unblinding_values(client, analyst, cohort):
-    client.force_login(analyst)
-    csv_response = client.get(reverse("api-cohort-reviews-csv", args=[cohort.pk]))
-    csv_text = b"".join(csv_response.streaming_content).decode()
-    xlsx_rows = read_xlsx(client.get(reverse("api-cohort-reviews-xlsx", args=[cohort.pk])))
-    long_response = client.get(reverse("api-cohort-reviews-csv", args=[cohort.pk]), {"layout": "long"})
-    long_text = b"".join(long_response.streaming_content).decode()
-
-    assert next(csv.reader(io.StringIO(csv_text))) == WIDE_HEADER + AUTOMATED
-    assert xlsx_rows[0] == WIDE_HEADER + AUTOMATED
-    xlsx_text = repr(xlsx_rows)
-    for secret in (AUTHOR, COMPANY, METHOD, RUN, "author_company", "source_run"):
-        assert secret not in csv_text
-        assert secret not in long_text
-        assert secret not in xlsx_text
-    assert len(xlsx_rows) == 3
+def test_analyst_exports_carry_the_authorship_columns_as_coordinators_do(client, analyst, coordinator, cohort):
+    """Analysts are not blinded to authorship (docs/protocol.md#blinding): the inspiration audit gives them each
+    proposal's group, and their exports carry the same authorship columns as a coordinator's."""
+    exports = {}
+    for user in (analyst, coordinator):
+        client.force_login(user)
+        csv_response = client.get(reverse("api-cohort-reviews-csv", args=[cohort.pk]))
+        long_response = client.get(reverse("api-cohort-reviews-csv", args=[cohort.pk]), {"layout": "long"})
+        exports[user.pk] = (
+            b"".join(csv_response.streaming_content).decode(),
+            b"".join(long_response.streaming_content).decode(),
+            read_xlsx(client.get(reverse("api-cohort-reviews-xlsx", args=[cohort.pk]))),
+        )
+    csv_text, long_text, xlsx_rows = exports[analyst.pk]
+    assert exports[analyst.pk] == exports[coordinator.pk]
+    header = next(csv.reader(io.StringIO(csv_text)))
+    assert header[header.index("author") :][:4] == ["author", "author_company", "method", "source_run"]
+    assert xlsx_rows[0] == header and len(xlsx_rows) == 3
+    for value in (AUTHOR, COMPANY, METHOD, RUN):
+        assert value in csv_text and value in long_text and value in repr(xlsx_rows)
 
 
 def test_xlsx_holds_the_same_rows_with_a_frozen_bold_header(client, coordinator, cohort):
@@ -219,15 +223,15 @@ def test_text_that_a_spreadsheet_would_run_as_a_formula_is_escaped(client, coord
     proposal = factories.make_proposal(external_id="=cmd|'/C calc'!A0", author="@SUM(1)")
     cohort = factories.make_cohort([proposal], name="+Escapes")
     assignment = factories.make_assignment(cohort, reviewer, proposal)
-    assignment.deferred_reason = "-2+3"
+    assignment.deferred_reason = " =1+1"
     assignment.save()
-    submit_review(assignment, comments='=HYPERLINK("http://evil.example","x")', main_flaw="@risk", overall=3)
+    submit_review(assignment, comments='=HYPERLINK("http://evil.example","x")', main_flaw="\uff1d3+3", overall=3)
     client.force_login(coordinator)
 
     row = as_dicts(read_csv(client.get(reverse("api-cohort-reviews-csv", args=[cohort.pk]))))[0]
     assert row["comments"] == '\'=HYPERLINK("http://evil.example","x")'
-    assert row["main_flaw"] == "'@risk"
-    assert row["deferred_reason"] == "'-2+3"
+    assert row["main_flaw"] == "'\uff1d3+3"
+    assert row["deferred_reason"] == "' =1+1"
     assert row["proposal_id"] == "'=cmd|'/C calc'!A0"
     assert row["cohort"] == "'+Escapes"
     assert row["author"] == "'@SUM(1)"
@@ -239,6 +243,7 @@ def test_text_that_a_spreadsheet_would_run_as_a_formula_is_escaped(client, coord
     assert all(cell.data_type != "f" for cell in cells)
     values = [cell.value for cell in cells]
     assert '\'=HYPERLINK("http://evil.example","x")' in values
+    assert "' =1+1" in values and "'\uff1d3+3" in values
 
 
 def test_export_rows_come_from_one_query_whatever_the_cohort_size(reviewer):
@@ -306,11 +311,11 @@ def test_analyst_exports_with_a_token(client, analyst, cohort):
         HTTP_ACCEPT="text/csv",
     )
     rows = read_csv(response)
-    assert rows[0] == WIDE_HEADER + AUTOMATED and len(rows) == 3
+    assert rows[0] == WIDE_HEADER + UNBLINDING + AUTOMATED and len(rows) == 3
 
 
 def test_cohort_page_offers_csv_downloads_and_a_background_xlsx(client, coordinator, analyst, cohort):
-    for user, mentions_unblinding in ((coordinator, True), (analyst, False)):
+    for user in (coordinator, analyst):  # both roles see authorship (docs/protocol.md#blinding)
         client.force_login(user)
         response = client.get(reverse("cohort-exports", args=[cohort.pk]))
         assert response.status_code == 200
@@ -319,7 +324,7 @@ def test_cohort_page_offers_csv_downloads_and_a_background_xlsx(client, coordina
         assert "?layout=long" in html
         assert f'action="{reverse("cohort-reviews-xlsx-prepare", args=[cohort.pk])}"' in html
         assert "Prepare XLSX" in html
-        assert ("Includes the unblinding columns" in html) is mentions_unblinding
+        assert "Includes the authorship columns" in html
 
 
 def test_export_fragment_renders_for_the_cohort_it_is_given(rf, analyst, cohort):
@@ -327,4 +332,4 @@ def test_export_fragment_renders_for_the_cohort_it_is_given(rf, analyst, cohort)
     request.user = analyst
     html = render_to_string("reviewapp/_cohort_exports.html", {"cohort": cohort}, request=request)
     assert reverse("api-cohort-reviews-csv", args=[cohort.pk]) in html
-    assert "Without the unblinding columns" in html
+    assert "Includes the authorship columns" in html

@@ -4,6 +4,7 @@ columns and with the columns other rooms register."""
 
 import csv
 import io
+import re
 from datetime import UTC, datetime
 
 import pytest
@@ -21,7 +22,26 @@ from reviewapp.selectors.exports import (
 from tests import factories
 
 # Each start a spreadsheet runs as a formula, then texts that only need quoting or nothing at all.
-FORMULA_TEXTS = ["=1+2", "+SUM(A1)", "-2+3", "@risk", "\tTAB", "\rCR", '=HYPERLINK("http://evil.example","x")']
+FORMULA_TEXTS = [
+    "=1+2",
+    "+SUM(A1)",
+    "-2+3",
+    "@risk",
+    "\tTAB",
+    "\rCR",
+    "\nLF",
+    '=HYPERLINK("http://evil.example","x")',
+    # A formula sign after leading whitespace, and the full-width signs some spreadsheets also run.
+    " =1+1",
+    "\n=2+2",
+    "\u3000\u00a0+3",
+    "\uff1d3+3",
+    "\uff0bSUM(A1)",
+    "  \uff0d2",
+    "\uff20risk",
+]
+# What a cell may not start with once escaped: a formula sign after any whitespace, or a tab, CR or LF.
+RUNNABLE = re.compile(r"[\t\r\n]|\s*[=+\-@\uff1d\uff0b\uff0d\uff20]")
 PLAIN_TEXTS = [
     "a, b",
     "ends[",
@@ -137,7 +157,7 @@ def test_every_cell_that_a_spreadsheet_would_run_is_escaped(db, awkward_cohort, 
     assert rows
     for row in rows:
         for cell in row:
-            assert not cell.startswith(("=", "+", "-", "@", "\t", "\r")), (cell, row)
+            assert not RUNNABLE.match(cell), (cell, row)
     cells = {cell for row in rows for cell in row}
     for formula in FORMULA_TEXTS:
         assert spreadsheet_text(formula) == "'" + formula

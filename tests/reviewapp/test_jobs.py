@@ -70,17 +70,18 @@ def test_prepared_xlsx_runs_in_the_background_and_downloads(
     assert {row[author] for row in rows[1:]} == {AUTHOR}
 
 
-def test_analyst_job_leaves_out_the_unblinding_columns(
+def test_analyst_job_carries_the_authorship_columns(
     client, analyst, cohort, eager, exports_home, django_capture_on_commit_callbacks
 ):
     client.force_login(analyst)
     with django_capture_on_commit_callbacks(execute=True):
         client.post(reverse("cohort-reviews-xlsx-prepare", args=[cohort.pk]))
     job = BackgroundJob.objects.get()
-    assert job.params["unblinded"] is False and job.state == BackgroundJob.State.SUCCEEDED
+    assert job.params["unblinded"] is True and job.state == BackgroundJob.State.SUCCEEDED
     rows = download_rows(client, job)
-    assert "author" not in rows[0]
-    assert AUTHOR not in repr(rows)
+    author = rows[0].index("author")
+    assert rows[0][author : author + 4] == ["author", "author_company", "method", "source_run"]
+    assert {row[author] for row in rows[1:]} == {AUTHOR}
 
 
 def test_job_is_enqueued_only_once_its_row_is_committed(coordinator, cohort, django_capture_on_commit_callbacks):
