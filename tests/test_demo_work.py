@@ -139,6 +139,11 @@ def test_a_worker_turns_the_demo_into_real_work_for_every_role(needs_postgres, s
     cohort = Cohort.objects.get(name=DEMO_COHORT_NAME)
     panel = analyst.get(f"/api/v1/cohorts/{cohort.pk}/ai-panel").json()
     assert panel["simulated"] is True and all(row["reviews"] for row in panel["proposals"])
+    evaluation = analyst.get(f"/api/v1/cohorts/{cohort.pk}/evaluation").json()
+    for level in ("paths", "runs"):
+        assert evaluation[level]["assessed"] == evaluation[level]["total"] > 0
+    assert evaluation["transitions"]["judged"] == evaluation["transitions"]["total"] > 0
+    assert evaluation["families"]["with_evidence"] > 0
     ratings = analyst.get(f"/api/v1/cohorts/{cohort.pk}/ratings").json()["ratings"]
     assert len(ratings) == cohort.proposals.count()
     audit = InspirationAudit.objects.get(cohort=cohort)

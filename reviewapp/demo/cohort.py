@@ -23,6 +23,8 @@ from reviewapp.core.roles import ANALYST, COORDINATOR, REVIEWER
 from reviewapp.inspiration.models import InspirationCutoff
 from reviewapp.inspiration.services import cutoff_set
 from reviewapp.models import Assignment, Cohort, Conflict
+from reviewapp.panel.models import FamilyMember
+from reviewapp.panel.services.families import families_group, family_record
 from reviewapp.selectors.packets import SECTION_LABELS
 from reviewapp.services.accounts import tokens_revoke_all
 from reviewapp.services.cohorts import cohort_assign, cohort_create, conflict_declare
@@ -104,6 +106,31 @@ def _fresh_passwords(count: int) -> list[tuple[str, str]]:
     passwords = [secrets.token_urlsafe(9) for _ in range(count)]
     with ThreadPoolExecutor(max_workers=count) as pool:
         return list(zip(passwords, pool.map(make_password, passwords), strict=True))
+
+
+# What the demo coordinator records of two contribution families (demonstration text, like the rest of the demo): one
+# diagnostically examined (it carries evidence), one only source-grounded.
+DEMO_FAMILY_RECORDS = {
+    "demo-p05": {
+        "question": "Does the ageing niche select DNMT3A-mutant clones through inflammatory signalling?",
+        "increment": "Demonstration: a revised design with a negative-control cohort beyond the starting evidence.",
+        "status": "inconclusive",
+        "maturity": "diagnostically_examined",
+        "evidence": "Demonstration: the readiness check failed on data access; the diagnostic rerun was inconclusive.",
+    },
+    "demo-p36": {
+        "question": "Does a combined inflammatory and metabolic signal explain the crossover's prediction?",
+        "increment": "Demonstration: joins two directions of the same task.",
+        "maturity": "source_grounded",
+    },
+}
+
+
+def _seed_families(cohort: Cohort, coordinator: User) -> None:
+    families_group(cohort=cohort)
+    for proposal_id, values in DEMO_FAMILY_RECORDS.items():
+        member = FamilyMember.objects.select_related("family").get(cohort=cohort, proposal__external_id=proposal_id)
+        family_record(cohort=cohort, family=member.family, values=values, user=coordinator)
 
 
 def _seed_conflicts(cohort: Cohort, accounts: dict[str, User], coordinator: User) -> None:
@@ -226,6 +253,7 @@ def demo_load() -> DemoLoad:
         )
         if cohort_created:
             _seed_conflicts(cohort, accounts, coordinator)
+            _seed_families(cohort, coordinator)
         cohort_assign(
             cohort=cohort,
             reviewers=[accounts[username] for username in DEMO_REVIEWERS],
