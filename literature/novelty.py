@@ -173,14 +173,15 @@ def novelty_check_perform(*, check_id: int) -> None:
 
 
 def novelty_checks_sweep() -> int:
-    """The literature room's part of the sweeper: checks claimed OPEN_HYPOTHESIS_STALE_SECONDS ago and still running
-    (their worker died) are sent again, up to OH_WORK_MAX_ATTEMPTS claims, then fail with the reason; a pending check
-    whose send was lost is sent again. Redoing a check is safe: its result is recorded only under its claim."""
+    """The literature room's part of the sweeper: running checks whose heartbeat stopped (their worker died) are sent
+    again, up to OH_WORK_MAX_ATTEMPTS claims, then fail with the reason; a check pending unsent for
+    OPEN_HYPOTHESIS_STALE_SECONDS (its send was lost) is sent again. Redoing a check is safe: its result is recorded
+    only under its claim."""
     attempts = settings.OH_WORK_MAX_ATTEMPTS
     return work_sweep_send(
         NoveltyCheck,
         CHECK_TASK,
-        claimed_before=timezone.now() - timedelta(seconds=settings.OPEN_HYPOTHESIS_STALE_SECONDS),
+        unsent_before=timezone.now() - timedelta(seconds=settings.OPEN_HYPOTHESIS_STALE_SECONDS),
         max_attempts=attempts,
         reason=f"The worker doing this check stopped {attempts} times before it finished; request the check again.",
     )

@@ -165,17 +165,17 @@ def citation_wave_perform(*, wave_id: int, progress: Callable[[CitationWave], No
 
 
 def citation_waves_sweep() -> int:
-    """The citation waves' part of the sweeper: a running wave silent for OPEN_HYPOTHESIS_STALE_SECONDS (its worker
-    died) is sent again, up to OH_WORK_MAX_ATTEMPTS claims, then fails with the reason; a pending wave whose send was
-    lost is sent again. Redoing a wave is safe: it starts again, and its edges and references are upserts."""
+    """The citation waves' part of the sweeper: a running wave whose heartbeat stopped (its worker died) is sent again,
+    up to OH_WORK_MAX_ATTEMPTS claims, then fails with the reason; a wave pending unsent for
+    OPEN_HYPOTHESIS_STALE_SECONDS (its send was lost) is sent again. Redoing a wave is safe: it starts again, and its
+    edges and references are upserts."""
     attempts = settings.OH_WORK_MAX_ATTEMPTS
     return work_sweep_send(
         CitationWave,
         WAVE_TASK,
-        claimed_before=timezone.now() - timedelta(seconds=settings.OPEN_HYPOTHESIS_STALE_SECONDS),
+        unsent_before=timezone.now() - timedelta(seconds=settings.OPEN_HYPOTHESIS_STALE_SECONDS),
         max_attempts=attempts,
         reason=f"The worker doing this wave stopped {attempts} times before it finished; start the wave again.",
-        alive_field="heartbeat_at",
     )
 
 

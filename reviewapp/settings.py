@@ -374,14 +374,19 @@ OPEN_HYPOTHESIS_TRUSTED_PROXY_HEADER = env_str("OPEN_HYPOTHESIS_TRUSTED_PROXY_HE
 # IPv6 clients count by their network of this many leading bits (one host usually holds a whole /64).
 OPEN_HYPOTHESIS_IPV6_PREFIX = env_int("OPEN_HYPOTHESIS_IPV6_PREFIX", 64)
 OPEN_HYPOTHESIS_POLL_SECONDS = 15
-# A run with no progress for this long is restarted by the sweeper, and stopped after OPEN_HYPOTHESIS_MAX_RESUMES.
-# The default outlasts the longest model call (PROVIDER_MAX_SECONDS), after which a run always records progress.
+# A run with no progress and no work alive (heart-beating) for this long is restarted by the sweeper, and stopped after
+# OPEN_HYPOTHESIS_MAX_RESUMES; run work items, novelty checks and citation waves waiting this long unsent are sent
+# again. (Running work whose worker died is taken back after OH_SILENT_SECONDS.)
 OPEN_HYPOTHESIS_STALE_SECONDS = env_int("OPEN_HYPOTHESIS_STALE_SECONDS", int(PROVIDER_MAX_SECONDS) + 600)
 OPEN_HYPOTHESIS_MAX_RESUMES = env_int("OPEN_HYPOTHESIS_MAX_RESUMES", 3)
-# The one sweeper of every kind of background work (reviewapp.core.claims.sweep_all): how often it runs, how long a
-# running job may go without reporting progress before its worker counts as gone, how many times work whose worker
-# died is started again before it fails, and how long export files are kept.
-OH_SWEEP_SECONDS = env_int("OH_SWEEP_SECONDS", 60)
+# The one sweeper of every kind of background work (reviewapp.core.claims.sweep_all) and the heartbeat of claimed
+# work: how often the sweeper runs, how often a worker touches the work it holds (however long its model call), how
+# long running work may stay silent before its worker counts as gone (a few missed beats: recovery within about two
+# minutes), how long a queued job may wait unsent before it is sent again, how many times work whose worker died is
+# started again before it fails, and how long export files are kept.
+OH_SWEEP_SECONDS = env_int("OH_SWEEP_SECONDS", 30)
+OH_HEARTBEAT_SECONDS = env_int("OH_HEARTBEAT_SECONDS", 15)
+OH_SILENT_SECONDS = env_int("OH_SILENT_SECONDS", 90)
 OH_JOB_STALE_SECONDS = env_int("OH_JOB_STALE_SECONDS", int(PROVIDER_MAX_SECONDS) + 600)
 OH_WORK_MAX_ATTEMPTS = env_int("OH_WORK_MAX_ATTEMPTS", 3)
 OH_EXPORT_KEEP_HOURS = env_int("OH_EXPORT_KEEP_HOURS", 7 * 24)
@@ -389,8 +394,9 @@ OH_EXPORT_KEEP_HOURS = env_int("OH_EXPORT_KEEP_HOURS", 7 * 24)
 # instruction and the single-hypothesis question.
 OPEN_HYPOTHESIS_DETAILED_FORECASTS = env_bool("OPEN_HYPOTHESIS_DETAILED_FORECASTS", False)
 OPEN_HYPOTHESIS_SINGLE_FORECASTS = env_bool("OPEN_HYPOTHESIS_SINGLE_FORECASTS", False)
-# Inspiration audits (docs/protocol.md#inspiration-audit): a batch claimed this long ago is given to another worker,
-# at most this many times. A judging batch asks the judge ten times, twice at most each.
+# Inspiration audits (docs/protocol.md#inspiration-audit): a batch or audit waiting this long unsent is sent again; one
+# whose worker died (silent for OH_SILENT_SECONDS) is given to another worker, at most this many times. A judging
+# batch asks the judge ten times, twice at most each.
 INSPIRATION_STALE_SECONDS = env_int("INSPIRATION_STALE_SECONDS", 3600)
 INSPIRATION_MAX_ATTEMPTS = env_int("INSPIRATION_MAX_ATTEMPTS", 3)
 CELERY_BEAT_SCHEDULE = {"sweep": {"task": "reviewapp.sweep", "schedule": OH_SWEEP_SECONDS}}

@@ -1,7 +1,9 @@
 """Recovery from faults, with real Celery workers (processes of their own) on a real Redis broker and PostgreSQL.
 
-A worker killed with SIGKILL in the middle of a screening run, of an export and of a judging job: a second worker,
-with the periodic sweeper (Celery beat) running in it, finishes the work, and nothing is done twice. PostgreSQL
+A worker killed with SIGKILL in the middle of a screening run, an export and a judging job at once: a second worker,
+with the periodic sweeper (Celery beat) running in it, finishes all of it within three minutes with the default
+settings (the dead worker's heartbeats stop; the sweeper takes the silent work back), and nothing is done twice.
+PostgreSQL
 restarted in the middle of a run (a server of the test's own, tests.postgres_cluster: the shared server is never
 restarted); the broker down when a run is posted; a provider answering 500 for a while.
 """
@@ -51,8 +53,22 @@ from tests.screening_support import (
 pytestmark = [pytest.mark.broker, pytest.mark.postgres]
 ROOT = Path(__file__).resolve().parent.parent
 QUESTION = "How does remodelling of the bone-marrow niche affect mutant clones?"
-# The sweeper runs every second in the restarted worker; work silent for this long counts as its worker's.
+# Scaled-down sweeper (and retry) settings for the tests that are not about the sweeper's timing (the database
+# restart): the sweeper runs every second, and work silent for this long counts as its worker's.
 STALE_SECONDS = 4
+SCALED_SWEEPER = {
+    "OH_SWEEP_SECONDS": "1",
+    "OH_HEARTBEAT_SECONDS": "1",
+    "OH_SILENT_SECONDS": str(STALE_SECONDS),
+    "OH_JOB_STALE_SECONDS": str(STALE_SECONDS),
+    "OPEN_HYPOTHESIS_STALE_SECONDS": str(STALE_SECONDS),
+    "OPEN_HYPOTHESIS_MAX_RESUMES": "100",
+    "OH_WORK_MAX_ATTEMPTS": "5",
+    "PROVIDER_BACKOFF_BASE_SECONDS": "0.2",
+    "PROVIDER_BACKOFF_MAX_SECONDS": "1",
+}
+# A worker killed mid-work: its work is finished within this many seconds of a new worker's start (default settings).
+RECOVERY_SECONDS = 180
 
 
 @pytest.fixture
@@ -69,26 +85,23 @@ class Workers:
         self.prefix, self.redis_url, self.var_dir = prefix, redis_url, var_dir
         self.processes: list[subprocess.Popen] = []
 
-    def start(self, *, beat: bool = False) -> subprocess.Popen:
+    def start(self, *, beat: bool = False, scaled_sweeper: bool = False) -> subprocess.Popen:
+        """A worker process (with beat: the periodic sweeper in it), on the default settings unless scaled_sweeper."""
         database = connection.settings_dict
+        # The machine's own sweeper settings and provider keys do not reach the worker.
+        inherited = {name: value for name, value in os.environ.items() if name not in SCALED_SWEEPER}
+        for name in ("OPENAI_API_KEY", "XAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY"):
+            inherited.pop(name, None)
         environment = {
-            **os.environ,
+            **inherited,
             "DATABASE_URL": (
                 f"postgres://{database['USER']}:{database['PASSWORD'] or ''}@{database['HOST']}:{database['PORT']}"
                 f"/{database['NAME']}"
             ),
             "CELERY_BROKER_URL": self.redis_url,
             "OH_VAR_DIR": str(self.var_dir),
-            "OH_SWEEP_SECONDS": "1",
-            "OH_JOB_STALE_SECONDS": str(STALE_SECONDS),
-            "OPEN_HYPOTHESIS_STALE_SECONDS": str(STALE_SECONDS),
-            "OPEN_HYPOTHESIS_MAX_RESUMES": "100",
-            "OH_WORK_MAX_ATTEMPTS": "5",
-            "PROVIDER_BACKOFF_BASE_SECONDS": "0.2",
-            "PROVIDER_BACKOFF_MAX_SECONDS": "1",
+            **(SCALED_SWEEPER if scaled_sweeper else {}),
         }
-        for name in ("OPENAI_API_KEY", "XAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY"):
-            environment.pop(name, None)
         options = ["--beat", str(self.var_dir / f"beat-{len(self.processes)}")] if beat else []
         process = subprocess.Popen(
             [sys.executable, "-m", "tests.worker_process", self.prefix, *options],
@@ -151,21 +164,6 @@ def assert_done_once(run: Run) -> None:
 # A worker killed mid-work ------------------------------------------------------------------------------------------
 
 
-def test_a_run_whose_worker_is_killed_is_finished_by_another_worker(workers, slow_simulated_roster):
-    first = workers.start()
-    run = post_run()
-    wait_for(lambda: RunWorkItem.objects.filter(run=run, state="running").exists(), 60, "a claimed work item")
-    workers.kill(first)
-    held = RunWorkItem.objects.filter(run=run, state="running").count()
-    assert held >= 1  # the killed worker was in the middle of them
-
-    workers.start(beat=True)
-    run = wait_for(
-        lambda: Run.objects.filter(pk=run.pk).exclude(status__in=Run.ACTIVE_STATUSES).first(), 180, "the run's end"
-    )
-    assert_done_once(run)
-
-
 def _cohort_with_reviews(proposals: int, reviewers: int) -> Cohort:
     cohort = factories.make_cohort(name="Killed export")
     research_task = factories.make_task()
@@ -201,48 +199,60 @@ def _cohort_with_reviews(proposals: int, reviewers: int) -> Cohort:
     return cohort
 
 
-def test_an_export_whose_worker_is_killed_is_finished_by_another_worker(workers, coordinator):
-    cohort = _cohort_with_reviews(proposals=200, reviewers=60)
-    first = workers.start()
-    job = job_create(kind="reviews_xlsx", params={"cohort_id": cohort.pk, "unblinded": True}, user=coordinator)
-    wait_for(lambda: BackgroundJob.objects.filter(pk=job.pk, state="running", progress__gt=0).exists(), 60, "progress")
-    workers.kill(first)
-    job.refresh_from_db()
-    assert job.state == BackgroundJob.State.RUNNING and job.progress < 12_000  # killed in the middle
-
-    workers.start(beat=True)
-    job = wait_for(
-        lambda: BackgroundJob.objects.filter(pk=job.pk, state__in=("succeeded", "failed")).first(), 180, "the job's end"
-    )
-    assert job.state == BackgroundJob.State.SUCCEEDED, job.error
-    assert job.attempts == 2 and job.progress == job.total == 12_000
-    rows = sum(1 for _ in openpyxl.load_workbook(job.result_path, read_only=True).active.iter_rows())
-    assert rows == 12_001  # the header and each review once
-
-
-def test_a_judging_job_whose_worker_is_killed_is_finished_by_another_worker(
+def test_work_whose_worker_is_killed_is_finished_by_another_worker_within_three_minutes_by_default(
     workers, slow_simulated_roster, coordinator
 ):
+    """One worker in the middle of a public run, an export and a judging job is killed (SIGKILL); a new worker with
+    the periodic sweeper, both on the default settings, finishes all three, each piece done once."""
+    cohort = _cohort_with_reviews(proposals=200, reviewers=60)
     data = {
         "tasks": [task(f"T{n}") for n in range(3)],
         "hypotheses": [hypothesis(f"T{n}", f"h{n}-{k}") for n in range(3) for k in range(30)],
     }
     benchmark = make_set(data)
-    endpoint = ModelEndpoint.objects.filter(is_simulated=True).first()
-    judge = judge_add(benchmark=benchmark, endpoint=endpoint)
+    judge = judge_add(benchmark=benchmark, endpoint=ModelEndpoint.objects.filter(is_simulated=True).first())
     first = workers.start()
-    (job,) = judging_start(benchmark=benchmark, user=coordinator)
-    wait_for(lambda: JudgeScore.objects.filter(judge=judge).exists(), 60, "the first scores")
-    workers.kill(first)
-    assert JudgeScore.objects.filter(judge=judge).count() < 90  # killed in the middle
-
-    workers.start(beat=True)
-    job = wait_for(
-        lambda: BackgroundJob.objects.filter(pk=job.pk, state__in=("succeeded", "failed")).first(), 180, "the job's end"
+    export = job_create(kind="reviews_xlsx", params={"cohort_id": cohort.pk, "unblinded": True}, user=coordinator)
+    (judging,) = judging_start(benchmark=benchmark, user=coordinator)
+    run = post_run()
+    wait_for(
+        lambda: (
+            BackgroundJob.objects.filter(pk=export.pk, state="running", progress__gt=0).exists()
+            and JudgeScore.objects.filter(judge=judge).exists()
+            and RunWorkItem.objects.filter(run=run, state="running").exists()
+        ),
+        90,
+        "the export's progress, the first scores and a claimed work item",
     )
-    assert job.state == BackgroundJob.State.SUCCEEDED, job.error
+    workers.kill(first)
+    export.refresh_from_db()
+    assert export.state == BackgroundJob.State.RUNNING and export.progress < 12_000  # killed in the middle
+    assert JudgeScore.objects.filter(judge=judge).count() < 90
+    assert RunWorkItem.objects.filter(run=run, state="running").exists()
+
+    restarted = time.monotonic()
+    workers.start(beat=True)
+    ended = ("succeeded", "failed")
+    wait_for(
+        lambda: (
+            BackgroundJob.objects.filter(pk__in=(export.pk, judging.pk), state__in=ended).count() == 2
+            and Run.objects.filter(pk=run.pk).exclude(status__in=Run.ACTIVE_STATUSES).exists()
+        ),
+        RECOVERY_SECONDS,
+        "the end of the run, the export and the judging",
+    )
+    print(f"recovered and finished {time.monotonic() - restarted:.0f} s after the restart")
+
+    export.refresh_from_db()
+    assert export.state == BackgroundJob.State.SUCCEEDED, export.error
+    assert export.attempts == 2 and export.progress == export.total == 12_000
+    rows = sum(1 for _ in openpyxl.load_workbook(export.result_path, read_only=True).active.iter_rows())
+    assert rows == 12_001  # the header and each review once
+    judging.refresh_from_db()
+    assert judging.state == BackgroundJob.State.SUCCEEDED, judging.error
     scored = Counter(JudgeScore.objects.filter(judge=judge).values_list("hypothesis_id", flat=True))
     assert len(scored) == 90 and set(scored.values()) == {1}
+    assert_done_once(Run.objects.get(pk=run.pk))
 
 
 # The database and the broker ---------------------------------------------------------------------------------------
@@ -275,7 +285,7 @@ def test_a_run_goes_on_when_postgresql_restarts(own_postgres, workers, slow_simu
     """The run's database is a server of the test's own, restarted for real (every connection ended, the server
     down for a moment) at generation and again while the run goes on: the run still completes, nothing twice."""
     own_postgres.adopt_test_database()
-    workers.start(beat=True)
+    workers.start(beat=True, scaled_sweeper=True)
     run = post_run()
     wait_for(lambda: ModelCall.objects.filter(run=run).exists(), 60, "the first model calls")
     started = _server_started_at()

@@ -4,11 +4,14 @@ was lost is sent again; export files go after their keeping time; coordinators s
 benchmark task again."""
 
 import os
+import threading
 import time
+import uuid
 from datetime import timedelta
 
 import pytest
 from django.conf import settings as django_settings
+from django.db import connection
 from django.utils import timezone
 
 from literature.models import CitationWave, NoveltyCheck
@@ -19,9 +22,10 @@ from reviewapp.services.jobs import JOB_KINDS, JobKind, job_kind_register, jobs_
 from screening.models import Run, RunWorkItem
 from screening.services.progress import run_advance
 from screening.services.runs import run_create
+from screening.services.work import work_item_perform
 from tests import factories
 from tests.benchmark_support import make_set, task
-from tests.screening_support import drive, make_roster
+from tests.screening_support import GENERATORS, drive, generation_reply, make_roster, wait_for
 
 pytestmark = pytest.mark.usefixtures("fast_retries")
 
@@ -264,3 +268,113 @@ def test_a_coordinator_runs_a_failed_benchmark_task_again(db, server, coordinato
 
     response = client.post(f"/benchmarks/{benchmark.pk}/rerun-task/", {"task": "T1"}, follow=True)
     assert "Only a task whose run failed" in response.content.decode()
+
+
+# Heartbeats -------------------------------------------------------------------------------------------------------
+
+
+def _hold(row, *, claimed_ago: float, beat_ago: float) -> None:
+    """A worker holds the row: claimed `claimed_ago` seconds ago, its heartbeat last touched `beat_ago` seconds ago."""
+    now = timezone.now()
+    type(row).objects.filter(pk=row.pk).update(
+        state=type(row).RUNNING,
+        claim_token=uuid.uuid4(),
+        started_at=now - timedelta(seconds=claimed_ago),
+        heartbeat_at=now - timedelta(seconds=beat_ago),
+        attempts=1,
+    )
+
+
+@pytest.mark.parametrize("kind", sorted(PENDING_WORK))
+def test_running_work_silent_for_a_minute_and_a_half_is_taken_back_with_the_default_settings(
+    db, django_capture_on_commit_callbacks, kind
+):
+    make, _ = PENDING_WORK[kind]
+    row = make()
+    _hold(row, claimed_ago=120, beat_ago=91)  # its worker died a minute and a half ago
+    sweep = SWEEPS["inspiration audits" if kind.startswith("inspiration") else kind]
+    with django_capture_on_commit_callbacks() as sent:
+        assert sweep() >= 1
+    assert len(sent) >= 1
+    row.refresh_from_db()
+    assert row.state == type(row).PENDING and row.claim_token is None
+
+
+@pytest.mark.parametrize("kind", sorted(PENDING_WORK))
+def test_running_work_whose_heartbeat_is_fresh_is_kept_however_long_ago_it_was_claimed(
+    db, django_capture_on_commit_callbacks, kind
+):
+    make, _ = PENDING_WORK[kind]
+    row = make()
+    _hold(row, claimed_ago=3 * 3600, beat_ago=10)  # a model call of hours, still beating
+    sweep = SWEEPS["inspiration audits" if kind.startswith("inspiration") else kind]
+    with django_capture_on_commit_callbacks() as sent:
+        sweep()
+    assert sent == []
+    row.refresh_from_db()
+    assert row.state == type(row).RUNNING and row.claim_token is not None
+
+
+def test_the_default_sweeper_takes_back_silent_work_within_two_minutes(settings):
+    assert settings.OH_HEARTBEAT_SECONDS * 4 <= settings.OH_SILENT_SECONDS  # a few missed beats, not one
+    assert settings.OH_SILENT_SECONDS + settings.OH_SWEEP_SECONDS <= 120
+
+
+def test_a_run_work_item_silent_for_a_minute_and_a_half_is_sent_again(roster, django_capture_on_commit_callbacks):
+    run = run_create(question="Does the bone-marrow niche shape clonal fitness?", client_address="192.0.2.1")
+    run_advance(run_id=run.pk)
+    silent, alive = run.work_items.filter(step="generate")[:2]
+    _hold(silent, claimed_ago=120, beat_ago=91)
+    _hold(alive, claimed_ago=3 * 3600, beat_ago=10)
+    with django_capture_on_commit_callbacks():
+        SWEEPS["screening runs"]()
+    silent.refresh_from_db()
+    alive.refresh_from_db()
+    assert silent.state == "pending" and alive.state == "running"
+    run.refresh_from_db()
+    assert run.resume_count == 0  # the run itself is not restarted while one of its items is alive
+
+
+def test_a_long_model_call_that_still_heart_beats_is_never_taken_back(
+    transactional_db, roster, script, settings, memory_broker
+):
+    """A generation call far longer than the silent time, with the sweeper running all along: the worker's heartbeat
+    keeps the item; it is asked once and recorded once."""
+    settings.OH_HEARTBEAT_SECONDS = 0.2
+    settings.OH_SILENT_SECONDS = 1
+    settings.OPEN_HYPOTHESIS_STALE_SECONDS = 1
+    answer = threading.Event()
+    calls = []
+
+    def slow_generation(attempt):
+        calls.append(attempt)
+        answer.wait(60)
+        return generation_reply("gen-opus")
+
+    for model in GENERATORS:
+        script.generate[model] = slow_generation
+    run = run_create(question="Does the bone-marrow niche shape clonal fitness?", client_address="192.0.2.1")
+    run_advance(run_id=run.pk)
+    item = run.work_items.filter(step="generate").first()
+
+    def work():
+        try:
+            work_item_perform(item_id=item.pk)
+        finally:
+            connection.close()
+
+    worker = threading.Thread(target=work)
+    worker.start()
+    try:
+        wait_for(lambda: calls, 60, "the model call")
+        held = RunWorkItem.objects.get(pk=item.pk).claim_token
+        swept_until = time.monotonic() + 4 * settings.OH_SILENT_SECONDS
+        while time.monotonic() < swept_until:
+            sweep_all()
+            assert RunWorkItem.objects.get(pk=item.pk).claim_token == held
+            time.sleep(0.2)
+    finally:
+        answer.set()
+        worker.join(60)
+    item.refresh_from_db()
+    assert (item.state, item.attempts, len(calls)) == ("done", 1, 1)

@@ -8,6 +8,11 @@ transient error, for the task's retry to claim it again. `work_attempt` is the b
 gives the claim back and is raised for the task's retry, any other error fails the row. `work_release_all` and
 `work_fail_all` take over many rows whoever holds them (the sweeper, a stalled run's restart).
 
+Claimed work carries a heartbeat: `work_claim` sets `heartbeat_at`, and `work_heartbeat` (which `work_attempt`
+starts) touches it every OH_HEARTBEAT_SECONDS from a thread of its own while the body works, however long one model
+call takes. The sweeps take back running work whose heartbeat is older than their stale time (90 s by default): its
+worker died, lost the database or the broker, and nothing is working on it.
+
 Models whose states have other names (e.g. a background job's "queued" and "succeeded") declare them as the class
 attributes PENDING, RUNNING, DONE and FAILED.
 
@@ -19,12 +24,14 @@ idempotent, so a second delivery is harmless.
 """
 
 import logging
+import threading
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from datetime import datetime
+from datetime import datetime, timedelta
 
-from django.db import DatabaseError, models
+from django.conf import settings
+from django.db import DatabaseError, connection, models
 from django.db.models import F, Q
 from django.utils import timezone
 
@@ -47,6 +54,9 @@ class ClaimedWork(models.Model):
     claim_token = models.UUIDField(null=True, blank=True)
     attempts = models.PositiveSmallIntegerField(default=0)
     started_at = models.DateTimeField(null=True, blank=True, help_text="when a worker claimed it")
+    heartbeat_at = models.DateTimeField(
+        null=True, blank=True, help_text="when the worker holding it last said it is still at work"
+    )
     finished_at = models.DateTimeField(null=True, blank=True)
     error = models.TextField(blank=True)
     sent_at = models.DateTimeField(default=timezone.now, help_text="when it was last handed to the work queue")
@@ -58,10 +68,40 @@ class ClaimedWork(models.Model):
 def work_claim(model: type[ClaimedWork], pk, **conditions) -> uuid.UUID | None:
     """A fresh token if the row was pending (and meets the conditions) and is now this worker's; else None."""
     token = uuid.uuid4()
+    now = timezone.now()
     claimed = model._default_manager.filter(pk=pk, state=model.PENDING, **conditions).update(
-        state=model.RUNNING, claim_token=token, started_at=timezone.now(), attempts=F("attempts") + 1
+        state=model.RUNNING, claim_token=token, started_at=now, heartbeat_at=now, attempts=F("attempts") + 1
     )
     return token if claimed else None
+
+
+@contextmanager
+def work_heartbeat(model: type[ClaimedWork], pk, token: uuid.UUID) -> Iterator[None]:
+    """While the body runs, a thread of its own touches the row's heartbeat every OH_HEARTBEAT_SECONDS as long as
+    the claim is held, so a model call that takes many minutes still counts as alive and a dead worker's row falls
+    silent. A failed touch (the database restarting) is logged and tried again at the next beat."""
+    stop = threading.Event()
+
+    def beat() -> None:
+        try:
+            while not stop.wait(settings.OH_HEARTBEAT_SECONDS):
+                try:
+                    model._default_manager.filter(pk=pk, state=model.RUNNING, claim_token=token).update(
+                        heartbeat_at=timezone.now()
+                    )
+                except DatabaseError as exc:
+                    logger.warning("The heartbeat of %s %s failed (%s)", model.__name__, pk, exc)
+                    connection.close()  # a broken connection is opened afresh at the next beat
+        finally:
+            connection.close()  # the thread's own connection ends with it
+
+    ticker = threading.Thread(target=beat, name=f"heartbeat of {model.__name__} {pk}", daemon=True)
+    ticker.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        ticker.join()
 
 
 def work_release(model: type[ClaimedWork], pk, token: uuid.UUID) -> None:
@@ -87,9 +127,11 @@ def work_finish(model: type[ClaimedWork], pk, token: uuid.UUID, *, failed: bool 
 def work_attempt(model: type[ClaimedWork], pk, token: uuid.UUID, *, label: str) -> Iterator[None]:
     """The body of claimed work. A DatabaseError is transient: the row is given back and the error raised again, for
     the task's retry to claim it. Any other error is logged (as "<label> failed") and fails the row with its kind;
-    it is not raised. What the body records, it records itself (work_finish)."""
+    it is not raised. What the body records, it records itself (work_finish). The row's heartbeat beats meanwhile
+    (work_heartbeat)."""
     try:
-        yield
+        with work_heartbeat(model, pk, token):
+            yield
     except DatabaseError:
         work_release(model, pk, token)
         raise
@@ -112,24 +154,36 @@ def work_fail_all(rows: models.QuerySet, reason: str) -> int:
     )
 
 
+def work_silent(rows: models.QuerySet, *, silent_before: datetime, alive_field: str = "heartbeat_at"):
+    """The running rows of the queryset last known alive before the time: nobody is working on them. A row that never
+    wrote its alive_field counts from its claim."""
+    never = Q(**{f"{alive_field}__isnull": True, "started_at__lt": silent_before})
+    return rows.filter(state=rows.model.RUNNING).filter(Q(**{f"{alive_field}__lt": silent_before}) | never)
+
+
+def silent_since() -> datetime:
+    """Running work whose heartbeat is older than this is taken back (OH_SILENT_SECONDS)."""
+    return timezone.now() - timedelta(seconds=settings.OH_SILENT_SECONDS)
+
+
 def work_sweep(
     model: type[ClaimedWork],
     *,
-    claimed_before: datetime,
+    unsent_before: datetime,
     max_attempts: int,
     reason: str,
-    alive_field: str = "started_at",
+    silent_before: datetime | None = None,
+    alive_field: str = "heartbeat_at",
     **conditions,
 ) -> list:
-    """Running rows claimed before the time (their worker died or hangs): back to pending without a token, or failed
-    with the reason once they used max_attempts. alive_field names the time a row was last known alive (its claim,
-    or a heartbeat the work writes). Pending rows last sent before the time are due again as well (their send was
-    lost). Returns the pks to send to a worker again; they count as sent now."""
+    """Running rows silent since silent_before (default: OH_SILENT_SECONDS ago; their worker died): back to pending
+    without a token, or failed with the reason once they used max_attempts. alive_field names the time a row was
+    last known alive (its heartbeat, by default). Pending rows last sent before unsent_before are due again as well
+    (their send was lost; a longer time, as work may wait in a long queue). Returns the pks to send to a worker
+    again; they count as sent now."""
     rows = model._default_manager.filter(**conditions)
-    unsent = list(rows.filter(state=model.PENDING, sent_at__lt=claimed_before).values_list("pk", flat=True))
-    # A row that never wrote its alive_field counts from its claim.
-    silent = Q(**{f"{alive_field}__isnull": True, "started_at__lt": claimed_before})
-    stale = rows.filter(state=model.RUNNING).filter(Q(**{f"{alive_field}__lt": claimed_before}) | silent)
+    unsent = list(rows.filter(state=model.PENDING, sent_at__lt=unsent_before).values_list("pk", flat=True))
+    stale = work_silent(rows, silent_before=silent_before or silent_since(), alive_field=alive_field)
     work_fail_all(stale.filter(attempts__gte=max_attempts), reason)
     again = list(stale.filter(~Q(attempts__gte=max_attempts)).values_list("pk", flat=True))
     work_release_all(model._default_manager.filter(pk__in=again))

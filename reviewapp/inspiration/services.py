@@ -28,7 +28,7 @@ from literature import retrieval
 from literature.models import Reference
 from literature.retrieval import GATE_MIN_SHARED_TERMS, JUDGEMENT_CHARS, RETRIEVAL_CHARS, judgement_card
 from literature.verdicts import clean_quote, quote_occurs
-from reviewapp.core.claims import work_attempt, work_claim, work_finish, work_sweep_send
+from reviewapp.core.claims import work_attempt, work_claim, work_finish, work_heartbeat, work_sweep_send
 from reviewapp.core.errors import ServiceError, problem
 from reviewapp.core.queue import broker_check, enqueue_on_commit
 from reviewapp.inspiration import prompts, selectors
@@ -272,8 +272,9 @@ def _start(audit: InspirationAudit, enqueue: bool) -> None:
     token = work_claim(Audit, audit.pk)
     if token is None:
         return
-    corpus = selectors.corpus_snapshot(_bounds(audit), audit.window_start, audit.window_end)
-    retrieval.index_references()
+    with work_heartbeat(Audit, audit.pk, token):
+        corpus = selectors.corpus_snapshot(_bounds(audit), audit.window_start, audit.window_end)
+        retrieval.index_references()
     positions = sorted(audit.items.values_list("position", flat=True))
     with transaction.atomic():
         started = Audit.objects.filter(pk=audit.pk, state=Audit.State.RUNNING, claim_token=token).update(
@@ -503,23 +504,24 @@ def judge(judgment: InspirationJudgment, endpoint: ModelEndpoint | None) -> dict
 
 
 def batches_sweep() -> int:
-    """Batches claimed longer ago than INSPIRATION_STALE_SECONDS (their worker died or hangs) go back to the queue;
-    after INSPIRATION_MAX_ATTEMPTS claims they fail, their pending judgements with them, and their audit moves on. An
-    audit whose starter died before making its batches starts again (and fails after INSPIRATION_MAX_ATTEMPTS
-    starts). Pending audits and batches whose send was lost are sent again. Returns how many were sent again."""
+    """Running batches whose heartbeat stopped (their worker died) go back to the queue; after
+    INSPIRATION_MAX_ATTEMPTS claims they fail, their pending judgements with them, and their audit moves on. An audit
+    whose starter died before making its batches starts again (and fails after INSPIRATION_MAX_ATTEMPTS starts).
+    Audits and batches pending unsent for INSPIRATION_STALE_SECONDS (their send was lost) are sent again. Returns how
+    many were sent again."""
     stale = timezone.now() - timedelta(seconds=settings.INSPIRATION_STALE_SECONDS)
     reason = "stopped: its worker made no progress (the sweeper gave up on it)"
     sent = work_sweep_send(
         InspirationBatch,
         BATCH_TASK,
-        claimed_before=stale,
+        unsent_before=stale,
         max_attempts=settings.INSPIRATION_MAX_ATTEMPTS,
         reason=reason,
     )
     sent += work_sweep_send(
         Audit,
         ADVANCE_TASK,
-        claimed_before=stale,
+        unsent_before=stale,
         max_attempts=settings.INSPIRATION_MAX_ATTEMPTS,
         reason="The worker starting this audit stopped before it made its batches; start the audit again.",
         phase=Audit.Phase.RETRIEVAL,

@@ -18,7 +18,7 @@ from django.utils import timezone
 from django.utils.text import slugify
 
 from reviewapp.core import roles
-from reviewapp.core.claims import work_claim, work_finish, work_sweep
+from reviewapp.core.claims import work_claim, work_finish, work_heartbeat, work_sweep
 from reviewapp.core.errors import ServiceError
 from reviewapp.core.queue import broker_check, enqueue_on_commit
 from reviewapp.models import BackgroundJob, Cohort
@@ -113,7 +113,7 @@ def job_create(*, kind: str, params: dict, user) -> BackgroundJob:
 
 
 def _job_report_progress(job_id: int) -> ProgressCallback:
-    # Progress is also the job's heartbeat: the sweeper takes a job that stopped reporting for a dead worker's.
+    # Progress also touches the job's heartbeat (which work_heartbeat keeps beating between reports).
     def report(done: int, total: int) -> None:
         BackgroundJob.objects.filter(pk=job_id).update(progress=done, total=total, heartbeat_at=timezone.now())
 
@@ -133,7 +133,8 @@ def job_run(*, job_id: int) -> None:
     report_progress = _job_report_progress(job_id)
     report_progress(job.progress, job.total)
     try:
-        result = JOB_KINDS[job.kind].run(job, report_progress)
+        with work_heartbeat(BackgroundJob, job_id, token):
+            result = JOB_KINDS[job.kind].run(job, report_progress)
     except JobError as exc:
         logger.warning("Background job %s (%s) failed: %s", job_id, job.kind, exc)
         work_finish(BackgroundJob, job_id, token, failed=True, error=exc.message)
@@ -163,28 +164,26 @@ STOPPED = "The worker running this job stopped before it finished (it was stoppe
 
 
 def jobs_sweep() -> int:
-    """Running jobs whose worker stopped reporting for OH_JOB_STALE_SECONDS: resumable kinds go back to the queue (up
-    to OH_WORK_MAX_ATTEMPTS runs), the others fail with a reason. Queued jobs whose send was lost (queued for that
-    long) are sent again, whatever their kind: they never started. Then export files past their keeping time go.
-    Returns how many jobs and files it touched."""
+    """Running jobs whose heartbeat stopped for OH_SILENT_SECONDS (their worker died): resumable kinds go back to the
+    queue (up to OH_WORK_MAX_ATTEMPTS runs), the others fail with a reason. Queued jobs whose send was lost (queued
+    for OH_JOB_STALE_SECONDS) are sent again, whatever their kind: they never started. Then export files past their
+    keeping time go. Returns how many jobs and files it touched."""
     stale_before = timezone.now() - timedelta(seconds=settings.OH_JOB_STALE_SECONDS)
     resumable = [name for name, kind in JOB_KINDS.items() if kind.resumable]
     attempts = settings.OH_WORK_MAX_ATTEMPTS
     again = work_sweep(
         BackgroundJob,
-        claimed_before=stale_before,
+        unsent_before=stale_before,
         max_attempts=attempts,
         reason=f"{STOPPED} {attempts} times; start it again.",
-        alive_field="heartbeat_at",
         kind__in=resumable,
     )
     again += work_sweep(  # one attempt allowed: every stale running job of these kinds fails
         BackgroundJob,
-        claimed_before=stale_before,
+        unsent_before=stale_before,
         max_attempts=1,
         reason=f"{STOPPED}; start it again.",
-        alive_field="heartbeat_at",
-        **{"kind__in": [name for name in JOB_KINDS if name not in resumable]},
+        kind__in=[name for name in JOB_KINDS if name not in resumable],
     )
     for job_id in again:
         logger.warning("Background job %s lost its worker or its message; it is sent again", job_id)

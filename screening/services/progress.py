@@ -15,7 +15,7 @@ from django.db import transaction
 from django.db.models import Count, F, Q
 from django.utils import timezone
 
-from reviewapp.core.claims import work_fail_all, work_release_all, work_sweep
+from reviewapp.core.claims import silent_since, work_fail_all, work_release_all, work_silent, work_sweep
 from reviewapp.core.errors import ServiceError
 from reviewapp.core.queue import enqueue_on_commit
 from screening import hooks
@@ -282,17 +282,19 @@ def screening_sweep() -> int:
 
 
 def work_items_sweep() -> int:
-    """Work items claimed OPEN_HYPOTHESIS_STALE_SECONDS ago and still running (their worker died; a model call ends
-    well before): sent again, up to OH_WORK_MAX_ATTEMPTS claims, then failed with the reason (the run goes on with
-    what it has, as after any failed item)."""
+    """Running work items whose heartbeat stopped for OH_SILENT_SECONDS (their worker died; a worker in a long model
+    call still beats): sent again, up to OH_WORK_MAX_ATTEMPTS claims, then failed with the reason (the run goes on
+    with what it has, as after any failed item). Items pending unsent for OPEN_HYPOTHESIS_STALE_SECONDS are sent
+    again."""
     stale_before = timezone.now() - timedelta(seconds=settings.OPEN_HYPOTHESIS_STALE_SECONDS)
+    silent_before = silent_since()
     attempts = settings.OH_WORK_MAX_ATTEMPTS
     reason = f"the worker doing this stopped {attempts} times before it finished"
-    failing = RunWorkItem.objects.filter(
-        state=RunWorkItem.State.RUNNING, started_at__lt=stale_before, attempts__gte=attempts
-    )
+    failing = work_silent(RunWorkItem.objects.all(), silent_before=silent_before).filter(attempts__gte=attempts)
     failing_runs = set(failing.values_list("run_id", flat=True))
-    again = work_sweep(RunWorkItem, claimed_before=stale_before, max_attempts=attempts, reason=reason)
+    again = work_sweep(
+        RunWorkItem, unsent_before=stale_before, silent_before=silent_before, max_attempts=attempts, reason=reason
+    )
     _enqueue(RunWorkItem.objects.filter(pk__in=again))
     # A run whose item just failed moves on (run_advance decides what the rest allows).
     for run_id in failing_runs:
@@ -300,22 +302,42 @@ def work_items_sweep() -> int:
     return len(again) + len(failing_runs)
 
 
+# Steps whose run moves on only when a worker advances it after the step's last item.
+ADVANCED_AFTER_ITEMS = (S.GENERATING, S.SCREENING_STAGE1, S.SCREENING_STAGE2)
+
+
 def runs_sweep() -> int:
-    """Restart (or, after too many restarts, stop) runs with no progress for OPEN_HYPOTHESIS_STALE_SECONDS.
+    """Restart (or, after too many restarts, stop) runs with no progress for OPEN_HYPOTHESIS_STALE_SECONDS and no
+    work item alive (a heartbeat within OH_SILENT_SECONDS: a long model call is progress in the making). A run in a
+    step whose items are all finished but which has not moved on for OH_SILENT_SECONDS (its worker died between the
+    last item and the advance) is advanced again.
 
     Returns how many runs it touched."""
     stale_before = timezone.now() - timedelta(seconds=settings.OPEN_HYPOTHESIS_STALE_SECONDS)
+    silent_before = silent_since()
     translating = RunWorkItem.objects.filter(step=Step.TRANSLATE, state__in=UNFINISHED).values("run_id")
     repeating = RunWorkItem.objects.filter(step=Step.REPEAT, state__in=UNFINISHED).values("run_id")
-    stale = Run.objects.filter(
-        Q(status__in=Run.ACTIVE_STATUSES)
-        | Q(status=S.COMPLETED, pk__in=translating)
-        | Q(status__in=Run.SELECTION_MADE_STATUSES, pk__in=repeating),
-        last_progress_at__lt=stale_before,
-    ).values_list("pk", "last_progress_at")
+    alive = RunWorkItem.objects.filter(state=RunWorkItem.State.RUNNING, heartbeat_at__gte=silent_before)
+    stale = (
+        Run.objects.filter(
+            Q(status__in=Run.ACTIVE_STATUSES)
+            | Q(status=S.COMPLETED, pk__in=translating)
+            | Q(status__in=Run.SELECTION_MADE_STATUSES, pk__in=repeating),
+            last_progress_at__lt=stale_before,
+        )
+        .exclude(pk__in=alive.values("run_id"))
+        .values_list("pk", "last_progress_at")
+    )
     touched = 0
     for run_id, last_progress_at in stale:
         touched += run_resume(run_id=run_id, last_progress_at=last_progress_at)
+    unfinished = RunWorkItem.objects.filter(state__in=UNFINISHED).values("run_id")
+    not_advanced = Run.objects.filter(status__in=ADVANCED_AFTER_ITEMS, last_progress_at__lt=silent_before).exclude(
+        pk__in=unfinished
+    )
+    for run_id in not_advanced.values_list("pk", flat=True):
+        enqueue_on_commit(RUN_ADVANCE_TASK, run_id)
+        touched += 1
     return touched
 
 
