@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('screening', '0010_path_and_run_judge_roles'),
+        ('screening', '0011_run_public'),
     ]
 
     operations = [
