@@ -23,6 +23,7 @@ from literature.selectors import citation_waves_recent
 from literature.services import FORMATS, ImportInvalid, references_import
 from literature.waves import MAX_ANCHORS, citation_wave_begin
 from reviewapp.core.errors import InputInvalid, ServiceError, validated
+from reviewapp.core.paging import PageFilter, page_data
 from reviewapp.core.roles import CanReadAll, IsCoordinator
 from reviewapp.core.schema import file_response
 from reviewapp.models import Proposal
@@ -213,10 +214,13 @@ class CitationWaveListApi(APIView):
 
     permission_classes = [CanReadAll]
     OutputSerializer = CitationWaveOutputSerializer
-    output_many = True
+    FilterSerializer = PageFilter
+    paged = True
 
     def get(self, request):
-        return Response(CitationWaveOutputSerializer(citation_waves_recent(), many=True).data)
+        return Response(
+            page_data(CitationWaveOutputSerializer, citation_waves_recent(limit=None), request.query_params)
+        )
 
 
 class CitationWaveDetailApi(APIView):

@@ -117,7 +117,7 @@ def _check_use(check: NoveltyCheck, reference: Reference) -> ReferenceUse:
     return ReferenceUse(kind="Novelty check", label=label, url=url, detail=f"{how}; verdict {verdict}")
 
 
-def citation_waves_recent(*, limit: int = 20) -> list[CitationWave]:
+def citation_waves_recent(*, limit: int | None = 20) -> list[CitationWave]:
     return list(CitationWave.objects.select_related("created_by")[:limit])
 
 

@@ -220,7 +220,8 @@ def test_request_and_answer_bodies_come_from_the_views_serializers(schema):
     answer = create["responses"]["201"]["content"]["application/json"]["schema"]["$ref"].rsplit("/", 1)[-1]
     assert {"id", "status", "proposal_count", "is_demo"} <= set(components[answer]["properties"])
     listed = schema["paths"]["/api/v1/cohorts"]["get"]["responses"]["200"]["content"]["application/json"]["schema"]
-    assert listed["type"] == "array"
+    page = components[listed["$ref"].rsplit("/", 1)[-1]]
+    assert set(page["properties"]) == {"count", "limit", "offset", "results"}
     table_s = schema["paths"]["/api/v1/benchmarks/{benchmark_id}/table-s.xlsx"]["get"]["responses"]["200"]
     assert list(table_s["content"]) == ["application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"]
 
@@ -265,3 +266,15 @@ def test_the_reference_page_shows_every_operation_under_the_sites_policy(live_se
     assert page.locator(".opblock").count() >= 50
     assert not problems, problems  # a Content-Security-Policy refusal is a console error
     assert not [url for url in outside if not url.startswith("data:")], outside
+
+
+def test_every_list_answer_is_a_page(schema):
+    """A list comes back as the one envelope, `?limit=&offset=` in (reviewapp.core.paging)."""
+    for path, operations in schema["paths"].items():
+        for method, operation in operations.items():
+            for status, response in operation["responses"].items():
+                body = response.get("content", {}).get("application/json", {}).get("schema", {})
+                assert body.get("type") != "array", f"{method.upper()} {path} {status} answers a bare list"
+                if body.get("$ref", "").endswith("Page"):
+                    names = {parameter["name"] for parameter in operation["parameters"]}
+                    assert {"limit", "offset"} <= names, (method, path)

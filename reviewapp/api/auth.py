@@ -11,6 +11,7 @@ from rest_framework.views import APIView
 
 from reviewapp.core import roles
 from reviewapp.core.errors import ServiceError, validated, validated_query
+from reviewapp.core.paging import PageFilter, page_data
 from reviewapp.models import ApiToken
 from reviewapp.services.accounts import token_create, token_revoke
 
@@ -60,22 +61,25 @@ class TokenOutputSerializer(serializers.ModelSerializer):
 class TokenListApi(APIView):
     """Your own tokens; a coordinator may ask for one account's (?user=<id>) or everyone's (?user=all)."""
 
-    class FilterSerializer(serializers.Serializer):
+    class FilterSerializer(PageFilter):
         # An id a 64-bit key can hold (18 digits always can), or "all".
         user = serializers.RegexField(
             r"^(all|[1-9][0-9]{0,17})$", required=False, help_text="coordinators: an account id or “all”"
         )
 
     OutputSerializer = TokenOutputSerializer
-    output_many = True
+    paged = True
+    error_codes = {403: ("forbidden",)}
 
     def get(self, request):
-        owner = validated_query(self.FilterSerializer, request.query_params).get("user")
-        owner = owner if roles.can_coordinate(request.user) else None
+        filters = validated_query(self.FilterSerializer, request.query_params)
+        owner = filters.get("user")
+        if owner is not None and not roles.can_coordinate(request.user):
+            raise ServiceError("forbidden", "Only coordinators see other accounts' tokens.", status=403)
         tokens = ApiToken.objects.select_related("user").order_by("-created_at")
         if owner != "all":
             tokens = tokens.filter(user_id=int(owner) if owner else request.user.pk)
-        return Response(TokenOutputSerializer(tokens, many=True).data)
+        return Response(page_data(TokenOutputSerializer, tokens, request.query_params, filters=filters))
 
 
 class TokenRevokeApi(APIView):

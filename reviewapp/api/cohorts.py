@@ -12,7 +12,7 @@ from rest_framework.views import APIView
 
 from reviewapp.core.errors import NotFound, validated, validated_query
 from reviewapp.core.fields import SeedField
-from reviewapp.core.paging import PageFilter, page_of
+from reviewapp.core.paging import PageFilter, page_data, page_of
 from reviewapp.core.roles import CanReadAll, IsCoordinator
 from reviewapp.core.routing import by_method
 from reviewapp.models import Assignment, Cohort, Conflict
@@ -49,10 +49,11 @@ class CohortListApi(APIView):
     class OutputSerializer(CohortOutputSerializer):
         pass
 
-    output_many = True
+    FilterSerializer = PageFilter
+    paged = True
 
     def get(self, request):
-        return Response(self.OutputSerializer(cohort_selectors.cohorts_with_counts(), many=True).data)
+        return Response(page_data(self.OutputSerializer, cohort_selectors.cohorts_with_counts(), request.query_params))
 
 
 class CohortCreateApi(APIView):

@@ -1,4 +1,5 @@
-"""API: accounts. POST /api/v1/users {username, email, role} → the account and its one-time password."""
+"""API: accounts. GET /api/v1/users lists them; POST /api/v1/users {username, email, role} → the account, its id
+and its one-time password."""
 
 from django.urls import path
 from rest_framework import serializers, status
@@ -6,9 +7,34 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from reviewapp.core.errors import validated
+from reviewapp.core.paging import PageFilter, page_data
 from reviewapp.core.roles import ROLES, IsCoordinator
+from reviewapp.core.routing import by_method
+from reviewapp.selectors.users import user_list, user_roles
 from reviewapp.services.accounts import address_unlock, user_set_active, user_unlock
 from reviewapp.services.users import user_create
+
+
+class UserListApi(APIView):
+    """Every account, by username, with its id (for `POST /api/v1/users/{id}/active` and `?user=` of the tokens)."""
+
+    permission_classes = [IsCoordinator]
+    FilterSerializer = PageFilter
+    paged = True
+
+    class OutputSerializer(serializers.Serializer):
+        id = serializers.IntegerField()
+        username = serializers.CharField()
+        email = serializers.CharField()
+        roles = serializers.SerializerMethodField()
+        active = serializers.BooleanField(source="is_active")
+        last_login = serializers.DateTimeField(allow_null=True)
+
+        def get_roles(self, account) -> list[str]:
+            return user_roles(account)
+
+    def get(self, request):
+        return Response(page_data(self.OutputSerializer, user_list(), request.query_params))
 
 
 class UserCreateApi(APIView):
@@ -20,6 +46,7 @@ class UserCreateApi(APIView):
         role = serializers.ChoiceField(choices=ROLES)
 
     class OutputSerializer(serializers.Serializer):
+        id = serializers.IntegerField()
         username = serializers.CharField()
         email = serializers.CharField()
         role = serializers.CharField()
@@ -32,7 +59,7 @@ class UserCreateApi(APIView):
         data = validated(self.InputSerializer, request.data)
         account, password = user_create(**data, user=request.user)
 
-        body = {"username": account.username, "email": account.email, "role": data["role"]}
+        body = {"id": account.pk, "username": account.username, "email": account.email, "role": data["role"]}
         # The only time the password leaves the server; it is stored hashed.
         return Response(self.OutputSerializer({**body, "password": password}).data, status=status.HTTP_201_CREATED)
 
@@ -89,7 +116,7 @@ class UserActiveApi(APIView):
 
 
 urlpatterns = [
-    path("users", UserCreateApi.as_view(), name="api-users"),
+    path("users", by_method(get=UserListApi, post=UserCreateApi), name="api-users"),
     path("users/unlock", UserUnlockApi.as_view(), name="api-user-unlock"),
     path("users/<int:account_id>/active", UserActiveApi.as_view(), name="api-user-active"),
 ]

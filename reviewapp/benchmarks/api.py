@@ -30,6 +30,7 @@ from reviewapp.benchmarks.statistics import statistics_as_dict
 from reviewapp.benchmarks.table_s import write_table_s
 from reviewapp.core.errors import NotFound, ServiceError, validated, validated_query
 from reviewapp.core.fields import SeedField
+from reviewapp.core.paging import PageFilter, page_data
 from reviewapp.core.roles import CanReadAll, IsCoordinator
 from reviewapp.core.routing import by_method
 from reviewapp.core.schema import file_response
@@ -64,7 +65,7 @@ class BenchmarkOutputSerializer(serializers.Serializer):
     id = serializers.IntegerField()
     name = serializers.CharField()
     description = serializers.CharField()
-    roster = serializers.CharField(source="roster.name", default=None)
+    roster = serializers.CharField(source="roster.name", default=None, allow_null=True)
     design = serializers.CharField()
     forecast_question = serializers.CharField()
     seed = serializers.IntegerField()
@@ -72,16 +73,18 @@ class BenchmarkOutputSerializer(serializers.Serializer):
     hypothesis_count = serializers.IntegerField()
     judge_count = serializers.IntegerField()
     created_at = serializers.DateTimeField()
-    started_at = serializers.DateTimeField()
+    started_at = serializers.DateTimeField(allow_null=True)
 
 
 class BenchmarkListApi(APIView):
     permission_classes = [CanReadAll]
     OutputSerializer = BenchmarkOutputSerializer
-    output_many = True
+    FilterSerializer = PageFilter
+    paged = True
 
     def get(self, request):
-        return Response(BenchmarkOutputSerializer(selectors.benchmark_list().select_related("roster"), many=True).data)
+        rows = selectors.benchmark_list().select_related("roster")
+        return Response(page_data(BenchmarkOutputSerializer, rows, request.query_params))
 
 
 class BenchmarkCreateApi(APIView):
@@ -246,9 +249,9 @@ class ForecastMatrixApi(APIView):
     requests asked again)."""
 
     permission_classes = [CanReadAll]
-    output_many = True
+    paged = True
 
-    class FilterSerializer(serializers.Serializer):
+    class FilterSerializer(PageFilter):
         round = serializers.ChoiceField(choices=[1, 2], default=1)
 
     class OutputSerializer(serializers.Serializer):
@@ -266,7 +269,7 @@ class ForecastMatrixApi(APIView):
         benchmark = _benchmark(benchmark_id)
         values = validated_query(self.FilterSerializer, request.query_params)
         matrix = selectors.benchmark_forecast_matrix(benchmark, round_=values["round"])
-        return Response(self.OutputSerializer(matrix, many=True).data)
+        return Response(page_data(self.OutputSerializer, matrix, request.query_params, filters=values))
 
 
 class ForecastsRepeatApi(APIView):
@@ -297,17 +300,18 @@ class JudgeSerializer(serializers.Serializer):
     name = serializers.CharField()
     company = serializers.CharField()
     position = serializers.IntegerField()
-    model = serializers.CharField(source="endpoint.model_id", default=None)
+    model = serializers.CharField(source="endpoint.model_id", default=None, allow_null=True)
 
 
 class JudgeListApi(APIView):
     permission_classes = [CanReadAll]
     OutputSerializer = JudgeSerializer
-    output_many = True
+    FilterSerializer = PageFilter
+    paged = True
 
     def get(self, request, benchmark_id: int):
         benchmark = _benchmark(benchmark_id)
-        return Response(JudgeSerializer(selectors.benchmark_judges(benchmark), many=True).data)
+        return Response(page_data(JudgeSerializer, selectors.benchmark_judges(benchmark), request.query_params))
 
 
 class JudgeAddApi(APIView):

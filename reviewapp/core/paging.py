@@ -11,6 +11,8 @@ from collections.abc import Sequence
 from django.db.models import QuerySet
 from rest_framework import serializers
 
+from reviewapp.core.errors import validated_query
+
 DEFAULT_LIMIT = 100
 MAX_LIMIT = 1000
 # The largest offset anyone can need (and one every database takes as an integer).
@@ -30,6 +32,13 @@ def page_of(rows: Sequence | QuerySet, filters: dict) -> dict:
     limit, offset = filters["limit"], filters["offset"]
     count = rows.count() if isinstance(rows, QuerySet) else len(rows)
     return {"count": count, "limit": limit, "offset": offset, "results": rows[offset : offset + limit]}
+
+
+def page_data(output, rows: Sequence | QuerySet, query_params, filters: dict | None = None) -> dict:
+    """The answer of a list view: the page of `rows` its query asks for (`filters`, when the view validated the query
+    itself with its own PageFilter), the results as `output` (a serializer class) writes them."""
+    page = page_of(rows, filters if filters is not None else validated_query(PageFilter, query_params))
+    return {**page, "results": output(page["results"], many=True).data}
 
 
 def page_serializer(name: str, item) -> serializers.Serializer:

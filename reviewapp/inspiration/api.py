@@ -14,6 +14,7 @@ from rest_framework.views import APIView
 from reviewapp.benchmarks.models import BenchmarkSet
 from reviewapp.core.errors import ServiceError, problem, validated, validated_query
 from reviewapp.core.fields import IdField
+from reviewapp.core.paging import PageFilter, page_data
 from reviewapp.core.roles import CanReadAll, IsCoordinator
 from reviewapp.inspiration import selectors, services
 from reviewapp.inspiration.models import InspirationAudit, InspirationCutoff, InspirationItem
@@ -42,10 +43,11 @@ class CutoffListApi(APIView):
 
     permission_classes = [CanReadAll]
     OutputSerializer = CutoffOutputSerializer
-    output_many = True
+    FilterSerializer = PageFilter
+    paged = True
 
     def get(self, request):
-        return Response(CutoffOutputSerializer(InspirationCutoff.objects.all(), many=True).data)
+        return Response(page_data(CutoffOutputSerializer, InspirationCutoff.objects.all(), request.query_params))
 
 
 class CutoffSetApi(APIView):
@@ -134,10 +136,11 @@ class AuditListApi(APIView):
 
     permission_classes = [CanReadAll]
     OutputSerializer = AuditListOutputSerializer
-    output_many = True
+    FilterSerializer = PageFilter
+    paged = True
 
     def get(self, request):
-        return Response(AuditListOutputSerializer(selectors.audits_recent(), many=True).data)
+        return Response(page_data(AuditListOutputSerializer, selectors.audits_recent(limit=None), request.query_params))
 
 
 class AuditCreateApi(APIView):

@@ -355,7 +355,7 @@ def audit_items(audit: InspirationAudit, *, group: str = "", outcome: str = ""):
     return items
 
 
-def audits_recent(*, limit: int = 50) -> list[InspirationAudit]:
+def audits_recent(*, limit: int | None = 50) -> list[InspirationAudit]:
     return list(InspirationAudit.objects.select_related("cohort", "benchmark", "created_by")[:limit])
 
 

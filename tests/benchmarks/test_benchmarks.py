@@ -425,7 +425,7 @@ def test_coordinators_create_import_and_run_through_the_api(db, scripted, coordi
 def test_analysts_read_sets_but_cannot_change_them(db, analyst, client):
     benchmark = make_set({"tasks": [task("T1")]})
     client.force_login(analyst)
-    assert client.get("/api/v1/benchmarks").json()[0]["name"] == benchmark.name
+    assert client.get("/api/v1/benchmarks").json()["results"][0]["name"] == benchmark.name
     assert client.post("/api/v1/benchmarks", {"name": "x"}, content_type="application/json").status_code == 403
     assert client.post(f"/benchmarks/{benchmark.pk}/run/").status_code == 403
     assert client.post("/benchmarks/", {"name": "x"}).status_code == 403

@@ -338,7 +338,7 @@ def test_people_and_models_are_added_as_judges_through_the_api(db, coordinator, 
     model = client.post(url, {"endpoint": "Claude Sonnet 5.5"}, content_type="application/json")
     person = client.post(url, {"name": "Dr Ortiz", "company": "Uni Lisbon"}, content_type="application/json")
     assert model.status_code == person.status_code == 201
-    assert [(j["name"], j["company"], j["model"]) for j in client.get(url).json()] == [
+    assert [(j["name"], j["company"], j["model"]) for j in client.get(url).json()["results"]] == [
         ("Claude Sonnet 5.5", "Anthropic", "s"),
         ("Dr Ortiz", "Uni Lisbon", None),
     ]

@@ -344,7 +344,7 @@ def test_coordinators_choose_the_design_and_read_the_matrix_through_the_api(db, 
     assert run.roster["name"].startswith("Test roster") and run.design == "matrix"
 
     client.force_login(analyst)
-    matrix = client.get(f"/api/v1/benchmarks/{benchmark.pk}/forecasts").json()
+    matrix = client.get(f"/api/v1/benchmarks/{benchmark.pk}/forecasts").json()["results"]
     assert len(matrix) == len(GENERATORS) * PER_GENERATOR
     entry = matrix[0]
     assert set(entry) == {"hypothesis", "generator", "task", "forecasts", "requests"}
@@ -358,7 +358,7 @@ def test_coordinators_choose_the_design_and_read_the_matrix_through_the_api(db, 
     repeated = client.post(f"/api/v1/benchmarks/{benchmark.pk}/forecasts/repeat")
     assert repeated.status_code == 202 and repeated.json() == {"round": 2, "tasks": [{"task": "T1", "requests": 32}]}
     drive(run)
-    second = client.get(f"/api/v1/benchmarks/{benchmark.pk}/forecasts?round=2").json()
+    second = client.get(f"/api/v1/benchmarks/{benchmark.pk}/forecasts?round=2").json()["results"]
     assert [e["hypothesis"] for e in second] == [e["hypothesis"] for e in matrix]
     assert all(set(e["forecasts"]) == set(FORECASTERS) for e in second)
     again = client.post(f"/api/v1/benchmarks/{benchmark.pk}/forecasts/repeat")

@@ -111,7 +111,7 @@ def test_a_worker_runs_a_seed_001_set_and_asks_its_forecasts_again(needs_postgre
     analyst = factories.make_user("analyst")
     client.force_login(analyst)
     for round_ in (1, 2):
-        matrix = client.get(f"/api/v1/benchmarks/{benchmark.pk}/forecasts?round={round_}").json()
+        matrix = client.get(f"/api/v1/benchmarks/{benchmark.pk}/forecasts?round={round_}").json()["results"]
         assert len(matrix) == 80
         names = {call.model_id: call.endpoint.display_name for call in ModelCall.objects.select_related("endpoint")}
         for entry in matrix:

@@ -306,8 +306,7 @@ def test_the_window_is_given_reported_and_checked_through_the_api_and_the_pages(
     body = api.get(f"/api/v1/inspiration/audits/{started.json()['id']}").json()
     assert (body["window_start"], body["window_end"]) == ("2025-04-01", "2026-10-14")
     assert (body["corpus"]["window_start"], body["corpus"]["window_end"]) == ("2025-04-01", "2026-10-14")
-    listed = api.get("/api/v1/inspiration/audits").json()
-    rows = listed["results"] if isinstance(listed, dict) else listed
+    rows = api.get("/api/v1/inspiration/audits").json()["results"]
     assert (rows[0]["window_start"], rows[0]["window_end"]) == ("2025-04-01", "2026-10-14")
 
     client.force_login(coordinator)
@@ -358,7 +357,7 @@ def test_the_api_answers_the_audit_with_every_count_and_item(cohort, judge, coor
     client = APIClient()
     client.force_authenticate(coordinator)
     assert client.put(f"/api/v1/inspiration/cutoffs/{A}", {"cutoff": "2026-05-14"}, format="json").status_code == 200
-    cutoffs = client.get("/api/v1/inspiration/cutoffs").json()
+    cutoffs = client.get("/api/v1/inspiration/cutoffs").json()["results"]
     assert {(c["group"], c["cutoff"], c["precision"]) for c in cutoffs} == {
         (A, "2026-05-14", "day"),
         (B, "2026-05", "month"),

@@ -291,9 +291,11 @@ def test_owners_list_and_revoke_their_own_tokens_only(alice, other_reviewer):
     mine, key = token_create(user=alice, name="laptop")
     theirs, _ = token_create(user=other_reviewer)
     me = APIClient(HTTP_AUTHORIZATION=f"Token {key}")
-    listed = me.get("/api/v1/auth/tokens").json()
+    listed = me.get("/api/v1/auth/tokens").json()["results"]
     assert [(row["id"], row["name"], row["username"]) for row in listed] == [(mine.pk, "laptop", "alice")]
-    assert me.get(f"/api/v1/auth/tokens?user={other_reviewer.pk}").json()[0]["id"] == mine.pk  # not a coordinator
+    for other in (other_reviewer.pk, "all"):  # not a coordinator: refused, not ignored
+        refused = me.get(f"/api/v1/auth/tokens?user={other}")
+        assert refused.status_code == 403 and refused.json()["error"] == "forbidden"
     assert me.delete(f"/api/v1/auth/tokens/{theirs.pk}").status_code == 404
     assert me.delete(f"/api/v1/auth/tokens/{mine.pk}").status_code == 204
     assert me.get("/api/v1/auth/tokens").status_code == 401  # the token just revoked was this one
@@ -304,7 +306,7 @@ def test_a_coordinator_lists_and_revokes_anyones_tokens(alice, coordinator):
     theirs, key = token_create(user=alice)
     staff = APIClient()
     staff.force_authenticate(coordinator)
-    assert [row["id"] for row in staff.get(f"/api/v1/auth/tokens?user={alice.pk}").json()] == [theirs.pk]
+    assert [row["id"] for row in staff.get(f"/api/v1/auth/tokens?user={alice.pk}").json()["results"]] == [theirs.pk]
     assert staff.delete(f"/api/v1/auth/tokens/{theirs.pk}").status_code == 204
     assert calls(key) == 401
 

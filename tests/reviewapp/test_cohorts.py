@@ -157,7 +157,7 @@ def test_api_creates_lists_and_describes_cohorts(coordinator):
     }
 
     listing = api(coordinator).get("/api/v1/cohorts")
-    assert [c["name"] for c in listing.json()] == ["MIMIC-IV"]
+    assert [c["name"] for c in listing.json()["results"]] == ["MIMIC-IV"] and listing.json()["count"] == 1
 
     detail = api(coordinator).get(f"/api/v1/cohorts/{body['id']}").json()
     for key in ("id", "name", "status", "reviewers_per_proposal", "seed", "created_at"):

@@ -107,8 +107,11 @@ def test_api_creates_an_account_whose_owner_sets_a_password_before_getting_a_tok
 
     assert response.status_code == 201
     body = response.json()
-    assert set(body) == {"username", "email", "role", "password"}
+    assert set(body) == {"id", "username", "email", "role", "password"}
     assert (body["username"], body["role"]) == ("rev-jane", "reviewer")
+    listed = api(coordinator).get("/api/v1/users").json()
+    jane = next(row for row in listed["results"] if row["username"] == "rev-jane")
+    assert (jane["id"], jane["roles"], jane["active"]) == (body["id"], ["reviewer"], True)
     token = APIClient().post("/api/v1/auth/token", {"username": "rev-jane", "password": body["password"]})
     assert token.status_code == 403 and token.json()["error"] == "password_change_required"
 
@@ -133,6 +136,7 @@ def test_only_coordinators_create_accounts_through_the_api(analyst, reviewer):
     body = {"username": "rev-new", "email": "", "role": "reviewer"}
     assert api().post("/api/v1/users", body).status_code == 401
     assert api(analyst).post("/api/v1/users", body).status_code == 403
+    assert api(analyst).get("/api/v1/users").status_code == 403
     assert api(reviewer).post("/api/v1/users", body).status_code == 403
     assert not User.objects.filter(username="rev-new").exists()
 
