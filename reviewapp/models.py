@@ -39,6 +39,9 @@ class ImportBatch(models.Model):
     proposal_count = models.PositiveIntegerField(default=0)
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL)
     created_at = models.DateTimeField(auto_now_add=True)
+    staging = models.BooleanField(
+        default=False, help_text="still being written in steps (SQLite): its proposals have joined no cohort yet"
+    )
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["cohort", "sha256"], name="one_import_per_file_per_cohort")]

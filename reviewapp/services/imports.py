@@ -6,19 +6,27 @@ The whole file is validated before anything is written: a file with any problem 
 the coordinator receives every problem with its table, row and field. Importing the same bytes into the
 same cohort again changes nothing (the file's sha256 is kept on an ImportBatch). A task or proposal that
 already exists is reused when its content is identical and refused when it differs, never overwritten.
+
+On SQLite, whose one write lock every reviewer's autosave waits on, a large file is written in short committed
+steps (`_STAGE_ROWS` proposals or links each, the database left free between them), staged invisibly: its proposals
+join no cohort, and its batch is marked `staging`, until the last step adds them to the cohort and clears the mark.
+A staged import that fails removes what it wrote; one whose process died is removed when the same file is imported
+again. On PostgreSQL, whose writers do not wait on each other, an import is one transaction.
 """
 
 import hashlib
 import json
 import re
+import time
 from collections import defaultdict
-from contextlib import contextmanager
+from collections.abc import Callable
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass
 from datetime import date, datetime
 from functools import cache
 from pathlib import PurePath
 
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
 from django.db.models import Field, Model
 
 from reviewapp.core.errors import ServiceError
@@ -161,9 +169,12 @@ def cohort_import_file(*, cohort: Cohort, filename: str, content: bytes, user) -
     _ensure_draft(cohort)
     sha256 = hashlib.sha256(content).hexdigest()
     previous = ImportBatch.objects.filter(cohort=cohort, sha256=sha256).first()
-    if previous:
+    if previous and previous.staging:
+        _unstage(previous)  # left by an import whose process died
+    elif previous:
         return _repeated(previous)
     file_format, tasks, proposals, run_tables, problems = _read_and_check_file(filename, content)
+    staged = connection.vendor == "sqlite" and len(proposals) > _STAGE_ABOVE
     with refused_when_raced(), transaction.atomic():
         # Checked again under the cohort's lock: a status change or the same upload may have raced us.
         cohort = Cohort.objects.select_for_update().get(pk=cohort.pk)
@@ -182,8 +193,19 @@ def cohort_import_file(*, cohort: Cohort, filename: str, content: bytes, user) -
             **batch_fields(filename=filename, file_format=file_format, sha256=sha256, user=user),
             task_count=len(tasks),
             proposal_count=len(proposals),
+            staging=staged,
         )
-        new_tasks, new_proposals = _write(cohort, batch, tasks, proposals, run_tables, task_pks, proposal_pks)
+        if not staged:
+            new_tasks, new_proposals = _write(cohort, batch, tasks, proposals, run_tables, task_pks, proposal_pks)
+    if staged:
+        try:
+            with refused_when_raced():
+                new_tasks, new_proposals = _write(
+                    cohort, batch, tasks, proposals, run_tables, task_pks, proposal_pks, step=_staged_step
+                )
+        except BaseException:
+            _unstage(batch)
+            raise
     return ImportResult(
         tasks=len(tasks),
         proposals=len(proposals),
@@ -496,58 +518,111 @@ def _proposal_values(proposal: Proposal, parent_ids: list[str]) -> dict:
     return {**values, "id": proposal.external_id, "task": proposal.task.key, "parents": parent_ids, "research_run": run}
 
 
-def _write(
-    cohort, batch, tasks, proposals, run_tables: RunTables, task_pks: dict, proposal_pks: dict
-) -> tuple[int, int]:
-    new_tasks = [
-        ResearchTask(
-            **{name: record[name] for name in TASK_FIELDS},
-            content_sha256=task_content_sha256(record),
-            import_batch=batch,
-        )
-        for record in tasks
-        if record["key"] not in task_pks
-    ]
-    ResearchTask.objects.bulk_create(new_tasks, batch_size=_WRITE_BATCH)
-    new_keys = [task.key for task in new_tasks]
-    task_pks = task_pks | dict(_fetch_in(ResearchTask.objects.values_list("key", "pk"), "key", new_keys))
-    run_pks = run_imports.write_runs(run_tables, batch=batch, task_pks=task_pks)
-    run_pks |= run_imports.run_pks_of({record["research_run"] for record in proposals} - set(run_pks) - {""})
+# Staged imports on SQLite: files with more proposals than _STAGE_ABOVE are written _STAGE_ROWS rows a step (a few
+# hundred milliseconds of the write lock each); between steps the import waits longer than SQLite's busy handler
+# sleeps at most (100 ms), so that writers waiting meanwhile (autosaves) get the lock before its next step.
+_STAGE_ROWS = 500
+_STAGE_ABOVE = 2_000
+_STAGE_PAUSE_SECONDS = 0.15
 
-    new_records = [record for record in proposals if record["id"] not in proposal_pks]
-    Proposal.objects.bulk_create(
-        [
-            Proposal(
-                external_id=record["id"],
-                task_id=task_pks[record["task"]],
-                research_run_id=run_pks.get(record["research_run"]),
-                **{name: record[name] for name in _PROPOSAL_MODEL_FIELDS},
-                content_sha256=proposal_content_sha256(record),
+
+@contextmanager
+def _staged_step():
+    """One committed step of a staged import."""
+    with transaction.atomic():
+        yield
+    time.sleep(_STAGE_PAUSE_SECONDS)
+
+
+def _chunks(rows: list, size: int | None) -> list[list]:
+    if not size:
+        return [rows]
+    return [rows[start : start + size] for start in range(0, len(rows), size)]
+
+
+def _unstage(batch: ImportBatch) -> None:
+    """Remove what a staged import wrote (its proposals with their links, then its runs and tasks, then the batch),
+    a step at a time. Nothing else refers to them: they joined no cohort."""
+    proposal_ids = list(Proposal.objects.filter(import_batch=batch).values_list("pk", flat=True))
+    for ids in _chunks(proposal_ids, _STAGE_ROWS):
+        with _staged_step():
+            Proposal.parents.through.objects.filter(from_proposal_id__in=ids).delete()
+            Proposal.objects.filter(pk__in=ids).delete()
+    with transaction.atomic():
+        run_imports.runs_unstage(batch)
+        ResearchTask.objects.filter(import_batch=batch, proposals__isnull=True).delete()
+        ImportBatch.objects.filter(pk=batch.pk).delete()
+
+
+def _write(
+    cohort,
+    batch,
+    tasks,
+    proposals,
+    run_tables: RunTables,
+    task_pks: dict,
+    proposal_pks: dict,
+    *,
+    step: Callable[[], AbstractContextManager] = nullcontext,
+) -> tuple[int, int]:
+    """Write the checked file. step: the context of each step (nothing, inside the caller's transaction; or
+    _staged_step, which commits each and writes proposals and links _STAGE_ROWS at a time)."""
+    rows_a_step = _STAGE_ROWS if step is _staged_step else None
+    with step():
+        new_tasks = [
+            ResearchTask(
+                **{name: record[name] for name in TASK_FIELDS},
+                content_sha256=task_content_sha256(record),
                 import_batch=batch,
             )
-            for record in new_records
-        ],
-        batch_size=_WRITE_BATCH,
-    )
+            for record in tasks
+            if record["key"] not in task_pks
+        ]
+        ResearchTask.objects.bulk_create(new_tasks, batch_size=_WRITE_BATCH)
+        new_keys = [task.key for task in new_tasks]
+        task_pks = task_pks | dict(_fetch_in(ResearchTask.objects.values_list("key", "pk"), "key", new_keys))
+        run_pks = run_imports.write_runs(run_tables, batch=batch, task_pks=task_pks)
+        run_pks |= run_imports.run_pks_of({record["research_run"] for record in proposals} - set(run_pks) - {""})
+
+    new_records = [record for record in proposals if record["id"] not in proposal_pks]
+    for chunk in _chunks(new_records, rows_a_step):
+        with step():
+            Proposal.objects.bulk_create(
+                [
+                    Proposal(
+                        external_id=record["id"],
+                        task_id=task_pks[record["task"]],
+                        research_run_id=run_pks.get(record["research_run"]),
+                        **{name: record[name] for name in _PROPOSAL_MODEL_FIELDS},
+                        content_sha256=proposal_content_sha256(record),
+                        import_batch=batch,
+                    )
+                    for record in chunk
+                ],
+                batch_size=_WRITE_BATCH,
+            )
     new_ids = [record["id"] for record in new_records]
     new_pks = _fetch_in(Proposal.objects.values_list("external_id", "pk"), "external_id", new_ids)
     proposal_pks = proposal_pks | dict(new_pks)
 
     # Parents are linked once every proposal of the file exists; reused proposals keep the links they have.
     Link = Proposal.parents.through
-    Link.objects.bulk_create(
-        [
-            Link(from_proposal_id=proposal_pks[record["id"]], to_proposal_id=proposal_pks[parent])
-            for record in new_records
-            for parent in record["parents"]
-        ],
-        batch_size=_WRITE_BATCH,
-    )
-    Member = Cohort.proposals.through
-    Member.objects.bulk_create(
-        [Member(cohort_id=cohort.pk, proposal_id=proposal_pks[record["id"]]) for record in proposals],
-        batch_size=_WRITE_BATCH,
-        ignore_conflicts=True,
-    )
-    run_imports.write_run_records(run_tables, batch=batch, proposal_pks=proposal_pks)
+    links = [
+        Link(from_proposal_id=proposal_pks[record["id"]], to_proposal_id=proposal_pks[parent])
+        for record in new_records
+        for parent in record["parents"]
+    ]
+    for chunk in _chunks(links, rows_a_step):
+        with step():
+            Link.objects.bulk_create(chunk, batch_size=_WRITE_BATCH)
+    # The last step makes a staged import visible: its proposals join the cohort.
+    with step():
+        Member = Cohort.proposals.through
+        Member.objects.bulk_create(
+            [Member(cohort_id=cohort.pk, proposal_id=proposal_pks[record["id"]]) for record in proposals],
+            batch_size=_WRITE_BATCH,
+            ignore_conflicts=True,
+        )
+        run_imports.write_run_records(run_tables, batch=batch, proposal_pks=proposal_pks)
+        ImportBatch.objects.filter(pk=batch.pk, staging=True).update(staging=False)
     return len(new_tasks), len(new_records)

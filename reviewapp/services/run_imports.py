@@ -403,3 +403,8 @@ def write_run_records(tables: RunTables, *, batch, proposal_pks: dict[str, int])
             for pid in record["proposals"]
         ]
     )
+
+
+def runs_unstage(batch) -> None:
+    """Remove the runs a staged cohort import created (it failed before they were used)."""
+    ResearchRun.objects.filter(import_batch=batch).delete()
