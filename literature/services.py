@@ -293,9 +293,15 @@ def _analyze_corpus() -> None:
 
 
 class _OpenCopy:
-    """A `COPY … FROM STDIN` that stays open between writes while the caller reads on. Any other statement on the
-    connection first calls `before_statement` (an execute wrapper), which must end the COPY by `close()`; the next
-    write opens another. types: the columns' type oids for a binary COPY."""
+    """A `COPY … FROM STDIN` that stays open between writes while the caller reads on. types: the columns' type oids
+    for a binary COPY.
+
+    The contract: while it is open, PostgreSQL takes no other statement on the connection, so every statement the
+    ORM is about to run on this thread's connection (a reader's look-up, a savepoint) first calls `before_statement`,
+    which must end the COPY by `close()`; the next write opens another. The hook is Django's documented
+    `connection.execute_wrapper`, installed for exactly as long as the COPY is open and removed before it ends (the
+    ExitStack unwinds it first). A statement sent past the ORM, on a driver cursor of its own, would not be seen: code
+    that runs while a writer is open goes through the ORM or `connection.cursor()`."""
 
     def __init__(self, statement: str, before_statement: Callable[[], None], types: list[int] | None = None):
         self._before_statement = before_statement
@@ -305,11 +311,11 @@ class _OpenCopy:
         if types is not None:
             copy.set_types(types)
         self.write_row = copy.write_row
-        connection.execute_wrappers.append(self._end_before)
+        self._open.enter_context(connection.execute_wrapper(self._end_before))
 
     def close(self, exc_info=(None, None, None)) -> None:
-        """End the COPY (the server then holds every row written); exc_info of a failure makes it fail instead."""
-        connection.execute_wrappers.remove(self._end_before)
+        """End the COPY (the server then holds every row written); exc_info of a failure makes it fail instead. The
+        statement hook goes first, so that ending the COPY is not itself taken for another statement."""
         self._open.__exit__(*exc_info)
 
     def _end_before(self, execute, sql, params, many, context):

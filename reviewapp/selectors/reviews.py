@@ -4,18 +4,22 @@ Everything here returns plain frozen dataclasses built from `.values()`, never m
 templates cannot reach hidden fields through relations.
 """
 
+import json
 from collections import Counter
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
+from itertools import groupby
 from typing import cast
 
-from django.db.models.functions import Substr
+from django.db import connection
+from django.db.models import CharField, Exists, OuterRef
+from django.db.models.functions import Cast, Substr
 from django.urls import reverse
+from django.utils import timezone
 from django.utils.text import Truncator
 
 from reviewapp import protocol
-from reviewapp.core.compiled import CompiledValues
-from reviewapp.models import Cohort, Review
+from reviewapp.models import AuditEvent, Cohort, Review
 from reviewapp.selectors.packets import Packet, packet_from_row, packet_values, reviewer_assignments
 
 QUEUE_ORDER = ("cohort__created_at", "cohort_id", "position", "pk")
@@ -63,6 +67,7 @@ class QueueItem:
     excerpt: str
     last_saved_at: datetime | None
     url: str = ""  # the review page
+    reopened: bool = False  # a draft again because a coordinator reopened the submitted review
 
     @property
     def status_label(self) -> str:
@@ -88,6 +93,15 @@ class ReviewQueue:
         return sum(item.status == ItemStatus.DEFERRED for item in self.items)
 
     @property
+    def reopened(self) -> int:
+        return sum(item.reopened for item in self.items)
+
+    @property
+    def cohorts(self) -> list[tuple[str, list[QueueItem]]]:
+        """The items grouped by consecutive cohort name (the queue's order keeps a cohort's items together)."""
+        return [(name, list(items)) for name, items in groupby(self.items, key=lambda item: item.cohort_name)]
+
+    @property
     def percent(self) -> int:
         return round(100 * self.submitted / self.total) if self.items else 0
 
@@ -104,11 +118,16 @@ def _item_status(row) -> str:
     return ItemStatus.NOT_STARTED
 
 
-def _queue_rows(reviewer_id):
+def _queue_rows(reviewer):
+    # A draft whose review a coordinator reopened (reviewapp.services.reviews.review_reopen records it) is pointed out
+    # to its reviewer: it was submitted once and needs their attention again.
+    reopened = AuditEvent.objects.filter(
+        action="review_reopened", target_type="review", target_id=Cast(OuterRef("review__pk"), CharField())
+    )
     return (
-        reviewer_assignments(reviewer=reviewer_id)
+        reviewer_assignments(reviewer=reviewer)
         .order_by(*QUEUE_ORDER)
-        .annotate(excerpt=Substr("proposal__statement", 1, EXCERPT_LENGTH))
+        .annotate(excerpt=Substr("proposal__statement", 1, EXCERPT_LENGTH), reopened=Exists(reopened))
         .values(
             "pk",
             "cohort_id",
@@ -118,16 +137,14 @@ def _queue_rows(reviewer_id):
             "review__status",
             "review__last_saved_at",
             "excerpt",
+            "reopened",
         )
     )
 
 
-QUEUE_ROWS = CompiledValues(_queue_rows)
-
-
 def reviewer_queue(*, reviewer) -> ReviewQueue:
     """The reviewer's assignments in queue order, in one query whatever their number."""
-    rows = QUEUE_ROWS.rows(reviewer_id=reviewer.pk)
+    rows = list(_queue_rows(reviewer))
     # Each cohort is numbered on its own, "3 of 20" in this cohort (docs/protocol.md#blinded-review-form).
     totals = Counter(row["cohort_id"] for row in rows)
     numbers = dict.fromkeys(totals, 0)
@@ -147,6 +164,7 @@ def reviewer_queue(*, reviewer) -> ReviewQueue:
                 excerpt=row["excerpt"],
                 last_saved_at=row["review__last_saved_at"],
                 url=f"{url_prefix}{assignment_id}{url_suffix}",
+                reopened=row["reopened"] and row["review__status"] == Review.Status.DRAFT,
             )
         )
     drafts = [item for item in items if item.status == ItemStatus.DRAFT]
@@ -295,22 +313,99 @@ class ReviewPage:
 _PAGE_ASSIGNMENT_COLUMNS = ("pk", "cohort__status", "deferred_reason", "deferred_at")
 _PAGE_STATE_COLUMNS = {column: f"review__{column}" for column in _STATE_COLUMNS}
 
-REVIEW_PAGE_ROWS = CompiledValues(
-    lambda reviewer_id, assignment_id: packet_values(
+
+# The review page's one query, written out with named parameters: the ORM took longer to build and compile it (two
+# correlated counts) than the database takes to answer it. Its columns are the packet's whitelist and the reviewer's
+# own: its ORM twin, `review_page_query`, is checked to give the same rows (tests/reviewapp/test_review_page_query.py).
+REVIEW_PAGE_SQL = """
+SELECT
+    (SELECT COUNT(*) FROM reviewapp_assignment AS mine
+        WHERE mine.cohort_id = a.cohort_id AND mine.reviewer_id = %(reviewer_id)s) AS queue_total,
+    (SELECT COUNT(*) FROM reviewapp_assignment AS mine
+        WHERE mine.cohort_id = a.cohort_id AND mine.reviewer_id = %(reviewer_id)s
+        AND (mine.position < a.position OR (mine.position = a.position AND mine.id < a.id))) AS queue_earlier,
+    c.name AS cohort__name,
+    t.question AS proposal__task__question,
+    t.background AS proposal__task__background,
+    p.statement AS proposal__statement,
+    p.mechanism AS proposal__mechanism,
+    p.prediction AS proposal__prediction,
+    p.domain_category AS proposal__domain_category,
+    p.investigation_plan AS proposal__investigation_plan,
+    p.data_requirements AS proposal__data_requirements,
+    p.alternative_explanations AS proposal__alternative_explanations,
+    p.citations AS proposal__citations,
+    a.id AS pk,
+    c.status AS cohort__status,
+    a.deferred_reason AS deferred_reason,
+    a.deferred_at AS deferred_at,
+    r.status AS review__status,
+    r.version AS review__version,
+    r.overall AS review__overall,
+    r.recommendation AS review__recommendation,
+    r.importance AS review__importance,
+    r.advance_over_known_work AS review__advance_over_known_work,
+    r.plausible_evidence_bounded AS review__plausible_evidence_bounded,
+    r.data_fit AS review__data_fit,
+    r.alternative_explanations AS review__alternative_explanations,
+    r.informative_results AS review__informative_results,
+    r.flaw_verdict AS review__flaw_verdict,
+    r.flaw_checklist AS review__flaw_checklist,
+    r.main_flaw AS review__main_flaw,
+    r.comments AS review__comments,
+    r.last_saved_at AS review__last_saved_at,
+    r.submitted_at AS review__submitted_at,
+    r.saved_edit_ms AS review__saved_edit_ms
+FROM reviewapp_assignment AS a
+JOIN reviewapp_cohort AS c ON c.id = a.cohort_id
+JOIN reviewapp_proposal AS p ON p.id = a.proposal_id
+JOIN reviewapp_researchtask AS t ON t.id = p.task_id
+LEFT JOIN reviewapp_review AS r ON r.assignment_id = a.id
+WHERE a.id = %(assignment_id)s AND a.reviewer_id = %(reviewer_id)s AND c.status IN (%(open)s, %(closed)s)
+"""
+_PAGE_TIMES = ("deferred_at", "review__last_saved_at", "review__submitted_at")
+
+
+def review_page_query(*, reviewer_id: int, assignment_id: int):
+    """The ORM twin of REVIEW_PAGE_SQL: the same row as `.values()`."""
+    return packet_values(
         reviewer=reviewer_id,
         assignment_id=assignment_id,
         own_columns=(*_PAGE_ASSIGNMENT_COLUMNS, *_PAGE_STATE_COLUMNS.values()),
     )
-)
+
+
+def review_page_row(*, reviewer_id: int, assignment_id: int) -> dict | None:
+    """The row of REVIEW_PAGE_SQL as the ORM's `.values()` gives it (times aware, the checklist a list); None when the
+    assignment is not the reviewer's to see."""
+    parameters = {
+        "reviewer_id": reviewer_id,
+        "assignment_id": assignment_id,
+        "open": Cohort.Status.OPEN,
+        "closed": Cohort.Status.CLOSED,
+    }
+    with connection.cursor() as cursor:
+        cursor.execute(REVIEW_PAGE_SQL, parameters)
+        found = cursor.fetchone()
+        if found is None:
+            return None
+        row = dict(zip((column[0] for column in cursor.description), found, strict=True))
+    for column in _PAGE_TIMES:
+        # SQLite gives the stored UTC time without its zone.
+        if row[column] is not None and timezone.is_naive(row[column]):
+            row[column] = row[column].replace(tzinfo=UTC)
+    checklist = row["review__flaw_checklist"]
+    if isinstance(checklist, str | bytes):  # the JSON's text, as the drivers give it to a plain query
+        row["review__flaw_checklist"] = json.loads(checklist)
+    return row
 
 
 def review_page(*, reviewer, assignment_id: int) -> ReviewPage | None:
     """One of the reviewer's own assignments in a visible cohort with its packet and the answers recorded so far, in
     one query; None when it is not theirs to see."""
-    rows = REVIEW_PAGE_ROWS.rows(reviewer_id=reviewer.pk, assignment_id=assignment_id)
-    if not rows:
+    row = review_page_row(reviewer_id=reviewer.pk, assignment_id=assignment_id)
+    if row is None:
         return None
-    row = rows[0]
     # A review always has a status: none means the reviewer has not saved anything yet.
     has_review = row[_PAGE_STATE_COLUMNS["status"]] is not None
     return ReviewPage(

@@ -6,9 +6,7 @@ instances: blinding is enforced by what reaches the template, not by what the te
 
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
-from functools import wraps
-from html import escape
-from itertools import groupby
+from functools import cache, wraps
 
 from django.contrib import messages
 from django.contrib.auth.views import redirect_to_login
@@ -16,10 +14,8 @@ from django.core import signing
 from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpResponseBadRequest
 from django.shortcuts import redirect, render
-from django.template.loader import render_to_string
 from django.urls import path, reverse
 from django.utils import timezone
-from django.utils.safestring import SafeString, mark_safe
 from django.views.decorators.http import require_GET, require_http_methods
 from django_htmx.http import HttpResponseClientRedirect, reswap, retarget, trigger_client_event
 
@@ -89,30 +85,19 @@ class FormQuestion:
     label: str
     prompt: str
     options: tuple[Option, ...]
-    # Its markup without an error, cut where each radio's "checked" attribute goes: len(options) + 1 pieces.
-    markup: tuple[str, ...] = ()
-
-
-QUESTION_TEMPLATE = "reviewapp/_question.html"
-# Where the question's template puts each radio's "checked" attribute; no escaped text contains it.
-CHECKED_SLOT = "\x00"
-
-
-def _question_pieces(question: FormQuestion, error: str) -> tuple[str, ...]:
-    markup = render_to_string(QUESTION_TEMPLATE, {"q": question, "error": error, "checked": mark_safe(CHECKED_SLOT)})
-    pieces = tuple(markup.split(CHECKED_SLOT))
-    if len(pieces) != len(question.options) + 1:
-        raise ValueError(f"the options of {question.name} do not have one place each for their checked attribute")
-    return pieces
 
 
 @dataclass(frozen=True)
 class Question:
-    """A question with this reviewer's answer and the error of a refused submission."""
+    """A question with this reviewer's answer and the error of a refused submission, rendered by _question.html."""
 
     form: FormQuestion
     answer: str
     error: str
+
+    @property
+    def name(self) -> str:
+        return self.form.name
 
     @property
     def label(self) -> str:
@@ -123,33 +108,9 @@ class Question:
         """The recorded answer, for the read-only view of a review."""
         return next((option for option in self.form.options if option.value == self.answer), None)
 
-    @property
-    def markup(self) -> SafeString:
-        """The question's fieldset, the recorded answer checked (rendered anew only with an error)."""
-        pieces = _question_pieces(self.form, self.error) if self.error else self.form.markup
-        parts = [pieces[0]]
-        for option, after in zip(self.form.options, pieces[1:], strict=True):
-            parts.append(" checked" if option.value == self.answer else "")
-            parts.append(after)
-        return mark_safe("".join(parts))  # pieces rendered by the template engine, and a constant
-
 
 def _form_question(name, label, prompt, options) -> FormQuestion:
-    question = FormQuestion(name=name, label=label, prompt=prompt, options=tuple(Option(*option) for option in options))
-    return replace(question, markup=_question_pieces(question, ""))
-
-
-def _form_definition() -> tuple:
-    """Everything of the protocol that the form's questions are made of."""
-    return (
-        protocol.OVERALL_SCALE,
-        protocol.RECOMMENDATIONS,
-        protocol.CRITERIA,
-        protocol.FLAW_VERDICTS,
-        protocol.CANT_JUDGE,
-        protocol.CANT_JUDGE_LABEL,
-        FLAW_VERDICT_KEYS,
-    )
+    return FormQuestion(name=name, label=label, prompt=prompt, options=tuple(Option(*option) for option in options))
 
 
 @dataclass(frozen=True)
@@ -159,8 +120,10 @@ class FormQuestions:
     flaw_verdict: FormQuestion
 
 
-def _build_form_questions() -> FormQuestions:
-    """The protocol's questions in the order they are asked (docs/protocol.md#blinded-review-form)."""
+@cache
+def form_questions() -> FormQuestions:
+    """The protocol's questions in the order they are asked (docs/protocol.md#blinded-review-form): built once per
+    process from the protocol's constants, the same for every reviewer; each request renders them with its answers."""
     overall = _form_question(
         "overall",
         "Overall research value",
@@ -190,19 +153,6 @@ def _build_form_questions() -> FormQuestions:
         [(key, FLAW_VERDICT_KEYS[key], label, anchor) for key, label, anchor in protocol.FLAW_VERDICTS],
     )
     return FormQuestions(head=(overall, recommendation), criteria=criteria, flaw_verdict=flaw_verdict)
-
-
-# The form's questions rendered once per process for each definition of the protocol's form: the same for every
-# reviewer and every request, holding no answer (each request puts its reviewer's answers in, see Question).
-_FORM_QUESTIONS: dict[str, FormQuestions] = {}
-
-
-def form_questions() -> FormQuestions:
-    key = repr(_form_definition())
-    questions = _FORM_QUESTIONS.get(key)
-    if questions is None:
-        questions = _FORM_QUESTIONS[key] = _build_form_questions()
-    return questions
 
 
 def _form_context(state: reviews.ReviewState, errors: dict) -> dict:
@@ -403,53 +353,11 @@ def _save_or_submit(request, assignment, action: str):
     return render(request, f"{PAGE_TEMPLATE}#save_result", context)
 
 
-# The queue table's rows, formatted here rather than in the template: at a hundred rows the template engine's cost per
-# variable was most of the page's time. Each cohort has a heading row, then one row per assignment.
-QUEUE_COHORT_ROW = (
-    '<tbody>\n<tr class="cohort-row"><th colspan="3" scope="colgroup">{name} <span class="muted">· {count} '
-    "proposal{plural}</span>{closed}</th></tr>\n"
-)
-QUEUE_CLOSED_BADGE = ' <span class="badge">closed · read only</span>'
-QUEUE_READ_ONLY = ' <span class="muted read-only">read only</span>'
-READ_ONLY_STATUSES = (reviews.ItemStatus.SUBMITTED, reviews.ItemStatus.CLOSED)
-# A row's markup before its number and after its excerpt, which depend on its status only.
-QUEUE_ROW_ENDS = {
-    status: (
-        f'<tr class="status-{status}">\n<td class="num">',
-        f'</a></td>\n<td><span class="badge status-badge {status}">{label}</span>'
-        f"{QUEUE_READ_ONLY if status in READ_ONLY_STATUSES else ''}</td>\n</tr>\n",
-    )
-    for status, label in reviews.ItemStatus.LABELS.items()
-}
-
-
-def _queue_rows(queue: reviews.ReviewQueue) -> SafeString:
-    """The table's body: the items grouped by consecutive cohort name, as `{% regroup %}` groups them. Text is escaped
-    as the template escapes it (Django's `escape` is the standard library's)."""
-    parts = []
-    for name, group in groupby(queue.items, key=lambda item: item.cohort_name):
-        items = list(group)
-        parts.append(
-            QUEUE_COHORT_ROW.format(
-                name=escape(name),
-                count=len(items),
-                plural="" if len(items) == 1 else "s",
-                closed="" if items[0].editable else QUEUE_CLOSED_BADGE,
-            )
-        )
-        for item in items:
-            start, end = QUEUE_ROW_ENDS[item.status]
-            parts.append(f'{start}{item.number}</td>\n<td><a href="{item.url}">{escape(item.shown_excerpt)}{end}')
-        parts.append("</tbody>\n")
-    # Every value read from the database is escaped above; the rest are constants and numbers.
-    return mark_safe("".join(parts))
-
-
 @reviewer_page
 @require_GET
 def review_queue(request):
     queue = reviews.reviewer_queue(reviewer=request.user)
-    return render(request, "reviewapp/review_queue.html", {"queue": queue, "queue_rows": _queue_rows(queue)})
+    return render(request, "reviewapp/review_queue.html", {"queue": queue})
 
 
 @reviewer_page

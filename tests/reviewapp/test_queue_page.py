@@ -3,15 +3,14 @@
 
 import pytest
 from django.db import connection
-from django.template import engines
 from django.template.defaultfilters import truncatechars
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
-from reviewapp.models import Assignment
+from reviewapp import protocol
+from reviewapp.models import Review
 from reviewapp.selectors.reviews import SHOWN_EXCERPT, reviewer_queue, shown_excerpt
-from reviewapp.services.reviews import review_save
-from reviewapp.views.review import _queue_rows
+from reviewapp.services.reviews import review_reopen, review_submit
 from tests import factories
 
 TEXTS = [
@@ -66,20 +65,8 @@ def test_the_queue_page_takes_the_same_queries_for_any_length(client, reviewer, 
     assert counts[0] == counts[1]
 
 
-# The queue table's markup as the template wrote it before the rows were formatted in Python.
-TEMPLATE_ROWS = """{% regroup queue.items by cohort_name as cohorts %}{% for cohort in cohorts %}<tbody>
-<tr class="cohort-row"><th colspan="3" scope="colgroup">{{ cohort.grouper }} <span class="muted">· {{ cohort.list|length }} proposal{{ cohort.list|length|pluralize }}</span>{% if not cohort.list.0.editable %} <span class="badge">closed · read only</span>{% endif %}</th></tr>
-{% for item in cohort.list %}<tr class="status-{{ item.status }}">
-<td class="num">{{ item.number }}</td>
-<td><a href="{{ item.url }}">{{ item.shown_excerpt }}</a></td>
-<td><span class="badge status-badge {{ item.status }}">{{ item.status_label }}</span>{% if item.status == 'submitted' or item.status == 'closed' %} <span class="muted read-only">read only</span>{% endif %}</td>
-</tr>
-{% endfor %}</tbody>
-{% endfor %}"""  # noqa: E501
-
-
 @pytest.mark.django_db
-def test_the_rows_are_the_markup_the_template_gave(reviewer):
+def test_the_rows_escape_every_text_and_mark_closed_cohorts_read_only(client, reviewer):
     open_cohort = factories.make_cohort(status="open", name="Spring <panel> & co")
     closed = factories.make_cohort(status="closed", name="Winter")
     statements = ['Tags <b>"quoted"</b> & more', "β-catenin " * 20, "Plain."]
@@ -88,12 +75,38 @@ def test_the_rows_are_the_markup_the_template_gave(reviewer):
             proposal = factories.make_proposal(statement=text)
             cohort.proposals.add(proposal)
             factories.make_assignment(cohort, reviewer, proposal)
-    first = reviewer_queue(reviewer=reviewer).items[0]
-    review_save(
-        assignment=Assignment.objects.get(pk=first.assignment_id), reviewer=reviewer, data={"overall": "3"}, version=0
-    )
+    client.force_login(reviewer)
+    page = client.get(reverse("review-queue")).content.decode()
+    assert "Spring &lt;panel&gt; &amp; co" in page and "<panel>" not in page
+    assert "Tags &lt;b&gt;&quot;quoted&quot;&lt;/b&gt; &amp; more" in page and "<b>" not in page
+    assert page.count('class="cohort-row"') == 2 and page.count("closed · read only") == 1
+    assert page.count('<span class="muted read-only">read only</span>') == 1  # the closed cohort's one item
 
+
+@pytest.mark.django_db
+def test_a_reviewer_is_told_which_reviews_a_coordinator_reopened(client, reviewer, coordinator):
+    proposals = [factories.make_proposal(statement=f"Statement {n}.") for n in range(3)]
+    cohort = factories.make_cohort(proposals, status="open")
+    assignments = [factories.make_assignment(cohort, reviewer, proposal) for proposal in proposals]
+    complete = {
+        "overall": "3",
+        "recommendation": "revise",
+        **dict.fromkeys(protocol.CRITERION_FIELDS, "2"),
+        "flaw_verdict": "absent",
+    }
+    for assignment in assignments[:2]:
+        review_submit(assignment=assignment, reviewer=reviewer, data=complete, version=0)
+    client.force_login(reviewer)
+    assert "reopened" not in client.get(reverse("review-queue")).content.decode()
+
+    review_reopen(review=Review.objects.get(assignment=assignments[0]), user=coordinator)
     queue = reviewer_queue(reviewer=reviewer)
-    assert {item.status for item in queue.items} >= {"draft", "not_started", "closed"}
-    expected = engines["django"].from_string(TEMPLATE_ROWS).render({"queue": queue})
-    assert _queue_rows(queue) == expected
+    assert [item.reopened for item in queue.items] == [True, False, False]
+    page = client.get(reverse("review-queue")).content.decode()
+    assert "A coordinator reopened 1 of the reviews you" in page and "it is a draft" in page
+    assert page.count('status-badge reopened">reopened<') == 1
+
+    # Submitted again, it is no longer pointed out.
+    review = Review.objects.get(assignment=assignments[0])
+    review_submit(assignment=assignments[0], reviewer=reviewer, data=complete, version=review.version)
+    assert "reopened" not in client.get(reverse("review-queue")).content.decode()

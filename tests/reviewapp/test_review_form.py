@@ -1,11 +1,12 @@
-"""The review form's questions are rendered once per process for each definition of the protocol's form, and each
-request puts its own reviewer's answers in: the markup is the one the template gave, a changed definition is rendered
-anew, and no reviewer's answers reach another reviewer's page."""
+"""The review form's questions are built once per process from the protocol (functools.cache) and rendered for each
+request with its reviewer's answers: each answer checks its own radio, an error is shown escaped at its question, a
+changed definition is rendered once the built questions are dropped, and no reviewer's answers reach another
+reviewer's page."""
 
 import re
 
 import pytest
-from django.template import engines
+from django.template.loader import render_to_string
 from django.urls import reverse
 
 from reviewapp import protocol
@@ -15,43 +16,28 @@ from tests import factories
 
 pytestmark = pytest.mark.django_db
 
-# A question's markup as the review page's template wrote it for each request before it was rendered once.
-TEMPLATE_QUESTION = """<fieldset class="question{% if q.error %} has-error{% endif %}" id="q-{{ q.name }}" data-question="{{ q.name }}"{% if q.error %} aria-describedby="error-{{ q.name }}"{% endif %}>
-  <legend>{{ q.label }}</legend>
-  {% if q.prompt %}<p class="prompt">{{ q.prompt }}</p>{% endif %}
-  {% if q.error %}<p class="error" id="error-{{ q.name }}">{{ q.error }}</p>{% endif %}
-  <div class="options">
-    {% for option in q.options %}
-    <label class="option">
-      <input type="radio" name="{{ q.name }}" value="{{ option.value }}" data-key="{{ option.key }}"{% if option.checked %} checked{% endif %}>
-      <kbd>{{ option.key }}</kbd>
-      <span class="option-text">{% if option.label %}<strong>{{ option.label }}</strong>{% endif %}{% if option.label and option.anchor %} · {% endif %}{% if option.anchor %}<span class="anchor">{{ option.anchor }}</span>{% endif %}</span>
-    </label>
-    {% endfor %}
-  </div>
-</fieldset>"""  # noqa: E501
-
 
 @pytest.mark.parametrize("error", ["", "Answer this question <before> submitting."])
-def test_each_answer_gives_the_markup_the_template_gave(error):
+def test_each_answer_checks_its_own_radio_and_an_error_is_shown_at_its_question(error):
     questions = form_questions()
-    template = engines["django"].from_string(TEMPLATE_QUESTION)
     for form in (*questions.head, *questions.criteria, questions.flaw_verdict):
         for answer in ("", *(option.value for option in form.options)):
-            options = [
-                {"value": o.value, "key": o.key, "label": o.label, "anchor": o.anchor, "checked": o.value == answer}
-                for o in form.options
-            ]
-            q = {"name": form.name, "label": form.label, "prompt": form.prompt, "error": error, "options": options}
-            expected = template.render({"q": q})
-            assert Question(form=form, answer=answer, error=error).markup == expected
+            html = render_to_string("reviewapp/_question.html", {"q": Question(form=form, answer=answer, error=error)})
+            checked = re.findall(r'<input type="radio" name="(\w+)" value="(\w+)" data-key="\w" checked>', html)
+            assert checked == ([(form.name, answer)] if answer else [])
+            assert html.count('type="radio"') == len(form.options)
+            if error:
+                assert 'class="question has-error"' in html and f'aria-describedby="error-{form.name}"' in html
+                assert "Answer this question &lt;before&gt; submitting." in html and "<before>" not in html
+            else:
+                assert "has-error" not in html and "aria-describedby" not in html
 
 
 def radios_checked(html: str) -> dict[str, str]:
     return dict(re.findall(r'<input type="radio" name="(\w+)" value="(\w+)" data-key="\w" checked>', html))
 
 
-def test_a_changed_form_definition_is_not_served_from_the_rendered_one(client, reviewer, monkeypatch):
+def test_a_changed_form_definition_is_rendered_once_the_built_questions_are_dropped(client, reviewer, monkeypatch):
     proposal = factories.make_proposal()
     assignment = factories.make_assignment(factories.make_cohort([proposal], status="open"), reviewer, proposal)
     client.force_login(reviewer)
@@ -60,7 +46,12 @@ def test_a_changed_form_definition_is_not_served_from_the_rendered_one(client, r
 
     changed = [(1, "Leave it", "Spend nothing on it."), *protocol.OVERALL_SCALE[1:]]
     monkeypatch.setattr(protocol, "OVERALL_SCALE", changed)
-    page = client.get(url).content.decode()
+    # The protocol's constants do not change while a process runs; a test that changes them drops the built questions.
+    form_questions.cache_clear()
+    try:
+        page = client.get(url).content.decode()
+    finally:
+        form_questions.cache_clear()  # the next page builds them from the protocol as it is restored
     assert "Leave it" in page and "Spend nothing on it." in page
     assert "Not worth pursuing" not in page
 
