@@ -6,10 +6,11 @@ On the PostgreSQL server named by DATABASE_URL it creates a scratch database (na
 10,000-proposal cohort with 300 reviewers, and measures: assigning 3 reviewers per proposal; the queue page and the
 review page for a reviewer with 100 assignments (queries, the same as for 5 assignments; median server time against a
 login-required page with a tiny template, ≤ 2.5×, and against the same page as an ordinary Django developer would write
-it, `select_related` and a template looping over the rows and the protocol's form, ≤ 0.6×: benchmarks/floor_urls.py); the CSV export of 30,000 submitted reviews against COPY of the export's own SELECT
-(≤ 2×); the XLSX export in a child process against the same export without lxml (≤ 0.85×) and against openpyxl
-writing the rows from a list, and its peak memory (≤ 300 MB) after a warm-up export. The scratch database is
-dropped at the end; no other database is touched. Exit status 1 when a goal is missed."""
+it, `select_related` and a template looping over the rows and the protocol's form, ≤ 0.6×: benchmarks/floor_urls.py);
+the CSV export of 30,000 submitted reviews against COPY of the export's own SELECT (≤ 2×); the XLSX export in a child
+process against the same export without lxml (≤ 0.85×) and against openpyxl writing the rows from a list, and its peak
+memory (≤ 300 MB) after a warm-up export. The scratch database is dropped at the end; no other database is touched. Exit
+status 1 when a goal is missed."""
 
 import argparse
 import hashlib

@@ -378,7 +378,7 @@ def review_page_query(*, reviewer_id: int, assignment_id: int):
 def review_page_row(*, reviewer_id: int, assignment_id: int) -> dict | None:
     """The row of REVIEW_PAGE_SQL as the ORM's `.values()` gives it (times aware, the checklist a list); None when the
     assignment is not the reviewer's to see."""
-    parameters = {
+    parameters: dict[str, int | str] = {
         "reviewer_id": reviewer_id,
         "assignment_id": assignment_id,
         "open": Cohort.Status.OPEN,
