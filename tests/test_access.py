@@ -11,7 +11,7 @@ from literature.models import CitationWave, NoveltyCheck, Reference
 from reviewapp.benchmarks.models import BenchmarkSet
 from reviewapp.inspiration.models import InspirationAudit
 from reviewapp.models import BackgroundJob
-from reviewapp.panel.models import PanelSubject
+from reviewapp.panel.models import Assessment, ContributionFamily, FamilyMember, PanelSubject
 from reviewapp.services.accounts import token_create
 from screening.models import Run
 from tests import factories
@@ -108,6 +108,16 @@ READ_ALL = {
     "api-cohort-calibration",
     "api-panel-prompts",
     "api-panel-subject",
+    "panel-evaluation",
+    "panel-evaluation-run",
+    "panel-evaluation-path",
+    "panel-families",
+    "panel-evaluation-csv",
+    "api-panel-rubrics",
+    "api-cohort-paths",
+    "api-cohort-runs",
+    "api-cohort-families",
+    "api-cohort-evaluation",
 }
 COORDINATOR = {
     "cohort-status",
@@ -156,6 +166,9 @@ COORDINATOR = {
     "api-cohort-comparisons-run",
     "api-cohort-ratings-recompute",
     "api-panel-hypotheses",
+    "panel-family-record",
+    "api-cohort-family",
+    "api-cohort-assessment-status",
 }
 CLASSIFIED = PUBLIC | SIGNED_IN | REVIEWER | READ_ALL | COORDINATOR
 DENIED = {401, 403, 404, 405}
@@ -195,7 +208,22 @@ def urls(db, coordinator, other_reviewer):
     wave = CitationWave.objects.create(anchors=["MED:1"])
     audit = InspirationAudit.objects.create(population="cohort", cohort=cohort)
     subject = PanelSubject.objects.create(proposal=proposal)
+    # A revision in the cohort, so that it has a development path, a run with a graph, a family and an assessment.
+    revision = factories.make_proposal(task=proposal.task)
+    revision.parents.add(proposal)
+    cohort.proposals.add(revision)
+    family = ContributionFamily.objects.create(cohort=cohort)
+    FamilyMember.objects.create(cohort=cohort, family=family, proposal=proposal)
+    research_run = min(proposal.external_id, revision.external_id)
+    assessment = Assessment.objects.create(
+        cohort=cohort, level="run", object_key=research_run, rubric="dfm-runs-v1", state="failed"
+    )
     ids = {
+        "family_id": family.pk,
+        "assessment_id": assessment.pk,
+        "research_run": research_run,
+        "terminal": revision.external_id,
+        "table": "paths",
         "reference_id": reference.pk,
         "wave_id": wave.pk,
         "audit_id": audit.pk,

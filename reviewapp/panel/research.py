@@ -384,3 +384,185 @@ def levels_summary(levels: CohortLevels, hypotheses: dict[str, float | None], *,
 
 # Maturities that carry diagnostic or research evidence (the battery's "7 carrying diagnostic or research evidence").
 WITH_EVIDENCE = FAMILY_MATURITIES[FAMILY_MATURITIES.index("diagnostically_examined") :]
+
+
+# The research tree of a run as a graph for a page (positions only: the template draws it) ---------------------------
+
+GRAPH_COLUMN, GRAPH_ROW, GRAPH_MARGIN = 150, 56, 40
+
+
+def run_graph(levels: CohortLevels, run_id: str) -> dict:
+    """Nodes (the run's versions, and its context parents from outside the run) laid out by depth from the roots, and
+    edges; each node with the furthest delivery stage it passed, each edge on a selected path or not."""
+    tree = levels.tree
+    run = tree.runs[run_id]
+    members = set(run.proposals)
+    depth: dict[str, int] = {}
+    for version in run.proposals:  # ids in string order: parents are settled by repeating until nothing changes
+        depth[version] = 0
+    changed = True
+    while changed:
+        changed = False
+        for version in run.proposals:
+            parents = [parent for parent in tree.versions[version].parents if parent in members]
+            wanted = 1 + max((depth[parent] for parent in parents), default=-1)
+            if wanted > depth[version]:
+                depth[version], changed = wanted, True
+    context: dict[str, int] = {}
+    for version in run.proposals:
+        for parent in tree.versions[version].parents:
+            if parent not in members:
+                context[parent] = min(context.get(parent, depth[version]), max(depth[version] - 1, 0))
+    on_path = {
+        (path.proposals[n], path.proposals[n + 1])
+        for path in tree.paths
+        if path.run == run_id
+        for n in range(len(path.proposals) - 1)
+    }
+    path_versions = {version for path in tree.paths if path.run == run_id for version in path.proposals}
+    layers: dict[int, list[str]] = defaultdict(list)
+    for version in sorted(members):
+        layers[depth[version]].append(version)
+    for parent in sorted(context):
+        layers[context[parent]].append(parent)
+    position = {}
+    for layer, versions in layers.items():
+        for row, version in enumerate(versions):
+            position[version] = (GRAPH_MARGIN + layer * GRAPH_COLUMN, GRAPH_MARGIN + row * GRAPH_ROW)
+    nodes = [
+        {
+            "id": version,
+            "x": x,
+            "y": y,
+            "context": version not in members,
+            "on_path": version in path_versions,
+            "stage": furthest_stage(tree.delivery.get(version, {})) if version in members else "",
+        }
+        for version, (x, y) in position.items()
+    ]
+    edges = []
+    for version in sorted(members):
+        for parent in tree.versions[version].parents:
+            (x1, y1), (x2, y2) = position[parent], position[version]
+            edges.append(
+                {
+                    "parent": parent,
+                    "child": version,
+                    "x1": x1,
+                    "y1": y1,
+                    "x2": x2,
+                    "y2": y2,
+                    "on_path": (parent, version) in on_path,
+                    "context": parent not in members,
+                }
+            )
+    width = GRAPH_MARGIN * 2 + max((x for x, _ in position.values()), default=0) + 80
+    height = GRAPH_MARGIN * 2 + max((y for _, y in position.values()), default=0)
+    return {"nodes": nodes, "edges": edges, "width": width, "height": height}
+
+
+# The levels as tables (CSV files and the sheets of the cohort's XLSX) ---------------------------------------------
+
+
+def _assessment_cells(row: AssessmentRow | None, rubric_version: str) -> list:
+    keys = rules.rubric(rubric_version).keys
+    if row is None:
+        return ["not_assessed", "", "", "", *([""] * len(keys)), "", ""]
+    composite = row.composite
+    return [
+        row.state,
+        composite.scope if composite else rules.INCOMPLETE,
+        composite.mask if composite else "",
+        round(composite.value, 4) if composite and composite.value is not None else "",
+        *(row.scores.get(key, "") for key in keys),
+        row.review_status,
+        "true" if row.simulated else "false",
+    ]
+
+
+def level_tables(cohort: Cohort) -> dict[str, list[list]]:
+    """paths, runs, families and delivery as tables (header first): analysts' files, author columns included."""
+    levels = cohort_levels(cohort)
+    tree = levels.tree
+    path_keys, run_keys = rules.rubric(rules.PATH_RUBRIC).keys, rules.rubric(rules.RUN_RUBRIC).keys
+    assessment_header = ["state", "scope", "mask", "composite"]
+    paths = [
+        ["run", "author", "terminal", "proposals", "context", *assessment_header, *path_keys, "status", "simulated"]
+    ]
+    for item in tree.paths:
+        paths.append(
+            [
+                item.run,
+                tree.runs[item.run].author,
+                item.terminal,
+                ";".join(item.proposals),
+                ";".join(item.context),
+                *_assessment_cells(levels.path_assessment(item.terminal), rules.PATH_RUBRIC),
+            ]
+        )
+    runs = [
+        [
+            "run",
+            "named",
+            "task",
+            "author",
+            "proposals",
+            "transitions",
+            "paths",
+            "decisions",
+            "budget",
+            "budget_unit",
+            "budget_recorded",
+            *assessment_header,
+            *run_keys,
+            "status",
+            "simulated",
+        ]
+    ]
+    for run_id, run in sorted(tree.runs.items()):
+        assessed = len(run.proposals) >= 2
+        runs.append(
+            [
+                run_id,
+                "true" if run.named else "false",
+                run.task,
+                run.author,
+                len(run.proposals),
+                run.transitions,
+                len(run.paths),
+                len(run.decisions),
+                run.budget if run.budget is not None else "",
+                run.budget_unit,
+                "true" if run.budget_recorded else "false",
+                *(
+                    _assessment_cells(levels.run_assessment(run_id), rules.RUN_RUBRIC)
+                    if assessed
+                    else ["single_version", "", "", "", *([""] * len(run_keys)), "", ""]
+                ),
+            ]
+        )
+    families = [["family", "members", "question", "increment", "status", "maturity", "evidence", "review_status"]]
+    families += [
+        [
+            family["id"],
+            ";".join(family["members"]),
+            family["question"],
+            family["increment"],
+            family["status"],
+            family["maturity"],
+            family["evidence"],
+            family["review_status"],
+        ]
+        for family in levels.families
+    ]
+    delivery = [["proposal", "run", "author", *DELIVERY_STAGES]]
+    delivery += [
+        [
+            version,
+            tree.run_of[version],
+            tree.versions[version].author,
+            *(tree.delivery.get(version, {}).get(stage, "not_recorded") for stage in DELIVERY_STAGES),
+        ]
+        for version in sorted(tree.versions)
+    ]
+    return {"paths": paths, "runs": runs, "families": families, "delivery": delivery}
