@@ -9,7 +9,7 @@ from 1 in file order.
 A record's id is its PMID, else its DOI, else the file's own ID tag, else a hash of its title (or, without a title,
 its abstract) and year, so the same article imported from two reference managers is one reference.
 
-A record is found in the file's bytes, and its fields are read when it is parsed: one from "TY - " to "ER -" without
+A record is found in the file's bytes, and its fields are read when it is parsed: one from "TY  - " to "ER  -" without
 another line starting with either tag is cut out whole by searches in C and decoded only when it is read; other
 lines are read one by one. A caller that can tell which raw records the corpus holds byte for byte passes `known`:
 records are then gathered in batches of KNOWN_BATCH (a sample of each first while most are new,
