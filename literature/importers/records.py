@@ -439,9 +439,10 @@ def held_apart(
     parse: Callable[[Any, str], Parsed],
     parse_known: Callable[[Any, StoredRecord], Parsed],
 ) -> Iterator[Parsed]:
-    """The records a reader gathered (each with its `raw` text), in file order: each parsed (parse(record, its
-    raw digest)), or, with `known`, looked up KNOWN_BATCH at a time (a sample first while most are new,
-    SampledLookup) and those the corpus holds byte for byte answered by parse_known(record, the stored record)."""
+    """The records a reader gathered (each with a `digest()`, its raw record's raw_digest), in file order: each
+    parsed (parse(record, its raw digest)), or, with `known`, looked up KNOWN_BATCH at a time (a sample first while
+    most are new, SampledLookup) and those the corpus holds byte for byte answered by parse_known(record, the stored
+    record)."""
     if known is None:
         for record in gathered:
             yield parse(record, None)
@@ -462,7 +463,7 @@ def held_apart(
 
 
 def _looked_up(pending, lookup, source, parse, parse_known) -> Iterator[Parsed]:
-    digests = [raw_digest(record.raw) for record in pending]
+    digests = [record.digest() for record in pending]
     stored = lookup(source, digests) if pending else {}
     for record, digest in zip(pending, digests, strict=True):
         found = stored.get(digest)

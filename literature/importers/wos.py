@@ -9,8 +9,10 @@ or without a byte-order mark. Records are numbered from 1 in file order.
 Read from each record: TI (title), AB (abstract), AF (full names; else AU), SO (journal), PY and PD (year, month and
 day: "MAR", "JAN-FEB", "OCT 15", "Aug 1 2019"), DI (DOI), PM (PMID) and UT, the accession number, which is the
 record's id ("WOS:000086967200001"; without one, its PMID, DOI, or a hash of its title or abstract and year, as for
-RIS). A caller that can tell which raw records the corpus holds byte for byte passes `known`, as for RIS: those
-records are not read again, only their date checked for its warning."""
+RIS). A plain-text record from "PT " to "ER" without another line starting with "PT", "ER" or "EF" is cut out of
+the file's bytes whole and decoded only when it is read, as for RIS. A caller that can tell which raw records the
+corpus holds byte for byte passes `known`, as for RIS: those records are not read again (nor decoded), only their
+date checked for its warning when they were stored undated with warnings."""
 
 import re
 from collections.abc import Iterator
@@ -38,6 +40,10 @@ _DATED = re.compile(r"^(PY|PD) (.*)$", re.MULTILINE)
 _HEADER_TAGS = ("FN", "VR", "EF")
 # The tags that end an open record: its "ER", the next record's "PT" when the "ER" is missing, the file's "EF".
 _ENDING = frozenset({"ER", "PT", "EF"})
+# A line of a record's bytes that starts with "PT", "ER" or "EF", or is blank (of spaces or control characters).
+_PT_ER_EF_OR_BLANK = re.compile(rb"\n(?:ER|PT|EF|[\s\x1c-\x1f]*(?:\n|$))")
+# What may follow "ER" on a record's closing line.
+_AFTER_ER = (b" ", b"\n", b"\r", b"")
 _YEAR = re.compile(r"\b(\d{4})\b")
 _DAY = re.compile(r"^\d{1,2}$")
 
@@ -49,20 +55,72 @@ class _Record:
     warnings: list[Problem]
     header: list[str] | None = None  # the tab-delimited file's tags, for a record of that file
 
+    def digest(self) -> str:
+        return records.raw_digest(self.raw)
+
+
+@dataclass(slots=True)
+class _Span:
+    """A plain-text record found in the file's bytes, from its "PT " line to the line before its "ER" line, with no
+    line starting with "PT", "ER" or "EF", and no blank line, between them: one record, its bytes not decoded yet (a
+    record the corpus holds never is). Where it is in its block of the file: for the number of its first line,
+    counted only when needed."""
+
+    number: int
+    data: bytes
+    block: bytes
+    offset: int
+    block_first_line: int
+
+    def digest(self) -> str:
+        """The raw record's digest: of the bytes, unless carriage returns (not kept in the raw text) are to go."""
+        return records.bytes_digest(self.data) if b"\r" not in self.data else self.record()[0].digest()
+
+    def record(self) -> tuple[_Record, bool]:
+        """The record as the line by line reading gives it, and whether its raw text is the span's bytes (carriage
+        returns and lines blank but for other spaces than ASCII ones are not kept in the raw text)."""
+        try:
+            text = self.data.decode("utf-8")
+        except UnicodeDecodeError as exc:  # named by its line, counted now
+            first_line = self.block_first_line + self.block.count(b"\n", 0, self.offset)
+            raise records.not_utf8(self.data, first_line, exc) from None
+        if "\r" in text or not text.isascii() and not all(line.strip() for line in text.split("\n")):
+            lines = [line for line in (line.rstrip("\r") for line in text.split("\n")) if line.strip()]
+            return _Record(self.number, "\n".join(lines), []), False
+        return _Record(self.number, text, []), True
+
 
 def read(stream, known: StoredDigests | None = None) -> Iterator[Parsed]:
     """Parsed records of a binary stream of a Web of Science export, plain text or tab-delimited."""
     yield from records.held_apart(_gathered(stream), known, Reference.Source.WOS, _parsed, _known)
 
 
-def _gathered(stream) -> Iterator[_Record]:
-    """The file's records, gathered line by line (a record's lines are only looked at for the tags that end it)."""
+def _gathered(stream) -> Iterator[_Record | _Span]:
+    """The file's records: a plain-text record cut out of the bytes whole where it can be (_span_end), else gathered
+    line by line (its lines only looked at for the tags that end it)."""
     number = 0
     current: list[str] | None = None  # the open record's lines
     header: list[str] | None = None  # a tab-delimited file's tags
     first = True
-    for start, block in records.text_blocks(stream):
-        for line_number, line in enumerate(block, start):
+    for block_first_line, block in records.byte_blocks(stream):
+        position, size = 0, len(block)
+        counted, line_number = 0, block_first_line  # the number of the line at offset `counted`
+        while position < size:
+            if current is None and header is None and not first:
+                if block[position] == 10:  # an empty line between records
+                    position += 1
+                    continue
+                if (ends := _span_end(block, position)) is not None:
+                    number += 1
+                    yield _Span(number, block[position : ends[0]], block, position, block_first_line)
+                    position = ends[1] + 1
+                    continue
+            line_number += block.count(b"\n", counted, position)
+            counted = position
+            line_end = block.find(b"\n", position)
+            line_end = size if line_end < 0 else line_end
+            line = records.decoded_record(block[position:line_end], line_number).rstrip("\r")
+            position = line_end + 1
             if header is not None:
                 if line.strip():
                     number += 1
@@ -106,6 +164,19 @@ def _gathered(stream) -> Iterator[_Record]:
         )
 
 
+def _span_end(block: bytes, start: int) -> tuple[int, int] | None:
+    """Where the record opening at start ends, when it can be cut out whole: (the offset of the line feed before its
+    "ER" line, that of the "ER" line's end). It opens with "PT ", and the first line after that starts with "PT", "ER"
+    or "EF" or is blank is an "ER" line."""
+    if not block.startswith(b"PT ", start):
+        return None
+    found = _PT_ER_EF_OR_BLANK.search(block, start)
+    if found is None or found.group() != b"\nER" or block[found.end() : found.end() + 1] not in _AFTER_ER:
+        return None
+    end = block.find(b"\n", found.end())
+    return found.start(), len(block) if end < 0 else end
+
+
 def _tab_header(line: str) -> list[str]:
     header = [clean(name) for name in line.split("\t")]
     if "PT" not in header or not ({"TI", "AB"} & set(header)):
@@ -132,7 +203,10 @@ def _fields(record: _Record) -> dict[str, str] | Problem:
     }
 
 
-def _parsed(record: _Record, digest: str | None = None) -> Parsed:
+def _parsed(record: _Record | _Span, digest: str | None = None) -> Parsed:
+    if isinstance(record, _Span):
+        record, whole = record.record()
+        digest = digest if whole else None
     number, warnings = record.number, record.warnings
     fields = _fields(record)
     if isinstance(fields, Problem):
@@ -164,8 +238,13 @@ def _parsed(record: _Record, digest: str | None = None) -> Parsed:
     return records.identify(Parsed(number, None if problems else reference, problems, warnings))
 
 
-def _known(record: _Record, found: StoredRecord) -> Parsed:
+def _known(record: _Record | _Span, found: StoredRecord) -> Parsed:
     """A record the corpus holds as it is: only its date is read again for its warning, when it was undated."""
+    if isinstance(record, _Span):
+        if found.warned is False or not found.undated:  # nothing to look for again: not decoded
+            stored = KnownRecord(Reference.Source.WOS, found.source_id, found.content_sha256)
+            return Parsed(record.number, None, [], [], known=stored)
+        record = record.record()[0]
     warnings = record.warnings
     if found.warned is not False and found.undated:
         if record.header is None:
