@@ -17,8 +17,10 @@ a re-run of the forecasts, four judges scoring every hypothesis, originality sco
 and key elements of every task and a task-selection log of 284 records. With DATABASE_URL pointing at PostgreSQL it
 creates a scratch database (--scratch, default oh_bench_analysis) and drops it at the end; without it, a temporary
 SQLite file. Each figure is the median of several runs; the cached page is the floor of reading and rendering, and
-the cold page's ratio to it is printed, since timings on a shared machine vary. Exit status 1 when a target is
-missed.
+the cold page's ratio to it is printed, since timings on a shared machine vary. Then the page as a browser loads it,
+its HTML and every figure it shows, against the benchmark list page: the cached HTML within 3× the list page, the
+page with its figures (each drawn once per computation of the statistics) within 6×, and for information the first
+visit after a change. Exit status 1 when a target is missed.
 """
 
 import argparse
@@ -43,6 +45,9 @@ PAGE_RUNS = 3
 SELECTION_TARGET_SECONDS = 1.0
 PAGE_TARGET_SECONDS = 3.0
 SELECTION_GOAL_RATIO = 1.5
+# The statistics page against the benchmark list page: its HTML, and the page with every figure it shows (cached).
+PAGE_HTML_GOAL_RATIO = 3.0
+PAGE_FIGURES_GOAL_RATIO = 6.0
 JUDGES = ("astra-judge", "grok-judge", "gemini-judge", "opus-judge")
 GENERATORS = (
     ("GPT-6 Astra", "OpenAI"),
@@ -294,6 +299,62 @@ def page_figures(results: Results) -> None:
         "s",
         target,
         api_cold <= PAGE_TARGET_SECONDS,
+    )
+    page_with_figures(results, client, page, hypotheses)
+
+
+def page_with_figures(results: Results, client, page: str, hypotheses: int) -> None:
+    """The statistics page as a browser loads it, its HTML and then every figure it shows, against the benchmark
+    list page, the floor of an analyst's page on the same stack: the HTML and the page with its figures cached
+    (each figure drawn once per computation of the statistics), and for information the first visit after a
+    change, when everything is computed and drawn."""
+    import re
+
+    from django.core.cache import cache
+    from django.urls import reverse
+
+    html = client.get(page).content.decode()
+    figures = sorted(set(re.findall(r'<img src="([^"]+\.png[^"]*)"', html)))
+    listing = reverse("benchmark-list")
+
+    def page_and_figures():
+        timed_get(client, page)
+        for figure in figures:
+            timed_get(client, figure)
+
+    page_and_figures()  # every figure drawn once, as the first visitor does
+    html_seconds, list_seconds = interleaved(lambda: timed_get(client, page), lambda: timed_get(client, listing), 5)
+    results.ratio(
+        f"statistics page HTML, {hypotheses:,} hypotheses, cached",
+        html_seconds,
+        list_seconds,
+        "ms",
+        PAGE_HTML_GOAL_RATIO,
+        floor_name="the benchmark list page",
+        scale=1e3,
+    )
+    both_seconds, list_seconds = interleaved(page_and_figures, lambda: timed_get(client, listing), 5)
+    results.ratio(
+        f"statistics page plus its {len(figures)} figures, cached",
+        both_seconds,
+        list_seconds,
+        "ms",
+        PAGE_FIGURES_GOAL_RATIO,
+        floor_name="the benchmark list page",
+        scale=1e3,
+    )
+    first = []
+    for _ in range(PAGE_RUNS):
+        cache.clear()
+        started = time.perf_counter()
+        page_and_figures()
+        first.append(time.perf_counter() - started)
+    results.record(
+        f"statistics page plus its {len(figures)} figures, first visit after a change",
+        statistics.median(first),
+        "s",
+        "(information)",
+        True,
     )
 
 

@@ -74,3 +74,29 @@ def test_the_contents_bar_names_every_section_with_its_state_and_empty_sections_
     page.evaluate("() => window.scrollTo(0, document.body.scrollHeight)")
     # On a phone the bar scrolls away with the page rather than taking the small screen.
     assert page.locator("nav.contents-bar").bounding_box()["y"] < 0
+    # A figure keeps a readable width on a phone and scrolls sideways inside its card, a named region for keyboards.
+    figure = page.locator("section#enrichment .figure-scroll")
+    figure.scroll_into_view_if_needed()
+    page.wait_for_function("() => document.querySelector('section#enrichment .figure-scroll img').complete")
+    assert page.locator("section#enrichment .figure-scroll img").bounding_box()["width"] >= 600
+    sizes = figure.evaluate("wrapper => [wrapper.scrollWidth, wrapper.clientWidth]")
+    assert sizes[0] > sizes[1] and sizes[1] <= PHONE
+    settle(page)
+    assert figure.get_attribute("role") == "region" and figure.get_attribute("tabindex") == "0"
+    assert_page_fits(page, "statistics page", "judged set, figures at a phone's width", widths=(PHONE,))
+
+
+def test_a_recomputation_with_other_seeds_shows_its_progress(live_server, page, client):
+    benchmark = judged_set()
+    open_statistics(live_server, page, client, benchmark)
+    # The recomputed page answers "no content", so the page stays as a reader sees it while the next is computed,
+    # however fast the machine.
+    page.route("**/statistics/?*", lambda route: route.fulfill(status=204))
+    page.locator("#seed_selection").fill("7")
+    page.get_by_role("button", name="Recompute").click()
+    status = page.locator("#seeds .busy-status")
+    status.wait_for(state="visible")
+    assert "Recomputing every statistic" in status.inner_text()
+    assert page.get_by_role("button", name="Recompute").is_disabled()
+    page.wait_for_function("() => /\\d+ s$/.test(document.querySelector('#seeds .busy-text').textContent)")
+    assert_page_fits(page, "statistics page", "recomputing")

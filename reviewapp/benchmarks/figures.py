@@ -1,10 +1,13 @@
 """The tables and plots of a benchmark set's statistics page (see reviewapp.figures for the machinery)."""
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from reviewapp.benchmarks.statistics import BenchmarkStatistics
+from django.core.cache import cache
+
+from reviewapp.benchmarks.statistics import BenchmarkStatistics, statistics_key
 from reviewapp.benchmarks.study_tables import TABLES
-from reviewapp.figures import COLOURS, FigureSpec, new_figure, no_data, rounded
+from reviewapp.figures import COLOURS, FigureSpec, figure_file, new_figure, no_data, rounded
 from reviewapp.selectors.exports import spreadsheet_text
 
 if TYPE_CHECKING:
@@ -235,3 +238,37 @@ def _study_figure(slug: str) -> FigureSpec:
 
 # The appendices' analyses (reviewapp.benchmarks.study_tables), each table a CSV and some a plot.
 BENCHMARK_FIGURES |= {slug: _study_figure(slug) for slug in TABLES}
+
+
+# As long as the statistics they are drawn from (reviewapp.benchmarks.selectors).
+FIGURE_CACHE_SECONDS = 24 * 3600
+
+
+def figure_cache_key(
+    benchmark_id: int, design: str, fingerprint: str, resamples: int, seeds: Mapping[str, int], figure: str
+) -> str:
+    """A figure's file (``figure`` with its format, "enrichment.png") under the statistics' own key: the set, its
+    data's version, resamples and seeds."""
+    return f"benchmark-figure:{statistics_key(benchmark_id, design, fingerprint, resamples, seeds)}:{figure}"
+
+
+def cached_figure_file(key: str) -> bytes | None:
+    return cache.get(key)
+
+
+def benchmark_figure_file(statistics: BenchmarkStatistics, figure: str, file_format: str) -> bytes:
+    """A figure's CSV, PNG or SVG, drawn once per computation of the statistics and cached under its key, so a change
+    of data or seed draws afresh and nothing else does."""
+    key = figure_cache_key(
+        statistics.benchmark_id,
+        statistics.design,
+        statistics.fingerprint,
+        statistics.resamples,
+        statistics.seeds,
+        f"{figure}.{file_format}",
+    )
+    content = cache.get(key)
+    if content is None:
+        content = figure_file(BENCHMARK_FIGURES[figure], statistics, file_format)
+        cache.set(key, content, FIGURE_CACHE_SECONDS)
+    return content

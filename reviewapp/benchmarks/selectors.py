@@ -33,7 +33,7 @@ from reviewapp.benchmarks.models import (
     RandomControlDraw,
     TaskSelectionLog,
 )
-from reviewapp.benchmarks.statistics import BenchmarkStatistics, HypothesisRow, compute_statistics
+from reviewapp.benchmarks.statistics import BenchmarkStatistics, HypothesisRow, compute_statistics, statistics_key
 from reviewapp.benchmarks.study import SelectionLogInputs, SelectionRecordInput, StudyInputs, TaskInputs
 from screening.llm.models import ModelCall
 from screening.models import Forecast, Hypothesis, Run, RunWorkItem
@@ -446,8 +446,7 @@ def benchmark_statistics(
     inputs = benchmark_study_inputs(benchmark, rows, judges)
     seeds = {**analysis.SEEDS, **(seeds or {})}
     fingerprint = rows_fingerprint(rows, inputs)
-    seed_key = ":".join(f"{name}={seeds[name]}" for name in sorted(seeds))
-    key = f"benchmark-statistics:{benchmark.pk}:{benchmark.design}:{fingerprint}:{resamples}:{seed_key}"
+    key = "benchmark-statistics:" + statistics_key(benchmark.pk, benchmark.design, fingerprint, resamples, seeds)
     cached = cache.get(key)
     if cached is not None:
         return cached

@@ -287,6 +287,13 @@ def _compute_statistics(
     )
 
 
+def statistics_key(benchmark_id: int, design: str, fingerprint: str, resamples: int, seeds: Mapping[str, int]) -> str:
+    """What identifies one computation of a set's statistics: the set, its design, the version of its data, the number
+    of resamples and every family's seed. The statistics and the figures drawn from them are cached under it."""
+    seed_key = ":".join(f"{name}={seeds[name]}" for name in sorted(seeds))
+    return f"{benchmark_id}:{design}:{fingerprint}:{resamples}:{seed_key}"
+
+
 def statistics_as_dict(statistics: BenchmarkStatistics) -> dict:
     """JSON-ready statistics (None where a statistic is undefined)."""
     return dataclasses.asdict(statistics)

@@ -371,7 +371,8 @@ def trimmed_lists_plot(statistics: BenchmarkStatistics):
         axes.plot(row["group_matches"], index, "D", color=COLOURS[1])
     axes.set_yticks(range(len(rows)), [f"{row['generator']} · {row['model']}" for row in rows], fontsize=8)
     axes.invert_yaxis()
-    axes.set_xlabel("Matches in a random list of the group's length: mean and central 95% range (◆ the group)")
+    # Two lines: on one the label is wider than the figure beside the long tick labels.
+    axes.set_xlabel("Matches in a random list of the group's length:\nmean and central 95% range (◆ the group)")
     axes.set_title("Single-model lists cut to the group's length", fontsize=11)
     return figure
 

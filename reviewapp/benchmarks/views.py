@@ -5,6 +5,7 @@ Coordinators and analysts read; only coordinators change anything. Reviewers rea
 outcomes and reference statements are hidden from them.
 """
 
+import re
 from urllib.parse import urlencode
 
 from django.conf import settings
@@ -20,7 +21,12 @@ from django.views.decorators.http import require_http_methods, require_POST
 from reviewapp.analysis import SEEDS
 from reviewapp.benchmarks import selectors
 from reviewapp.benchmarks.api import SEED_PARAMETERS, BenchmarkCreateApi, JudgeAddApi, statistics_seeds
-from reviewapp.benchmarks.figures import BENCHMARK_FIGURES
+from reviewapp.benchmarks.figures import (
+    BENCHMARK_FIGURES,
+    benchmark_figure_file,
+    cached_figure_file,
+    figure_cache_key,
+)
 from reviewapp.benchmarks.models import BenchmarkSet, Judge
 from reviewapp.benchmarks.services import sets as services
 from reviewapp.benchmarks.services.imports import FIELDS, FORECAST_COLUMN_PREFIX, REQUIRED, benchmark_import_file
@@ -29,7 +35,7 @@ from reviewapp.benchmarks.study_tables import SECTIONS
 from reviewapp.core import roles
 from reviewapp.core.errors import InputInvalid, page_errors, validated
 from reviewapp.core.requests import body_limit
-from reviewapp.figures import FORMATS, figure_file
+from reviewapp.figures import FORMATS
 from reviewapp.models import Cohort
 from reviewapp.views.analysis import figure_response
 from reviewapp.views.coordinate import int_or_none
@@ -38,6 +44,8 @@ from screening.llm.models import ModelEndpoint, Roster
 from screening.models import Run
 
 JUDGE_TABLE_PAGE = 100
+# The statistics' fingerprint, a sha256 (reviewapp.benchmarks.selectors.rows_fingerprint), as a figure URL names it.
+FINGERPRINT = re.compile(r"[0-9a-f]{64}")
 # The create form's choices, whose default stands when the form leaves them out.
 CHOICES = ("design", "forecast_question")
 OUTCOME_FILTERS = {
@@ -407,6 +415,8 @@ def benchmark_statistics(request, benchmark_id: int):
     statistics = selectors.benchmark_statistics(benchmark, seeds=seeds)
     agreement = statistics.agreement
     seed_query = _seed_query(seeds)
+    # Figures carry the version of the data they show: a cached one is served without reading the data again.
+    figure_query = urlencode({**_changed_seeds(seeds), "v": statistics.fingerprint})
     context = {
         "benchmark": benchmark,
         "statistics": statistics,
@@ -426,6 +436,7 @@ def benchmark_statistics(request, benchmark_id: int):
         "sections": _sections(statistics),
         "seed_fields": [(key, family, seeds[family], SEEDS[family]) for key, family in SEED_PARAMETERS.items()],
         "seed_query": f"?{seed_query}" if seed_query else "",
+        "figure_query": f"?{figure_query}",
         # Appendix Л's seed for the strict enrichment, computed with the selection's (docs/analysis.md#seeds).
         "strict_seed_query": _other_seed_query(seeds, "selection", SEEDS["further"]),
         "seed_errors": errors,
@@ -454,6 +465,9 @@ def _import_columns() -> dict:
 
 @login_required
 def benchmark_figure(request, benchmark_id: int, figure: str, file_format: str):
+    """A figure's file. The page names the version of the data its figures were drawn from (``v``, the statistics'
+    fingerprint): a figure already drawn for that version and these seeds is served as it was, without reading the
+    set's data again; any other request computes (or reads from the cache) the statistics of the data as they are."""
     benchmark = _get_benchmark_for_user(request, benchmark_id)
     spec = BENCHMARK_FIGURES.get(figure)
     if spec is None or file_format not in FORMATS or (file_format != "csv" and spec.plot is None):
@@ -462,8 +476,17 @@ def benchmark_figure(request, benchmark_id: int, figure: str, file_format: str):
         seeds = statistics_seeds(request.GET)
     except InputInvalid as error:
         return HttpResponseBadRequest(" ".join(error.sentences()), content_type="text/plain; charset=utf-8")
-    content = figure_file(spec, selectors.benchmark_statistics(benchmark, seeds=seeds), file_format)
-    return figure_response(content, file_format, f"{slugify(benchmark.name) or 'set'}-{figure}.{file_format}")
+    filename = f"{slugify(benchmark.name) or 'set'}-{figure}.{file_format}"
+    version = request.GET.get("v", "")
+    if FINGERPRINT.fullmatch(version):
+        key = figure_cache_key(
+            benchmark.pk, benchmark.design, version, selectors.PAGE_RESAMPLES, seeds, f"{figure}.{file_format}"
+        )
+        content = cached_figure_file(key)
+        if content is not None:
+            return figure_response(content, file_format, filename)
+    content = benchmark_figure_file(selectors.benchmark_statistics(benchmark, seeds=seeds), figure, file_format)
+    return figure_response(content, file_format, filename)
 
 
 urlpatterns = [

@@ -19,6 +19,8 @@ document.addEventListener("click", function (event) {
 (function () {
   function nameOf(wrapper) {
     var table = wrapper.querySelector("table");
+    var image = wrapper.querySelector("img");
+    if (image && image.alt) return image.alt;
     var caption = table && table.querySelector("caption");
     if (caption) return caption.textContent.trim();
     var section = wrapper.closest("section, article, .card");
@@ -27,7 +29,7 @@ document.addEventListener("click", function (event) {
   }
 
   function markScrollable() {
-    document.querySelectorAll(".table-scroll").forEach(function (wrapper) {
+    document.querySelectorAll(".table-scroll, .figure-scroll").forEach(function (wrapper) {
       if (wrapper.scrollWidth > wrapper.clientWidth + 1) {
         wrapper.setAttribute("tabindex", "0");
         wrapper.setAttribute("role", "region");
@@ -52,6 +54,10 @@ document.addEventListener("click", function (event) {
 
   document.addEventListener("DOMContentLoaded", markScrollable);
   window.addEventListener("resize", soon);
+  // A figure loaded later (lazily, below the fold) may make its wrapper overflow only then.
+  document.addEventListener("load", function (event) {
+    if (event.target.tagName === "IMG") soon();
+  }, true);
   document.addEventListener("htmx:afterSettle", soon);
 })();
 
@@ -80,4 +86,23 @@ document.addEventListener("DOMContentLoaded", function () {
   if (!message.hasAttribute("tabindex")) message.setAttribute("tabindex", "-1");
   message.scrollIntoView({ block: "center" });
   message.focus({ preventScroll: true });
+});
+
+// A form with data-busy="message" that takes a while to answer (a recomputation) shows the message with a progress
+// bar and the seconds passed while the next page is computed, and its submit button cannot be pressed twice.
+document.addEventListener("submit", function (event) {
+  var form = event.target;
+  if (!form.dataset || !form.dataset.busy || event.defaultPrevented) return;
+  var status = form.querySelector(".busy-status");
+  if (!status) return;
+  var started = Date.now();
+  var text = status.querySelector(".busy-text");
+  status.hidden = false;
+  text.textContent = form.dataset.busy;
+  form.querySelectorAll("button[type=submit]").forEach(function (button) {
+    button.disabled = true;
+  });
+  window.setInterval(function () {
+    text.textContent = form.dataset.busy + " " + Math.round((Date.now() - started) / 1000) + " s";
+  }, 1000);
 });

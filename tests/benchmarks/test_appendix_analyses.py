@@ -15,8 +15,9 @@ from scipy.stats import hypergeom
 from sklearn.metrics import cohen_kappa_score, roc_auc_score
 
 from reviewapp import analysis
+from reviewapp.benchmarks.figures import BENCHMARK_FIGURES
 from reviewapp.benchmarks.models import BenchmarkHypothesis, BenchmarkTask, Forecaster, QualityScore, TaskSelectionLog
-from reviewapp.benchmarks.selectors import benchmark_forecast_rounds, benchmark_rows
+from reviewapp.benchmarks.selectors import benchmark_forecast_rounds, benchmark_rows, benchmark_statistics
 from reviewapp.benchmarks.services.imports import benchmark_import_file
 from reviewapp.benchmarks.services.sets import benchmark_run
 from reviewapp.services.imports import ImportInvalid
@@ -594,3 +595,39 @@ def test_without_quality_scores_the_pairs_to_score_are_offered(db, client, analy
     assert _csv(client, benchmark, "originality") == []
     page = client.get(f"/benchmarks/{benchmark.pk}/statistics/").content.decode()
     assert "these are the pairs to score" in page
+
+
+# Figures ---------------------------------------------------------------------------------------------------------
+
+
+def _drawn_texts(figure) -> list:
+    """The texts a plot shows: titles, axis labels, the tick labels in view, legends and annotations."""
+    texts = list(figure.texts)
+    for axes in figure.axes:
+        texts += [axes.title, axes.xaxis.label, axes.yaxis.label, *axes.texts]
+        low, high = sorted(axes.get_xlim())
+        texts += [label for label in axes.get_xticklabels() if low <= label.get_position()[0] <= high]
+        low, high = sorted(axes.get_ylim())
+        texts += [label for label in axes.get_yticklabels() if low <= label.get_position()[1] <= high]
+        if axes.get_legend() is not None:
+            texts += axes.get_legend().get_texts()
+    return [text for text in texts if text.get_visible() and text.get_text().strip()]
+
+
+def test_every_plot_keeps_its_titles_labels_and_ticks_inside_the_image(study):
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    statistics = benchmark_statistics(study)
+    cut = []
+    for slug, spec in BENCHMARK_FIGURES.items():
+        if spec.plot is None:
+            continue
+        figure = spec.plot(statistics)
+        canvas = FigureCanvasAgg(figure)
+        canvas.draw()
+        renderer, frame = canvas.get_renderer(), figure.bbox
+        for text in _drawn_texts(figure):
+            box = text.get_window_extent(renderer)
+            if box.x0 < frame.x0 - 1 or box.x1 > frame.x1 + 1 or box.y0 < frame.y0 - 1 or box.y1 > frame.y1 + 1:
+                cut.append(f"{slug}: {text.get_text()!r}")
+    assert not cut, cut
