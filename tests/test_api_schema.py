@@ -223,7 +223,11 @@ def test_request_and_answer_bodies_come_from_the_views_serializers(schema):
     page = components[listed["$ref"].rsplit("/", 1)[-1]]
     assert set(page["properties"]) == {"count", "limit", "offset", "results"}
     table_s = schema["paths"]["/api/v1/benchmarks/{benchmark_id}/table-s.xlsx"]["get"]["responses"]["200"]
-    assert list(table_s["content"]) == ["application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"]
+    xlsx = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
+    assert list(table_s["content"]) == [xlsx, "application/octet-stream"]
+    assert table_s["content"][xlsx]["schema"] == {"type": "string", "format": "binary"}
+    csv = schema["paths"]["/api/v1/cohorts/{cohort_id}/reviews.csv"]["get"]["responses"]["200"]["content"]
+    assert csv == {"text/csv": {"schema": {"type": "string"}}}
 
 
 def test_the_schema_is_served_to_anyone(client):

@@ -151,8 +151,15 @@ class AutoSchema(SpectacularAutoSchema):
 
 
 def file_response(media_type: str, description: str) -> dict:
-    """The `responses` of an endpoint that answers a file."""
-    return {(200, media_type): OpenApiResponse(OpenApiTypes.BINARY, description=description)}
+    """The `responses` of an endpoint that answers a file: text (CSV) as a string; any other file as bytes, under its
+    own media type and also as application/octet-stream, the name generic clients know bytes by (openapi-python-client
+    reads no other binary type), so that a generated client hands over the bytes."""
+    if media_type.startswith("text/"):
+        return {(200, media_type): OpenApiResponse(OpenApiTypes.STR, description=description)}
+    return {
+        (200, media_type): OpenApiResponse(OpenApiTypes.BINARY, description=description),
+        (200, "application/octet-stream"): OpenApiResponse(OpenApiTypes.BINARY, description=description),
+    }
 
 
 class EndpointEnumerator(SpectacularEndpointEnumerator):
