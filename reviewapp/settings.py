@@ -155,6 +155,18 @@ if _ON_SQLITE:
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
+# Caches. "throttle" holds the anonymous poll counts, which every web process must share: a folder under OH_VAR_DIR
+# (one machine), or Redis at OH_CACHE_URL (redis://host:6379/2) when web servers run on several machines.
+OH_CACHE_URL = env_str("OH_CACHE_URL", "")
+CACHES = {
+    "default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"},
+    "throttle": (
+        {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": OH_CACHE_URL}
+        if OH_CACHE_URL
+        else {"BACKEND": "django.core.cache.backends.filebased.FileBasedCache", "LOCATION": str(VAR_DIR / "throttle")}
+    ),
+}
+
 # New passwords are hashed with Argon2id (reviewapp.core.passwords); the others verify existing hashes, which are
 # rewritten with Argon2id at their owner's next login.
 PASSWORD_HASHERS = [
@@ -374,6 +386,10 @@ OPEN_HYPOTHESIS_TRUSTED_PROXY_HEADER = env_str("OPEN_HYPOTHESIS_TRUSTED_PROXY_HE
 # IPv6 clients count by their network of this many leading bits (one host usually holds a whole /64).
 OPEN_HYPOTHESIS_IPV6_PREFIX = env_int("OPEN_HYPOTHESIS_IPV6_PREFIX", 64)
 OPEN_HYPOTHESIS_POLL_SECONDS = 15
+# Anonymous polls of a run (its API answer and its page) per client address and minute (reviewapp.core.throttling);
+# above it, 429 with Retry-After. The page polls every OPEN_HYPOTHESIS_POLL_SECONDS: 120 leave room for 30 runs
+# followed at once from one address.
+OH_ANONYMOUS_POLLS_PER_MINUTE = env_int("OH_ANONYMOUS_POLLS_PER_MINUTE", 120)
 # A run with no progress and no work alive (heart-beating) for this long is restarted by the sweeper, and stopped after
 # OPEN_HYPOTHESIS_MAX_RESUMES; run work items, novelty checks and citation waves waiting this long unsent are sent
 # again. (Running work whose worker died is taken back after OH_SILENT_SECONDS.)

@@ -22,6 +22,7 @@ from reviewapp.api.cohorts import CohortCreateApi
 from reviewapp.core import roles
 from reviewapp.core.errors import InputInvalid, page_errors, validated
 from reviewapp.core.requests import client_address
+from reviewapp.core.throttling import anonymous_polls_throttled
 from screening import selectors
 from screening.api.runs import BACKGROUND_MAX, QUESTION_MAX, QUESTION_MIN, RunCallsApi, RunCreateApi, run_representation
 from screening.llm.providers import call_transcript
@@ -99,6 +100,7 @@ def _get_run(request, run_id) -> Run:
     return run
 
 
+@anonymous_polls_throttled
 def run_detail(request, run_id):
     """/open-hypothesis/<id>: live progress, then the delivered hypotheses first, then the rest."""
     run = _get_run(request, run_id)
@@ -175,6 +177,7 @@ def _row(hypothesis: Hypothesis, models: list[dict], stage2: list[str], rendered
     }
 
 
+@anonymous_polls_throttled
 def run_download(request, run_id):
     """/open-hypothesis/<id>/json: the API's view of the run as a file."""
     run = _get_run(request, run_id)

@@ -87,6 +87,14 @@ def fast_password_hashing(django_test_environment):
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
 
+@pytest.fixture(autouse=True)
+def fresh_poll_counts():
+    """Each test starts with no anonymous polls counted (the throttle's cache outlives a test)."""
+    from django.core.cache import caches
+
+    caches["throttle"].clear()
+
+
 @pytest.fixture
 def fast_retries(settings):
     """Transport retries of model and literature calls that wait milliseconds, not seconds."""

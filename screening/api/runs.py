@@ -19,6 +19,7 @@ from rest_framework.views import APIView
 from reviewapp.core.errors import InputInvalid, NotFound, ServiceError, validated, validated_query
 from reviewapp.core.requests import BoundedJSONParser, client_address
 from reviewapp.core.roles import CanReadAll
+from reviewapp.core.throttling import AnonymousPollThrottle
 from screening import selectors
 from screening.measured import MEASURED_SELECTION
 from screening.models import PROTOCOL, Run, Translation
@@ -318,9 +319,12 @@ class RunDetailApi(APIView):
     the run's updated_at first, so a change made by any worker is served at once everywhere.
 
     A public run is anyone's; any other run (a benchmark set's) only a coordinator's or an analyst's (signed in or by
-    token): to anyone else it is unknown (404)."""
+    token): to anyone else it is unknown (404). Anonymous polls are throttled per client address (429 with
+    Retry-After, reviewapp.core.throttling)."""
 
     permission_classes = [AllowAny]
+    throttle_classes = [AnonymousPollThrottle]
+    error_codes = {429: ("throttled",)}
 
     class FilterSerializer(serializers.Serializer):
         lang = serializers.ChoiceField(choices=Run.Language.values, required=False)
