@@ -9,10 +9,15 @@ from tests.test_production_defaults import settings_of
 PASSWORD = "a long passphrase of my own"
 
 
+@pytest.fixture(scope="module")
+def configured_hashers(tmp_path_factory) -> list[str]:
+    """The hashers the settings name, read once by a fresh process (the suite itself hashes with MD5 for speed)."""
+    return settings_of(tmp_path_factory.mktemp("hashers"), ["PASSWORD_HASHERS"])["PASSWORD_HASHERS"]
+
+
 @pytest.fixture
-def production_hashers(settings, tmp_path):
-    """The hashers the settings name (the suite itself hashes with MD5 for speed)."""
-    settings.PASSWORD_HASHERS = settings_of(tmp_path, ["PASSWORD_HASHERS"])["PASSWORD_HASHERS"]
+def production_hashers(settings, configured_hashers):
+    settings.PASSWORD_HASHERS = configured_hashers
     return settings.PASSWORD_HASHERS
 
 
