@@ -33,6 +33,8 @@ class ReviewappConfig(AppConfig):
         from reviewapp.core.secret_key import published_secret_key_check
 
         checks.register(published_secret_key_check, checks.Tags.security, deploy=True)
+        from reviewapp.services.imports import staged_imports_sweep
         from reviewapp.services.jobs import jobs_sweep
 
         sweep_register("background jobs", jobs_sweep)
+        sweep_register("staged imports", staged_imports_sweep)

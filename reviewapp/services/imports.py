@@ -11,23 +11,27 @@ On SQLite, whose one write lock every reviewer's autosave waits on, a large file
 steps (`_STAGE_ROWS` proposals or links each, the database left free between them), staged invisibly: its proposals
 join no cohort, and its batch is marked `staging`, until the last step adds them to the cohort and clears the mark.
 A staged import that fails removes what it wrote; one whose process died is removed when the same file is imported
-again. On PostgreSQL, whose writers do not wait on each other, an import is one transaction.
+again, or by the sweeper (`staged_imports_sweep`). On PostgreSQL, whose writers do not wait on each other, an import
+is one transaction.
 """
 
 import hashlib
 import json
+import logging
 import re
 import time
 from collections import defaultdict
 from collections.abc import Callable
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass
-from datetime import date, datetime
+from datetime import date, datetime, timedelta
 from functools import cache
 from pathlib import PurePath
 
+from django.conf import settings
 from django.db import IntegrityError, connection, transaction
 from django.db.models import Field, Model
+from django.utils import timezone
 
 from reviewapp.core.errors import ServiceError
 from reviewapp.models import Cohort, ImportBatch, Proposal, ResearchTask
@@ -42,6 +46,8 @@ from reviewapp.services.tabular_files import (
     file_invalid,
     problem,
 )
+
+logger = logging.getLogger(__name__)
 
 TASKS, PROPOSALS = "tasks", "proposals"
 RUNS, DECISIONS, DELIVERY, TRAJECTORIES = (
@@ -552,6 +558,17 @@ def _unstage(batch: ImportBatch) -> None:
         run_imports.runs_unstage(batch)
         ResearchTask.objects.filter(import_batch=batch, proposals__isnull=True).delete()
         ImportBatch.objects.filter(pk=batch.pk).delete()
+
+
+def staged_imports_sweep() -> int:
+    """The sweeper's part: staged imports begun more than OH_JOB_STALE_SECONDS ago (their process died; a staged
+    import takes minutes) are removed, unless the same file is imported again first. Returns how many."""
+    begun_before = timezone.now() - timedelta(seconds=settings.OH_JOB_STALE_SECONDS)
+    left = list(ImportBatch.objects.filter(staging=True, created_at__lt=begun_before))
+    for batch in left:
+        logger.warning("Removing the import of %s begun at %s: its process stopped", batch.filename, batch.created_at)
+        _unstage(batch)
+    return len(left)
 
 
 def _write(

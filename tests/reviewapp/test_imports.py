@@ -657,3 +657,32 @@ def test_on_sqlite_an_import_whose_process_died_mid_way_is_removed_and_done_agai
     assert (result.new_proposals, result.already_imported) == (LARGE, False)
     assert cohort.proposals.count() == LARGE == Proposal.objects.filter(external_id__startswith="KP").count()
     assert not ImportBatch.objects.filter(staging=True).exists()
+
+
+def test_the_sweeper_removes_a_staged_import_whose_process_died_long_ago(db, settings):
+    """What a killed staged import leaves (its batch marked staging, its tasks and proposals in no cohort) is removed
+    by the sweeper once it is older than OH_JOB_STALE_SECONDS; a staged import still under way is left alone."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from reviewapp.core.claims import SWEEPS
+
+    cohort = factories.make_cohort(name="Left behind")
+
+    def left_by_an_import(name: str) -> ImportBatch:
+        batch = ImportBatch.objects.create(
+            cohort=cohort, filename=name, file_format="json", sha256=name * 8, staging=True
+        )
+        task = factories.make_task(key=f"{name}-T", import_batch=batch)
+        factories.make_proposal(task, external_id=f"{name}-P", import_batch=batch)
+        return batch
+
+    old, under_way = left_by_an_import("oldfile1"), left_by_an_import("newfile1")
+    ImportBatch.objects.filter(pk=old.pk).update(
+        created_at=timezone.now() - timedelta(seconds=settings.OH_JOB_STALE_SECONDS + 1)
+    )
+    assert SWEEPS["staged imports"]() == 1
+    assert list(ImportBatch.objects.values_list("pk", flat=True)) == [under_way.pk]
+    assert list(Proposal.objects.values_list("external_id", flat=True)) == ["newfile1-P"]
+    assert list(ResearchTask.objects.values_list("key", flat=True)) == ["newfile1-T"]
