@@ -20,7 +20,7 @@ from reviewapp.core.errors import NotFound, ServiceError
 from reviewapp.core.roles import CanReadAll
 from reviewapp.core.schema import file_response
 from reviewapp.models import Cohort
-from reviewapp.selectors.exports import review_export_csv, review_export_rows, write_xlsx
+from reviewapp.selectors.exports import export_sheets, review_export_csv, review_export_rows, write_xlsx
 
 LAYOUTS = ("wide", "long")
 
@@ -88,7 +88,7 @@ class CohortReviewsXlsxApi(APIView):
         # An anonymous temporary file: removed when the response closes it, however the download ends.
         workbook_file = tempfile.TemporaryFile(suffix=".xlsx")
         try:
-            write_xlsx(rows, workbook_file, title="reviews")
+            write_xlsx(rows, workbook_file, title="reviews", extra_sheets=export_sheets(cohort))
         except BaseException:
             workbook_file.close()
             raise

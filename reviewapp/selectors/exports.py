@@ -93,6 +93,23 @@ def export_columns_register(provider: ExportColumns) -> None:
         _EXPORT_COLUMNS.append(provider)
 
 
+# A provider of extra sheets of the reviews workbook: the cohort → [(sheet title, rows with the header first)].
+ExportSheets = Callable[[Cohort], list[tuple[str, list[list[Any]]]]]
+_EXPORT_SHEETS: list[ExportSheets] = []
+
+
+def export_sheets_register(provider: ExportSheets) -> None:
+    """Add sheets after the reviews in every XLSX review export (a room registers its provider when its app is
+    ready)."""
+    if provider not in _EXPORT_SHEETS:
+        _EXPORT_SHEETS.append(provider)
+
+
+def export_sheets(cohort: Cohort) -> list[tuple[str, list[list[Any]]]]:
+    """The registered providers' sheets of a cohort, in registration order."""
+    return [sheet for provider in _EXPORT_SHEETS for sheet in provider(cohort)]
+
+
 def _extra_columns(cohort: Cohort) -> tuple[list[str], Callable[[int], list[Any]]]:
     """The registered providers' column names, and the values of a proposal under them."""
     provided = [provider(cohort) for provider in _EXPORT_COLUMNS]
@@ -374,13 +391,23 @@ def write_xlsx(
     title: str,
     on_progress: Callable[[int], None] | None = None,
     progress_every: int = CHUNK_SIZE,
+    extra_sheets: Iterable[tuple[str, list[list[Any]]]] = (),
 ) -> int:
     """Write header + rows to an XLSX file (a path or a binary file) in write-only mode; return the row count.
 
     Write-only mode streams rows to disk, so memory stays flat however many rows there are. The header row is
-    bold and frozen; columns get widths suited to their content.
+    bold and frozen; columns get widths suited to their content. `extra_sheets` (title, header + rows) follow the
+    first sheet, written the same way.
     """
     workbook = Workbook(write_only=True)
+    count = _write_sheet(workbook, rows, title=title, on_progress=on_progress, progress_every=progress_every)
+    for extra_title, extra_rows in extra_sheets:
+        _write_sheet(workbook, extra_rows, title=extra_title, on_progress=None, progress_every=progress_every)
+    workbook.save(target)
+    return count
+
+
+def _write_sheet(workbook, rows, *, title: str, on_progress, progress_every: int) -> int:
     sheet = workbook.create_sheet(title=title[:31])
     rows = iter(rows)
     header = next(rows)
@@ -401,5 +428,4 @@ def write_xlsx(
         count += len(batch)
         if on_progress:
             on_progress(count)
-    workbook.save(target)
     return count

@@ -22,7 +22,7 @@ from reviewapp.core.claims import work_claim, work_finish, work_heartbeat, work_
 from reviewapp.core.errors import ServiceError
 from reviewapp.core.queue import broker_check, enqueue_on_commit
 from reviewapp.models import BackgroundJob, Cohort
-from reviewapp.selectors.exports import review_export_count, review_export_rows, write_xlsx
+from reviewapp.selectors.exports import export_sheets, review_export_count, review_export_rows, write_xlsx
 
 logger = logging.getLogger(__name__)
 
@@ -73,6 +73,7 @@ def _run_reviews_xlsx(job: BackgroundJob, report_progress: ProgressCallback) -> 
         partial,
         title="reviews",
         on_progress=lambda done: report_progress(done, total),
+        extra_sheets=export_sheets(cohort),
     )
     os.replace(partial, final)
     return JobResult(path=final, name=f"{slugify(cohort.name) or 'cohort'}-{cohort.pk}-reviews.xlsx")

@@ -76,3 +76,36 @@ def test_the_levels_download_as_csv(client, cohort, coordinator, analyst):  # no
     assert {row["proposal"]: row["selected"] for row in tables["delivery"]}["a"] == "passed"
     assert len(tables["families"]) == 2
     assert client.get(reverse("panel-evaluation-csv", args=[cohort.pk, "secrets"])).status_code == 404
+
+
+def test_the_levels_are_sheets_of_the_cohorts_workbook(client, cohort, coordinator, analyst):  # noqa: F811
+    from openpyxl import load_workbook
+
+    jobs.job_run(job_id=panel_start_for_cohort(cohort=cohort, user=coordinator).pk)
+    client.force_login(analyst)
+    response = client.get(reverse("api-cohort-reviews-xlsx", args=[cohort.pk]))
+    assert response.status_code == 200
+    workbook = load_workbook(io.BytesIO(b"".join(response.streaming_content)), read_only=True)
+    assert workbook.sheetnames == [
+        "reviews",
+        "evaluation_paths",
+        "evaluation_runs",
+        "evaluation_families",
+        "evaluation_delivery",
+    ]
+    paths = list(workbook["evaluation_paths"].iter_rows(values_only=True))
+    assert paths[0][:3] == ("run", "author", "terminal") and [row[2] for row in paths[1:]] == ["a", "b", "n2"]
+    runs = {row[0]: row for row in workbook["evaluation_runs"].iter_rows(min_row=2, values_only=True)}
+    assert set(runs) == {"run-1", "n1", "dup"}
+
+
+def test_a_cohort_without_research_data_keeps_its_workbook_as_it_was(client, analyst):
+    from openpyxl import load_workbook
+
+    from tests import factories
+
+    plain = factories.make_cohort([factories.make_proposal()])
+    client.force_login(analyst)
+    response = client.get(reverse("api-cohort-reviews-xlsx", args=[plain.pk]))
+    workbook = load_workbook(io.BytesIO(b"".join(response.streaming_content)), read_only=True)
+    assert workbook.sheetnames == ["reviews"]

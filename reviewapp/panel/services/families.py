@@ -25,21 +25,22 @@ def families_group(*, cohort: Cohort) -> int:
         placed = dict(FamilyMember.objects.filter(cohort=cohort).values_list("proposal_id", "family_id"))
         if len(placed) == len(pks):
             return 0
-        made = 0
-        members = []
+        members, new_groups = [], []
         for group in family_groups(versions.values(), statements):
             waiting = [pks[version] for version in group if pks[version] not in placed]
             if not waiting:
                 continue
             existing = sorted({placed[pks[version]] for version in group if pks[version] in placed})
             if existing:
-                family_id = existing[0]
+                members += [FamilyMember(cohort=cohort, family_id=existing[0], proposal_id=pk) for pk in waiting]
             else:
-                family_id = ContributionFamily.objects.create(cohort=cohort).pk
-                made += 1
-            members += [FamilyMember(cohort=cohort, family_id=family_id, proposal_id=pk) for pk in waiting]
+                new_groups.append(waiting)
+        # One statement for the new families, whatever their number (their pks come back from the insert).
+        made = ContributionFamily.objects.bulk_create([ContributionFamily(cohort=cohort) for _ in new_groups])
+        for family, waiting in zip(made, new_groups, strict=True):
+            members += [FamilyMember(cohort=cohort, family_id=family.pk, proposal_id=pk) for pk in waiting]
         FamilyMember.objects.bulk_create(members)
-        return made
+        return len(made)
 
 
 def family_record(
