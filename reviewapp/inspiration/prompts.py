@@ -77,7 +77,7 @@ def prompt_record() -> dict:
 
 @dataclass(frozen=True)
 class Reading:
-    """What a reply says; `parsed`/`complete` as screening.services.work.ask_twice expects."""
+    """What a reply says; `parsed`/`complete` as screening.llm.ask_twice expects."""
 
     judgment: str
     connection: str

@@ -41,9 +41,7 @@ from reviewapp.inspiration.models import (
     InspirationJudgment,
 )
 from screening import llm
-from screening.llm import simulator
 from screening.llm.models import ModelEndpoint, RosterMember
-from screening.services.work import ask_twice
 
 logger = logging.getLogger(__name__)
 
@@ -123,7 +121,7 @@ def _judge_snapshot(endpoint: ModelEndpoint) -> dict:
         "request_seed": llm.request_seed(endpoint),
     }
     if endpoint.is_simulated:
-        snapshot["simulator"] = simulator.server_configuration(endpoint.base_url)
+        snapshot["simulator"] = llm.simulated_server_configuration(endpoint.base_url)
     return snapshot
 
 
@@ -479,7 +477,7 @@ def judge(judgment: InspirationJudgment, endpoint: ModelEndpoint | None) -> dict
     system, user = prompts.messages(
         hypothesis=judgment.hypothesis_text, publication=judgement_card(reference.title, reference.abstract, year)
     )
-    reading, call = ask_twice(
+    reading, call = llm.ask_twice(
         prompts.read_reply,
         endpoint=endpoint,
         system=system,

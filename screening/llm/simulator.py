@@ -25,9 +25,6 @@ import time
 import uuid
 from dataclasses import asdict, dataclass, fields
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from urllib.parse import urlsplit
-
-import httpx
 
 from screening.llm.replies import ReplyParseError, extract_json
 
@@ -710,19 +707,6 @@ class SimulatedModelServer(ThreadingHTTPServer):
     def url(self) -> str:
         host, port = self.server_address[:2]
         return f"http://{host}:{port}"
-
-
-def server_configuration(base_url: str, *, timeout: float = 2.0) -> dict | None:
-    """The configuration the simulated server at this base URL reports (its seed and fault shares), or None when no
-    simulated server answers there."""
-    parts = urlsplit(base_url)
-    try:
-        data = httpx.get(f"{parts.scheme}://{parts.netloc}/health", timeout=timeout).json()
-    except (httpx.HTTPError, ValueError):
-        return None
-    if not isinstance(data, dict) or data.get("simulated") is not True or not isinstance(data.get("config"), dict):
-        return None
-    return data["config"]
 
 
 def start_simulator(config: SimulatorConfig | None = None, *, host: str = "127.0.0.1", port: int = 0):

@@ -153,7 +153,7 @@ def ask_forecasts(
     try a parseable reply gives its valid answers (null for the rest); an unusable one gives None: no vote.
     Returns what was read and the call whose reply it was read from."""
     parse = parse or parsing.parse_forecasts
-    return ask_twice(
+    return llm.ask_twice(
         lambda text: parse(text, labels),
         after_reply=lambda: _touch(run.pk),
         endpoint=endpoint,
@@ -163,23 +163,6 @@ def ask_forecasts(
         run=run,
         json_schema=prompts.FORECAST_SCHEMA if parse is parsing.parse_forecasts else None,
     )
-
-
-def ask_twice(parse: Callable, *, after_reply: Callable[[], None] | None = None, **request):
-    """One model request (llm.complete's arguments) with the protocol's one "ask once more"
-    (docs/protocol.md#reading-replies): a reply that parse(text) does not read as complete is asked again.
-
-    Returns what parse read, or None when no usable reply was read at all (parse gives an object with `parsed` and
-    `complete`), and the last call. after_reply runs after each reply arrives (a heartbeat)."""
-    result, call = None, None
-    for attempt in (1, 2):
-        completion = llm.complete(**request, protocol_attempt=attempt)
-        if after_reply is not None:
-            after_reply()
-        result, call = (parse(completion.text) if completion.usable else None), completion.call
-        if result is not None and result.complete:
-            break
-    return (result if result is not None and result.parsed else None), call
 
 
 # The detailed instruction's fields kept as the model gave them, beside the probability and the recommendation.

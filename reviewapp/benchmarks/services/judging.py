@@ -25,8 +25,8 @@ from reviewapp.models import BackgroundJob
 from reviewapp.selectors.exports import spreadsheet_text
 from reviewapp.services.jobs import JobError, JobResult, ProgressCallback, exports_dir, job_create
 from screening import llm
+from screening.llm import ask_twice
 from screening.prompts import hypothesis_text
-from screening.services.work import ask_twice
 
 logger = logging.getLogger(__name__)
 

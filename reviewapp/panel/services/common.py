@@ -16,9 +16,8 @@ from reviewapp.panel.level_prompts import LEVEL_PROMPTS
 from reviewapp.panel.models import PanelPrompt
 from reviewapp.panel.prompts import PROMPTS
 from reviewapp.services.jobs import JobResult, exports_dir
-from screening.llm import roster_endpoint
+from screening.llm import ask_twice, roster_endpoint
 from screening.llm.models import ModelCall, ModelEndpoint
-from screening.services.work import ask_twice
 
 Item = TypeVar("Item")
 

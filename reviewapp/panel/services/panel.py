@@ -5,7 +5,7 @@ the calibration's development diagnostics (docs/protocol.md#fresh-context-refere
 
 The work is a background job (reviewapp.services.jobs): a cohort's proposals, or the screening or benchmark
 hypotheses a coordinator selected. Each role's request is one model call with the protocol's one "ask once more"
-(screening.services.work.ask_twice); a role that still gives no valid reply is recorded as failed, never as unknown
+(screening.llm.ask_twice); a role that still gives no valid reply is recorded as failed, never as unknown
 scores. Each answer is written as soon as it arrives, so a job that stops keeps what it obtained, and a job started
 again asks only what is missing (unless `redo`).
 """

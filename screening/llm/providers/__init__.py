@@ -8,6 +8,9 @@ import hashlib
 import json
 import os
 from dataclasses import dataclass
+from urllib.parse import urlsplit
+
+import httpx
 
 from screening.llm.models import ModelCall, ModelEndpoint, base_url_problem, key_variable_problem
 from screening.llm.providers import anthropic, gemini, openai_compat
@@ -123,3 +126,16 @@ def call_transcript(call: ModelCall) -> CallTranscript:
         data = None
     reply = adapter.read_reply(data).text if isinstance(data, dict) else None
     return CallTranscript(system=system, user=user, reply=reply)
+
+
+def simulated_server_configuration(base_url: str, *, timeout: float = 2.0) -> dict | None:
+    """The configuration the simulated model server at this base URL reports on its /health (its seed and fault
+    shares), or None when no simulated server answers there."""
+    parts = urlsplit(base_url)
+    try:
+        data = httpx.get(f"{parts.scheme}://{parts.netloc}/health", timeout=timeout).json()
+    except (httpx.HTTPError, ValueError):
+        return None
+    if not isinstance(data, dict) or data.get("simulated") is not True or not isinstance(data.get("config"), dict):
+        return None
+    return data["config"]
