@@ -214,6 +214,42 @@ class KeyElementsStudy:
 
 
 @dataclass(frozen=True)
+class PairDecisions:
+    """One decider's decisions on the pairs of a 50/50 set, each article's confirmed and reversed statement
+    (docs/analysis.md#decisions-within-5050-pairs): the four possible decisions, and pairs without an answer on both."""
+
+    rule: str  # a model's name, "majority", "unanimity" or "random control"
+    pairs: int
+    accepts_confirmed_only: int  # the right decision on both statements
+    accepts_both: int
+    rejects_both: int
+    accepts_reversed_only: int  # the wrong decision on both
+    without_answer: int
+
+
+@dataclass(frozen=True)
+class ForecastCount:
+    """Forecasts of one model in one round: one model's forecast of one hypothesis, stored once however often a rule
+    reads it (docs/analysis.md#estimated-number-of-forecasts)."""
+
+    round: str  # "first" or "repeat"
+    model: str
+    forecasts: int  # hypotheses the model was asked about
+    usable: int  # of which a yes or no (the rest: no vote)
+
+
+@dataclass(frozen=True)
+class DesignForecasts:
+    """The forecasts a design needs for the set's hypotheses, per stage."""
+
+    design: str  # "pooled" or "seed-001"
+    stage: int
+    models: int
+    hypotheses: int
+    forecasts: int
+
+
+@dataclass(frozen=True)
 class StudyStatistics:
     seeds: dict
     resamples: int
@@ -228,6 +264,9 @@ class StudyStatistics:
     key_elements: KeyElementsStudy | None
     originality: Originality | None
     hints: Hints | None
+    pair_decisions: tuple[PairDecisions, ...] = ()
+    forecast_counts: tuple[ForecastCount, ...] = ()
+    design_forecasts: tuple[DesignForecasts, ...] = ()
 
 
 # Helpers ---------------------------------------------------------------------------------------------------------
@@ -513,6 +552,83 @@ def _balanced_accuracy(rows, resamples, seed) -> tuple[BalancedRule, ...]:
     return tuple(results)
 
 
+def _pairs(rows) -> list[tuple]:
+    """Each article's confirmed and reversed statement, for the tasks that have exactly one of each."""
+    by_task: defaultdict = defaultdict(list)
+    for row in rows:
+        if row.confirmed is not None:
+            by_task[row.task_key].append(row)
+    pairs = []
+    for members in by_task.values():
+        confirmed = [row for row in members if row.confirmed]
+        reversed_ = [row for row in members if not row.confirmed]
+        if len(confirmed) == 1 and len(reversed_) == 1:
+            pairs.append((confirmed[0], reversed_[0]))
+    return pairs
+
+
+def _pair_decisions(rows) -> tuple[PairDecisions, ...]:
+    pairs = _pairs(rows)
+    if not pairs:
+        return ()
+    models = sorted({model for pair in pairs for row in pair for model in row.forecasts})
+
+    def given(row):
+        return [bool(row.forecasts[m]) for m in models if row.forecasts.get(m) is not None]
+
+    deciders = [(model, lambda row, model=model: row.forecasts.get(model)) for model in models]
+    if len(models) > 1:
+        deciders += [
+            ("majority", lambda row: (2 * sum(given(row)) > len(given(row))) if given(row) else None),
+            ("unanimity", lambda row: all(given(row)) if given(row) else None),
+        ]
+    deciders.append(("random control", lambda row: row.random_answer))
+    results = []
+    for name, decide in deciders:
+        counts = {"right": 0, "both": 0, "neither": 0, "wrong": 0, "none": 0}
+        for confirmed, reversed_ in pairs:
+            first, second = decide(confirmed), decide(reversed_)
+            if first is None or second is None:
+                counts["none"] += 1
+            else:
+                outcome = {(True, False): "right", (True, True): "both", (False, False): "neither"}
+                counts[outcome.get((bool(first), bool(second)), "wrong")] += 1
+        if counts["none"] < len(pairs):
+            results.append(
+                PairDecisions(
+                    name,
+                    len(pairs),
+                    counts["right"],
+                    counts["both"],
+                    counts["neither"],
+                    counts["wrong"],
+                    counts["none"],
+                )
+            )
+    return tuple(results)
+
+
+def _forecast_counts(rows) -> tuple[tuple[ForecastCount, ...], tuple[DesignForecasts, ...]]:
+    counts = []
+    for name, answers_of in (("first", lambda row: row.forecasts), ("repeat", lambda row: row.repeat_forecasts)):
+        models = sorted({model for row in rows for model in answers_of(row)})
+        for model in models:
+            asked = [answers_of(row)[model] for row in rows if model in answers_of(row)]
+            counts.append(ForecastCount(name, model, len(asked), sum(answer is not None for answer in asked)))
+    models = {model for row in rows for model in row.forecasts}
+    if not rows or not models:
+        return tuple(counts), ()
+    hypotheses, kept = len(rows), sum(row.first_stage is True for row in rows)
+    second = len(models) - 1
+    designs = (
+        DesignForecasts("pooled", 1, 1, hypotheses, hypotheses),
+        DesignForecasts("pooled", 2, second, kept, kept * second),
+        DesignForecasts("seed-001", 1, 1, hypotheses, hypotheses),
+        DesignForecasts("seed-001", 2, second, hypotheses, hypotheses * second),
+    )
+    return tuple(counts), designs
+
+
 def _task_selection(log: SelectionLogInputs | None, task_keys: set[str]) -> TaskSelection | None:
     if log is None:
         return None
@@ -693,6 +809,7 @@ def compute_study(rows, inputs: StudyInputs, *, seeds: Mapping[str, int], resamp
     adjusted = _holm([s.best_model.test.p_value if s.best_model and s.best_model.test else None for s in studies])
     studies = [replace(s, best_model_holm_p_value=p) for s, p in zip(studies, adjusted, strict=True)]
     tasks = {task.key: task for task in inputs.tasks}
+    forecast_counts, design_forecasts = _forecast_counts(rows)
     return StudyStatistics(
         seeds=seeds,
         resamples=resamples,
@@ -707,4 +824,7 @@ def compute_study(rows, inputs: StudyInputs, *, seeds: Mapping[str, int], resamp
         key_elements=_key_elements(rows, tasks, resamples, seeds["auc"]),
         originality=_originality(rows, inputs, resamples, seeds["further"]),
         hints=_hints(rows, tasks, resamples, seeds["sensitivity"]),
+        pair_decisions=_pair_decisions(rows),
+        forecast_counts=forecast_counts,
+        design_forecasts=design_forecasts,
     )

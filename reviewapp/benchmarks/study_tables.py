@@ -1061,6 +1061,86 @@ def hint_degree_plot(statistics: BenchmarkStatistics):
     return figure
 
 
+# Л.4: decisions within the pairs of a 50/50 set -----------------------------------------------------------------
+
+
+def pair_decisions_table(statistics: BenchmarkStatistics) -> Table:
+    columns = (
+        Column("rule", "Forecaster or rule"),
+        Column("pairs", "Pairs", INT),
+        Column("accepts_confirmed_only", "Accepts the confirmed, rejects the reversed", INT),
+        Column("accepts_both", "Accepts both", INT),
+        Column("rejects_both", "Rejects both", INT),
+        Column("accepts_reversed_only", "Rejects the confirmed, accepts the reversed", INT),
+        Column("without_answer", "No answer on both", INT),
+    )
+    study = _study(statistics)
+    rows = [
+        {
+            "rule": item.rule,
+            "pairs": item.pairs,
+            "accepts_confirmed_only": item.accepts_confirmed_only,
+            "accepts_both": item.accepts_both,
+            "rejects_both": item.rejects_both,
+            "accepts_reversed_only": item.accepts_reversed_only,
+            "without_answer": item.without_answer,
+        }
+        for item in (study.pair_decisions if study else ())
+    ]
+    return Table(columns, rows)
+
+
+# Н.4: the estimated number of forecasts --------------------------------------------------------------------------
+
+
+def forecast_counts_table(statistics: BenchmarkStatistics) -> Table:
+    columns = (
+        Column("round", "Round"),
+        Column("model", "Model"),
+        Column("forecasts", "Forecasts", INT),
+        Column("usable", "With a yes or no", INT),
+    )
+    study = _study(statistics)
+    rows = [
+        {"round": item.round, "model": item.model, "forecasts": item.forecasts, "usable": item.usable}
+        for item in (study.forecast_counts if study else ())
+    ]
+    if rows:
+        for name in dict.fromkeys(row["round"] for row in rows):
+            of_round = [row for row in rows if row["round"] == name]
+            rows.append(
+                {
+                    "round": name,
+                    "model": "all models",
+                    "forecasts": sum(row["forecasts"] for row in of_round),
+                    "usable": sum(row["usable"] for row in of_round),
+                }
+            )
+    return Table(columns, rows)
+
+
+def design_forecasts_table(statistics: BenchmarkStatistics) -> Table:
+    columns = (
+        Column("design", "Design"),
+        Column("stage", "Stage", INT),
+        Column("models", "Models", INT),
+        Column("hypotheses", "Hypotheses asked about", INT),
+        Column("forecasts", "Forecasts", INT),
+    )
+    study = _study(statistics)
+    rows = [
+        {
+            "design": item.design,
+            "stage": item.stage,
+            "models": item.models,
+            "hypotheses": item.hypotheses,
+            "forecasts": item.forecasts,
+        }
+        for item in (study.design_forecasts if study else ())
+    ]
+    return Table(columns, rows)
+
+
 # The sections of the page --------------------------------------------------------------------------------------
 
 
@@ -1145,6 +1225,34 @@ SECTIONS = (
         needs="statements with a known result: hypotheses imported with confirmed, and their forecasts",
         imports=("hypotheses",),
         seed_source="The supplement names no seed for appendix З; the selection's, 20261026.",
+    ),
+    Section(
+        "pair-decisions",
+        "Decisions within 50/50 pairs",
+        "Л.4",
+        "Each article of a 50/50 set gives one confirmed and one reversed statement, a pair. For each forecasting "
+        "model, the majority and unanimity of the models that answered, and the random control: the four possible "
+        "decisions on a pair (columns that sum to the number of pairs with the pairs lacking an answer).",
+        None,
+        (TableSpec("pair-decisions", "Decisions", pair_decisions_table),),
+        needs="statements with a known result, one confirmed and one reversed per article, and their forecasts",
+        imports=("hypotheses",),
+    ),
+    Section(
+        "forecast-counts",
+        "Estimated number of forecasts",
+        "Н.4",
+        "The unit is one model's forecast of one hypothesis; a forecast stored once and read again by a rule (the "
+        "first-stage model's answer in the unanimity check) counts once. The forecasts the set holds per round and "
+        "model, and those each design needs for its hypotheses per stage: the pooled design asks the second stage "
+        "only about what the first kept, the seed-001 design every model about every hypothesis.",
+        None,
+        (
+            TableSpec("forecast-counts", "Forecasts held", forecast_counts_table),
+            TableSpec("design-forecasts", "Forecasts per design and stage", design_forecasts_table),
+        ),
+        needs="forecasts",
+        imports=("hypotheses",),
     ),
     Section(
         "task-selection",
