@@ -459,7 +459,12 @@ class HypothesesPanelStartApi(APIView):
 
     OutputSerializer = JobStartedSerializer
     success_status = 202
-    error_codes = {**JOB_ERRORS, 400: ("invalid_panel_request", "nothing_to_review", "unknown_hypotheses")}
+    # 404: the run or benchmark set the body names does not exist.
+    error_codes = {
+        **JOB_ERRORS,
+        400: ("invalid_panel_request", "nothing_to_review", "unknown_hypotheses"),
+        404: ("not_found",),
+    }
 
     def post(self, request):
         values = validated(self.InputSerializer, request.data)
