@@ -378,3 +378,20 @@ def test_a_long_model_call_that_still_heart_beats_is_never_taken_back(
         worker.join(60)
     item.refresh_from_db()
     assert (item.state, item.attempts, len(calls)) == ("done", 1, 1)
+
+
+def test_a_run_whose_worker_died_between_its_last_item_and_the_advance_is_advanced_again(
+    roster, settings, django_capture_on_commit_callbacks
+):
+    settings.CELERY_TASK_ALWAYS_EAGER = True
+    run = run_create(question="Does the bone-marrow niche shape clonal fitness?", client_address="192.0.2.1")
+    run_advance(run_id=run.pk)
+    run.refresh_from_db()
+    assert run.status == Run.Status.GENERATING
+    # Every item recorded, the run not moved on, and silent for a minute and a half.
+    RunWorkItem.objects.filter(run=run).update(state="done")
+    Run.objects.filter(pk=run.pk).update(last_progress_at=long_ago(90))
+    with django_capture_on_commit_callbacks(execute=True):
+        SWEEPS["screening runs"]()
+    run.refresh_from_db()
+    assert run.status != Run.Status.GENERATING and run.resume_count == 0
