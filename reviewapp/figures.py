@@ -11,13 +11,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from reviewapp.core.pages import FIGURE_FORMATS
 from reviewapp.selectors.analysis import CohortReviewAnalysis
 from reviewapp.selectors.exports import spreadsheet_text
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-FORMATS = {"csv": "text/csv; charset=utf-8", "png": "image/png", "svg": "image/svg+xml"}
+FORMATS = FIGURE_FORMATS
 COLOURS = ("#2b6cb0", "#c05621", "#2f855a", "#6b46c1", "#b7791f")
 
 

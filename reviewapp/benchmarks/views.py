@@ -19,6 +19,7 @@ from django.utils.text import slugify
 from django.views.decorators.http import require_http_methods, require_POST
 
 from reviewapp.analysis import SEEDS
+from reviewapp.api.imports import import_upload
 from reviewapp.benchmarks import selectors
 from reviewapp.benchmarks.api import SEED_PARAMETERS, BenchmarkCreateApi, JudgeAddApi, statistics_seeds
 from reviewapp.benchmarks.figures import (
@@ -34,12 +35,10 @@ from reviewapp.benchmarks.services.judging import judging_jobs, judging_start
 from reviewapp.benchmarks.study_tables import SECTIONS
 from reviewapp.core import roles
 from reviewapp.core.errors import InputInvalid, page_errors, validated
+from reviewapp.core.pages import figure_response, int_or_none, posted_import
 from reviewapp.core.requests import body_limit
 from reviewapp.figures import FORMATS
 from reviewapp.models import Cohort
-from reviewapp.views.analysis import figure_response
-from reviewapp.views.coordinate import int_or_none
-from reviewapp.views.imports import posted_import
 from screening.llm.models import ModelEndpoint, Roster
 from screening.models import Run
 
@@ -111,7 +110,7 @@ def benchmark_list(request):
         "form": form,
         "errors": errors,
     }
-    return render(request, "reviewapp/benchmark_list.html", context, status=status)
+    return render(request, "benchmarks/benchmark_list.html", context, status=status)
 
 
 def _detail_context(benchmark: BenchmarkSet) -> dict:
@@ -128,7 +127,7 @@ def benchmark_detail(request, benchmark_id: int):
     benchmark = _get_benchmark_for_user(request, benchmark_id)
     context = _detail_context(benchmark)
     if request.htmx and request.htmx.target == "set-progress":
-        return render(request, "reviewapp/benchmark_detail.html#progress", context)
+        return render(request, "benchmarks/benchmark_detail.html#progress", context)
     context |= {
         "judges": selectors.benchmark_judges(benchmark),
         "imports": selectors.benchmark_imports(benchmark),
@@ -137,7 +136,7 @@ def benchmark_detail(request, benchmark_id: int):
         "default_roster": Roster.objects.filter(is_default=True).first(),
         "endpoints": ModelEndpoint.objects.filter(enabled=True),
     }
-    return render(request, "reviewapp/benchmark_detail.html", context)
+    return render(request, "benchmarks/benchmark_detail.html", context)
 
 
 @login_required
@@ -231,10 +230,12 @@ def benchmark_import(request, benchmark_id: int):
         "upload_limit": settings.OH_MAX_IMPORT_BYTES,
     }
     if request.method == "POST":
-        context["result"], context["problems"], _ = posted_import(request, benchmark_import_file, benchmark=benchmark)
+        context["result"], context["problems"], _ = posted_import(
+            request, benchmark_import_file, read_upload=import_upload, benchmark=benchmark
+        )
     context["imports"] = selectors.benchmark_imports(benchmark)
     context.update(_import_columns())
-    template = "reviewapp/benchmark_import.html#outcome" if request.htmx else "reviewapp/benchmark_import.html"
+    template = "benchmarks/benchmark_import.html#outcome" if request.htmx else "benchmarks/benchmark_import.html"
     return render(request, template, context)
 
 
@@ -276,7 +277,7 @@ def benchmark_judge_table(request, benchmark_id: int):
         "filter_query": f"{query}&" if query else "",
         "outcomes": list(OUTCOME_FILTERS),
     }
-    return render(request, "reviewapp/benchmark_judges.html", context)
+    return render(request, "benchmarks/benchmark_judges.html", context)
 
 
 # Statistics ------------------------------------------------------------------------------------------------------
@@ -443,14 +444,14 @@ def benchmark_statistics(request, benchmark_id: int):
     }
     context["selection_sections"] = _selection_sections(statistics, context["votes"], context["pairs"])
     context["contents"] = _contents(context["selection_sections"], context["sections"], context["cohorts"])
-    return render(request, "reviewapp/benchmark_statistics.html", context, status=400 if errors else 200)
+    return render(request, "benchmarks/benchmark_statistics.html", context, status=400 if errors else 200)
 
 
 @login_required
 def benchmark_import_format(request):
     """The tables a set's import file may hold: analysts read it from the statistics page's empty sections."""
     roles.require_read_all(request.user)
-    return render(request, "reviewapp/benchmark_import_format.html", _import_columns())
+    return render(request, "benchmarks/benchmark_import_format.html", _import_columns())
 
 
 def _import_columns() -> dict:

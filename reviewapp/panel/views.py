@@ -21,6 +21,7 @@ from django.views.decorators.http import require_POST
 from reviewapp.benchmarks.models import BenchmarkHypothesis, BenchmarkSet
 from reviewapp.core import roles
 from reviewapp.core.errors import ServiceError, page_errors, validated
+from reviewapp.core.pages import figure_response
 from reviewapp.figures import FORMATS, FigureSpec, figure_file
 from reviewapp.models import Cohort
 from reviewapp.panel import figures, selectors
@@ -38,7 +39,6 @@ from reviewapp.panel.prompts import PROMPT_VERSION, PROMPTS
 from reviewapp.panel.ratings import parameters
 from reviewapp.panel.services import critique, panel
 from reviewapp.protocol import CRITERIA
-from reviewapp.views.analysis import figure_response
 from screening.models import Hypothesis, Run
 
 CRITERION_LABELS = {field: label for field, label, *_ in CRITERIA}

@@ -1,13 +1,14 @@
 """Pages of a cohort's human review analysis: revision outcomes and reviewer agreement, with plots and downloads."""
 
 from django.contrib.auth.decorators import login_required
-from django.http import Http404, HttpResponse
+from django.http import Http404
 from django.shortcuts import get_object_or_404, render
 from django.urls import path
 from django.utils.text import slugify
 
 from reviewapp import protocol
 from reviewapp.core import roles
+from reviewapp.core.pages import figure_response
 from reviewapp.figures import COHORT_FIGURES, FORMATS, figure_file
 from reviewapp.models import Cohort
 from reviewapp.selectors.analysis import cohort_review_analysis
@@ -16,14 +17,6 @@ from reviewapp.selectors.analysis import cohort_review_analysis
 def _get_cohort_for_user(request, cohort_id: int) -> Cohort:
     roles.require_read_all(request.user)
     return get_object_or_404(Cohort, pk=cohort_id)
-
-
-def figure_response(content: bytes, file_format: str, filename: str) -> HttpResponse:
-    """A figure's file: its table as a CSV download, its plot shown in the browser."""
-    response = HttpResponse(content, content_type=FORMATS[file_format])
-    disposition = "attachment" if file_format == "csv" else "inline"
-    response["Content-Disposition"] = f'{disposition}; filename="{filename}"'
-    return response
 
 
 @login_required

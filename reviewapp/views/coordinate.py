@@ -18,6 +18,7 @@ from reviewapp.api.cohorts import AssignmentRules, CohortCreateApi, CohortStatus
 from reviewapp.api.users import UserCreateApi
 from reviewapp.core import roles
 from reviewapp.core.errors import InputInvalid, ServiceError, page_errors, validated
+from reviewapp.core.pages import int_or_none
 from reviewapp.models import Assignment, Cohort, Conflict
 from reviewapp.selectors import cohorts as cohort_selectors
 from reviewapp.selectors.users import reviewer_named, reviewer_queryset, user_list, user_roles
@@ -59,14 +60,6 @@ def _field_errors(error: ServiceError) -> list[dict]:
             {"row": None, "field": name, "message": str(problem)} for name, problems in fields for problem in problems
         ]
     return getattr(error, "errors", None) or [{"row": None, "field": "", "message": error.message}]
-
-
-def int_or_none(value: str | None) -> int | None:
-    """A form value as a whole number; None when it is empty or not a number."""
-    try:
-        return int(value) if value not in (None, "") else None
-    except ValueError:
-        return None
 
 
 # Cohort list

@@ -9,7 +9,7 @@ from django.views.decorators.http import require_http_methods
 
 from reviewapp.api.imports import import_upload
 from reviewapp.core import roles
-from reviewapp.core.errors import page_errors
+from reviewapp.core.pages import posted_import
 from reviewapp.core.requests import body_limit
 from reviewapp.models import Cohort
 from reviewapp.services.imports import FIELDS, REQUIRED, cohort_import_file
@@ -20,19 +20,6 @@ def _get_cohort_for_coordinator(request, pk: int) -> Cohort:
     if not roles.can_coordinate(request.user):
         raise PermissionDenied
     return get_object_or_404(Cohort, pk=pk)
-
-
-def posted_import(request, import_file, **target):
-    """Import the file posted to an import page into target (cohort= or benchmark=, as import_file takes it).
-
-    (result, problems, error): the import's result, or the refusal and the rows it names (None when it names none).
-    """
-    result = None
-    with page_errors() as outcome:
-        upload = import_upload(request.FILES)
-        result = import_file(**target, filename=upload.name, content=upload.read(), user=request.user)
-    problems = getattr(outcome.error, "rows", None)
-    return result, problems, outcome.error
 
 
 @body_limit("OH_MAX_IMPORT_BYTES")
@@ -48,7 +35,9 @@ def cohort_import(request, cohort_id):
         "upload_limit": settings.OH_MAX_IMPORT_BYTES,
     }
     if request.method == "POST":
-        context["result"], context["problems"], error = posted_import(request, cohort_import_file, cohort=cohort)
+        context["result"], context["problems"], error = posted_import(
+            request, cohort_import_file, read_upload=import_upload, cohort=cohort
+        )
         if error is not None:
             context["refusal"] = "" if context["problems"] else error.message
     context["batches"] = cohort.imports.select_related("created_by").order_by("-created_at")
