@@ -73,6 +73,20 @@ def test_load_demo_queues_every_role_s_work_once(simulated_roster):
     assert demo_counts() == counts
 
 
+def test_the_demo_set_holds_the_analyses_optional_tables_that_need_no_hypothesis(simulated_roster, client):
+    from reviewapp.benchmarks.selectors import benchmark_statistics
+
+    load_demo()
+    benchmark = BenchmarkSet.objects.get(name=DEMO_BENCHMARK_NAME)
+    study = benchmark_statistics(benchmark).study
+    assert study.task_selection is not None and study.task_selection.check.order_reproduces
+    assert study.task_selection.final_tasks_in_set == DEMO_BENCHMARK_TASKS
+    assert "Demonstration query" in study.task_selection.query
+    assert benchmark.forecasters.count() == 4  # the roster's stage-1 and stage-2 models with their companies
+    assert benchmark.benchmark_tasks.filter(hint_score__isnull=True).count() == 0
+    assert all(task.key_elements for task in benchmark.benchmark_tasks.all())
+
+
 def test_load_demo_queues_nothing_for_a_real_provider(db, monkeypatch):
     for name in PROVIDER_KEYS:
         monkeypatch.delenv(name, raising=False)

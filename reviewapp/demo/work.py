@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from django.contrib.auth.models import User
 from django.db import transaction
 
+from reviewapp import analysis
 from reviewapp.benchmarks.models import BenchmarkSet, BenchmarkTask
 from reviewapp.benchmarks.services.imports import benchmark_import_file
 from reviewapp.benchmarks.services.judging import judging_start
@@ -101,11 +102,67 @@ def demo_panel_start(cohort: Cohort, coordinator: User) -> list[BackgroundJob]:
     ]
 
 
-def _demo_benchmark_file() -> bytes:
+# The optional tables of the appendices' analyses that need no hypothesis, written for the demonstration (not research
+# data): a hint score and the reference statement's key elements per task, and a task-selection log whose candidates
+# are in the salted order the analysis checks.
+DEMO_HINT_SCORES = {"DEMO-CH-1": 1.0, "DEMO-SEN-1": 0.0, "DEMO-NAD-1": 2.0, "DEMO-EPI-1": 1.0}
+DEMO_KEY_ELEMENTS = {
+    "DEMO-CH-1": ("IL-1 signalling from the aged marrow niche", "TET2-mutant stem cells", "IL-1 receptor blockade"),
+    "DEMO-SEN-1": ("intermittent senolytic treatment", "adipose p16INK4a expression", "circulating SASP proteins"),
+    "DEMO-NAD-1": ("NR supplementation", "muscle NAD+ metabolome", "CD38 inhibition", "mitochondrial respiration"),
+    "DEMO-EPI-1": ("moderate caloric restriction", "pace-of-ageing methylation measure", "weight loss"),
+}
+DEMO_SELECTION_SALT = "open-hypothesis-demo"
+DEMO_SELECTION_EXCLUSIONS = (("90000011", "review article"), ("90000012", "no experimental finding"))
+DEMO_SELECTION_CANDIDATES = ("90000001", "90000002", "90000003", "90000004", "90000005", "90000006")
+
+
+def _demo_selection_records(task_keys: list[str]) -> list[dict]:
+    """The demonstration log's records: two exclusions, then the candidates in the salted order, the first ones the
+    final tasks."""
+    records = [{"pmid": pmid, "status": "excluded", "reason": reason} for pmid, reason in DEMO_SELECTION_EXCLUSIONS]
+    order = analysis.candidate_order(DEMO_SELECTION_SALT, DEMO_SELECTION_CANDIDATES)
+    for position, pmid in enumerate(order, 1):
+        final = position <= len(task_keys)
+        records.append(
+            {
+                "pmid": pmid,
+                "status": "candidate",
+                "position": position,
+                "final": final,
+                **({"task": task_keys[position - 1]} if final else {}),
+            }
+        )
+    return records
+
+
+def _demo_benchmark_file(roster: Roster) -> bytes:
     """The set's tasks: the first research tasks of the demo cohort's file, exactly as written there (so the import
-    reuses the cohort's research tasks)."""
+    reuses the cohort's research tasks), with the analyses' optional tables that need no hypothesis and the
+    forecasting models' companies (from the roster)."""
     tasks = json.loads(DEMO_COHORT_FILE.read_text(encoding="utf-8"))["tasks"][:DEMO_BENCHMARK_TASKS]
-    return json.dumps({"tasks": tasks}, ensure_ascii=False, sort_keys=True).encode()
+    keys = [task["key"] for task in tasks]
+    forecasters = {
+        member.endpoint.model_id: member.endpoint.company
+        for member in roster.members.select_related("endpoint").filter(role__in=("stage1", "stage2"))
+    }
+    content = {
+        "tasks": tasks,
+        "hints": [{"task": key, "hint_score": DEMO_HINT_SCORES[key]} for key in keys if key in DEMO_HINT_SCORES],
+        "key_elements": [
+            {"task": key, "element": element} for key in keys for element in DEMO_KEY_ELEMENTS.get(key, ())
+        ],
+        "forecasters": [{"model": model, "company": company} for model, company in sorted(forecasters.items())],
+        "selection_log": [
+            {
+                "query": "Demonstration query (not a real search): ageing[tiab] AND mouse[tiab]",
+                "salt": DEMO_SELECTION_SALT,
+                "found": len(DEMO_SELECTION_EXCLUSIONS) + len(DEMO_SELECTION_CANDIDATES),
+            }
+        ],
+        "selection_records": _demo_selection_records(keys),
+    }
+    return json.dumps(content, ensure_ascii=False, sort_keys=True).encode()
 
 
 def demo_benchmark_start(coordinator: User) -> BenchmarkSet | None:
@@ -126,7 +183,10 @@ def demo_benchmark_start(coordinator: User) -> BenchmarkSet | None:
             user=coordinator,
         )
         benchmark_import_file(
-            benchmark=benchmark, filename="demo-benchmark-tasks.json", content=_demo_benchmark_file(), user=coordinator
+            benchmark=benchmark,
+            filename="demo-benchmark-tasks.json",
+            content=_demo_benchmark_file(roster),
+            user=coordinator,
         )
         for endpoint in judges:
             judge_add(benchmark=benchmark, endpoint=endpoint)
