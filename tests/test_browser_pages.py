@@ -178,6 +178,10 @@ def staff_pages(world: World, *, coordinator: bool) -> list[tuple[str, str]]:
         ("AI panel", reverse("panel-cohort", args=[c])),
         ("ratings", reverse("panel-ratings", args=[c])),
         ("calibration", reverse("panel-calibration", args=[c])),
+        ("evaluation", reverse("panel-evaluation", args=[c])),
+        ("contribution families", reverse("panel-families", args=[c])),
+        # A revision by another author: a run of one version whose parent is context, drawn dashed.
+        ("research run", reverse("panel-evaluation-run", args=[c, "AGE-1-3"])),
         ("panel profile", reverse("panel-subject", args=[world.subject_id])),
         ("panel prompts", reverse("panel-prompts")),
         ("run panel", reverse("panel-run", args=[run])),
