@@ -77,6 +77,28 @@ def test_an_oversized_body_is_refused_from_its_length_before_it_is_read(live_ser
     assert json.loads(body)["error"] == "body_too_large"
 
 
+@pytest.mark.parametrize("address", ["/literature/", "/api/v1/literature/import"])
+def test_a_chunked_body_without_a_length_is_never_read(live_server, address):
+    """A body sent in chunks, without Content-Length, is read as empty (Django reads no more than the length says):
+    the answer comes while the client is still sending, with a made-up CSRF cookie too."""
+    url = urlsplit(live_server.url)
+    with socket.create_connection((url.hostname, url.port), timeout=20) as connection:
+        connection.sendall(
+            f"POST {address} HTTP/1.1\r\nHost: localhost\r\nCookie: csrftoken={'x' * 32}\r\n"
+            "Content-Type: multipart/form-data; boundary=b\r\nTransfer-Encoding: chunked\r\n\r\n".encode()
+        )
+        connection.sendall(b"10000\r\n" + b"x" * 0x10000 + b"\r\n")  # one chunk of 64 KB, and never the last
+        started = time.monotonic()
+        answer = b""
+        while b"\r\n" not in answer:
+            chunk = connection.recv(65536)
+            if not chunk:
+                break
+            answer += chunk
+    assert time.monotonic() - started < 15
+    assert answer.split(b" ")[1] in (b"302", b"401", b"403"), answer[:200]
+
+
 def test_each_address_has_its_own_body_limit(client, coordinator, settings, roster):
     settings.OH_MAX_BODY_BYTES = 1000
     settings.OH_MAX_IMPORT_BYTES = 100_000
