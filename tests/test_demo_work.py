@@ -84,6 +84,7 @@ def test_the_demo_set_holds_the_analyses_optional_tables_that_need_no_hypothesis
     assert "Demonstration query" in study.task_selection.query
     assert benchmark.forecasters.count() == 4  # the roster's stage-1 and stage-2 models with their companies
     assert benchmark.benchmark_tasks.filter(hint_score__isnull=True).count() == 0
+    assert benchmark.design == "seed-001"  # the full forecast matrix for the analyses that need it
     assert all(task.key_elements for task in benchmark.benchmark_tasks.all())
 
 
@@ -144,7 +145,12 @@ def test_a_worker_turns_the_demo_into_real_work_for_every_role(needs_postgres, s
     for suffix in ("table-s.xlsx", "bundle.zip"):
         download = analyst.get(f"/api/v1/benchmarks/{benchmark.pk}/{suffix}")
         assert download.status_code == 200 and len(download.getvalue()) > 1000
-    assert analyst.get(f"/benchmarks/{benchmark.pk}/statistics/").status_code == 200
+    page = analyst.get(f"/benchmarks/{benchmark.pk}/statistics/").content.decode()
+    # The demo's data fill the sections that need the full matrix and the imported tables that need no hypothesis.
+    contents = page[page.index('<nav class="contents-bar"') : page.index("</nav>", page.index('class="contents-bar"'))]
+    for slug in ("forecast-rules", "rule-enumeration", "task-selection", "key-elements", "hint-degree"):
+        entry = contents[contents.index(f'href="#{slug}"') :]
+        assert entry[: entry.index("</li>")].endswith("filled</span>"), slug
     # Everyone: one completed public run, labelled simulated.
     public = Run.objects.get(question=DEMO_RUN_QUESTION)
     body = Client().get(f"/api/v1/open-hypothesis/runs/{public.public_id}").json()

@@ -180,6 +180,9 @@ def demo_benchmark_start(coordinator: User) -> BenchmarkSet | None:
             description=DEMO_BENCHMARK_DESCRIPTION,
             roster=roster,
             seed=DEMO_SEED,
+            # The benchmark's own design: every forecaster on every hypothesis, so the analyses that need the full
+            # forecast matrix (majority and unanimity, every voting rule, the best single model) are filled too.
+            design=BenchmarkSet.Design.SEED_001,
             user=coordinator,
         )
         benchmark_import_file(
