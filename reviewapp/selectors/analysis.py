@@ -18,6 +18,10 @@ class CohortReviewAnalysis:
     revisions: analysis.RevisionOutcomes
     revision_pairs: int  # predecessor → child pairs with both in the cohort
     revisions_by_criterion: dict[str, analysis.RevisionOutcomes]  # the same pairs on each criterion's mean (1–4)
+    # Every parent→child edge with both in the cohort (a crossover's every parent: the transitions), kept beside the
+    # first-listed-parent figures above (docs/protocol.md#transitions).
+    edge_revisions: analysis.RevisionOutcomes
+    edge_pairs: int
     agreement: tuple[analysis.ReviewerAgreement, ...]  # overall, then the six criteria, then the recommendation
     profiles: tuple[analysis.AuthorProfile, ...]  # per author: overall and the six criteria, with task intervals
     profile_resamples: int
@@ -61,9 +65,17 @@ def cohort_review_analysis(cohort: Cohort) -> CohortReviewAnalysis:
     authors = dict(Proposal.objects.filter(pk__in=predecessors).values_list("pk", "author"))
     links = sorted((parent, child, authors[child]) for child, parent in predecessors.items() if parent in members)
 
-    def pairs_of(scores) -> list:
+    every_edge = Proposal.parents.through.objects.filter(from_proposal__in=members, to_proposal__in=members)
+    child_authors = dict(Proposal.objects.filter(pk__in=members).values_list("pk", "author"))
+    edges = sorted(
+        (parent, child, child_authors[child])
+        for child, parent in every_edge.values_list("from_proposal_id", "to_proposal_id")
+    )
+
+    def pairs_of(scores, pairs=None) -> list:
         return [
-            (parent, child, author, scores.get(parent, []), scores.get(child, [])) for parent, child, author in links
+            (parent, child, author, scores.get(parent, []), scores.get(child, []))
+            for parent, child, author in (links if pairs is None else pairs)
         ]
 
     return CohortReviewAnalysis(
@@ -71,6 +83,8 @@ def cohort_review_analysis(cohort: Cohort) -> CohortReviewAnalysis:
         submitted_reviews=len(reviews),
         revisions=analysis.revision_outcomes(pairs_of(overall)),
         revision_pairs=len(links),
+        edge_revisions=analysis.revision_outcomes(pairs_of(overall, edges)),
+        edge_pairs=len(edges),
         revisions_by_criterion={
             criterion: analysis.revision_outcomes(pairs_of(criteria[criterion])) for criterion in CRITERION_FIELDS
         },

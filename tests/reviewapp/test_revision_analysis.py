@@ -95,3 +95,16 @@ def test_the_statistics_page_shows_outcomes_per_criterion(client, analyst, cohor
     lines = table.strip().splitlines()
     assert lines[0].startswith("criterion,pairs,improved") and lines[1].startswith("overall,2,1,1,0")
     assert client.get(reverse("cohort-figure", args=[cohort.pk, "revision-criteria", "png"])).status_code == 200
+
+
+def test_every_edge_is_counted_beside_the_first_parent_pairs(client, analyst, cohort):
+    result = cohort_review_analysis(cohort)
+    # p1 → p2, p2 → p3, p1 → p3 and p1 → p4 (p0 → p4 leaves the cohort): four edges, against two first-parent pairs.
+    assert (result.edge_pairs, result.revision_pairs) == (4, 2)
+    edges = result.edge_revisions.overall
+    # Changes: p2 − p1 = 1, p3 − p2 = 0, p3 − p1 = 1, p4 − p1 = 3.
+    assert (edges.pairs, edges.improved, edges.unchanged, edges.worsened) == (4, 3, 1, 0)
+    assert edges.mean_change == pytest.approx(1.25)
+    client.force_login(analyst)
+    page = client.get(reverse("cohort-statistics", args=[cohort.pk])).content.decode()
+    assert "4 edges,\n    4 comparable: 3 improved" in page
