@@ -555,7 +555,7 @@ def references_fetch(
         "pubmed": eutils.search,
     }
     if source not in searches:
-        raise ValueError(f"unknown literature source {source!r}: use one of {', '.join(searches)}")
+        raise ServiceError(f"“{source}” is not a literature source: use one of {', '.join(searches)}.")
     started = time.monotonic()
     writer = ReferenceWriter()
     records = skipped = 0

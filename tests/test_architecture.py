@@ -6,9 +6,13 @@ import re
 import shutil
 import subprocess
 import sys
+from importlib import import_module
 from pathlib import Path
+from typing import get_type_hints
 
 import pytest
+
+from reviewapp.core.errors import ServiceError
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("reviewapp", "screening", "literature")
@@ -50,6 +54,9 @@ def test_the_rooms_hold():
         ("reviewapp.models", "from reviewapp.services import jobs", "Review room"),
         ("reviewapp.services.accounts", "from reviewapp import admin", "Review room"),
         ("reviewapp.admin", "from screening.models import Run", "Rooms depend one way"),
+        ("reviewapp.inspiration.services", "from screening.llm import simulator", "simulated model server"),
+        ("reviewapp.panel.services.common", "from screening.services import work", "through the model calls"),
+        ("reviewapp.benchmarks.views", "from reviewapp.views import analysis", "page helpers of the core"),
     ],
 )
 def test_a_forbidden_import_breaks_a_contract(tree_copy, module, statement, contract):
@@ -121,3 +128,32 @@ def test_every_reference_to_a_docs_section_resolves():
         if anchor not in anchors.get(name, set())
     ]
     assert unresolved == []
+
+
+def services_modules() -> list[Path]:
+    """Every services module: `services.py` or a module of a `services` package, in each room."""
+    return sorted(
+        path
+        for package in PACKAGES
+        for path in (ROOT / package).rglob("*.py")
+        if "migrations" not in path.parts and (path.name == "services.py" or path.parent.name == "services")
+    )
+
+
+def test_services_raise_only_service_errors():
+    """docs/architecture.md, "Inside a room": a refusal is a ServiceError (pages and the API answer it in one shape),
+    never Django's PermissionDenied or a ValueError. Each exception a services module raises by name is one (or a
+    function's that returns one)."""
+    raised = []
+    for path in services_modules():
+        module = import_module(".".join(path.relative_to(ROOT).with_suffix("").parts))
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Raise) and isinstance(node.exc, ast.Call):
+                name = ast.unparse(node.exc.func)
+                error = eval(name, vars(module))  # a name or attribute the module itself resolves
+                if not isinstance(error, type):  # a function that makes the error: by its declared return type
+                    error = get_type_hints(error).get("return")
+                if not (isinstance(error, type) and issubclass(error, ServiceError)):
+                    raised.append(f"{path.relative_to(ROOT)}:{node.lineno} {name}")
+    assert len(services_modules()) > 10
+    assert raised == []

@@ -83,6 +83,13 @@ class NotFound(ServiceError):
     status = status.HTTP_404_NOT_FOUND
 
 
+class Forbidden(ServiceError):
+    """The rules refuse this user what they asked (403): a service's own check of who may do it."""
+
+    code = "forbidden"
+    status = status.HTTP_403_FORBIDDEN
+
+
 class StateConflict(ServiceError):
     """A valid request that the current state of what it names refuses (409), with its own code."""
 

@@ -106,7 +106,7 @@ def job_label(job: BackgroundJob) -> str:
 @transaction.atomic
 def job_create(*, kind: str, params: dict, user) -> BackgroundJob:
     if kind not in JOB_KINDS:
-        raise ValueError(f"Unknown job kind {kind!r}")
+        raise ServiceError(f"There is no kind of background job named “{kind}”.")
     broker_check()
     job = BackgroundJob.objects.create(kind=kind, params=params, created_by=user)
     enqueue_on_commit(JOB_TASK, job.pk)

@@ -3,14 +3,13 @@
 from dataclasses import dataclass
 from datetime import datetime
 
-from django.core.exceptions import PermissionDenied
 from django.db import IntegrityError, transaction
 from django.db.models import F
 from django.utils import timezone
 
 from reviewapp import protocol
 from reviewapp.core import roles
-from reviewapp.core.errors import Problem, ServiceError, problem
+from reviewapp.core.errors import Forbidden, Problem, ServiceError, problem
 from reviewapp.core.text import control_character_problem
 from reviewapp.models import Assignment, AuditEvent, Cohort, Review
 
@@ -35,6 +34,13 @@ class StaleReview(ReviewError):
 
     def __init__(self):
         super().__init__("This review was changed in another tab or window since this page loaded.")
+
+
+class ReviewForbidden(ReviewError):
+    """A review write by someone who may not write this review (403)."""
+
+    code = Forbidden.code
+    status = Forbidden.status
 
 
 class ReviewLocked(ReviewError):
@@ -76,7 +82,7 @@ def _problems(errors: dict[str, str]) -> list[Problem]:
 
 def _check_writable(assignment: Assignment, reviewer) -> None:
     if assignment.reviewer_id != reviewer.pk:
-        raise PermissionDenied("Only the assigned reviewer can write this review.")
+        raise ReviewForbidden("Only the assigned reviewer can write this review.")
     if assignment.cohort.status != Cohort.Status.OPEN:
         raise ReviewLocked("This cohort is closed; its reviews can no longer be changed.")
 
@@ -307,7 +313,7 @@ def review_submit(
 def review_reopen(*, review: Review, user) -> Review:
     """Return a submitted review to draft so its reviewer can change it (coordinators only, audit-logged)."""
     if not roles.can_coordinate(user):
-        raise PermissionDenied("Only a coordinator can reopen a submitted review.")
+        raise Forbidden("Only a coordinator can reopen a submitted review.")
     submitted_at = Review.objects.filter(pk=review.pk).values_list("submitted_at", flat=True).first()
     # Bumping the version makes any page still showing the submitted review stale.
     reopened = Review.objects.filter(pk=review.pk, status=Review.Status.SUBMITTED).update(

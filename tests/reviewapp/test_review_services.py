@@ -1,10 +1,10 @@
 from datetime import timedelta
 
 import pytest
-from django.core.exceptions import PermissionDenied
 from django.utils import timezone
 
 from reviewapp import protocol
+from reviewapp.core.errors import ServiceError
 from reviewapp.models import AuditEvent, Cohort, Review
 from reviewapp.services.reviews import (
     MAX_COUNTED_GAP_SECONDS,
@@ -193,8 +193,9 @@ def test_reviews_in_a_closed_cohort_cannot_be_changed(assignment, reviewer):
 
 
 def test_only_the_assigned_reviewer_can_write(assignment, other_reviewer):
-    with pytest.raises(PermissionDenied):
+    with pytest.raises(ServiceError) as refused:
         review_save(assignment=assignment, reviewer=other_reviewer, data={"overall": "1"}, version=0)
+    assert (refused.value.code, refused.value.status) == ("forbidden", 403)
 
 
 def test_the_checklist_is_cleared_when_no_flaw_is_declared(assignment, reviewer):
@@ -219,8 +220,9 @@ def test_a_coordinator_reopens_a_submitted_review_and_it_is_audited(assignment, 
 @pytest.mark.parametrize("role", ["reviewer", "analyst"])
 def test_only_coordinators_reopen(assignment, reviewer, role):
     review = review_submit(assignment=assignment, reviewer=reviewer, data=COMPLETE, version=0)
-    with pytest.raises(PermissionDenied):
+    with pytest.raises(ServiceError) as refused:
         review_reopen(review=review, user=factories.make_user(role))
+    assert (refused.value.code, refused.value.status) == ("forbidden", 403)
     assert Review.objects.get(pk=review.pk).status == Review.Status.SUBMITTED
     assert not AuditEvent.objects.exists()
 
