@@ -169,6 +169,7 @@ COORDINATOR = {
     "panel-family-record",
     "api-cohort-family",
     "api-cohort-assessment-status",
+    "api-panel-review-status",
 }
 CLASSIFIED = PUBLIC | SIGNED_IN | REVIEWER | READ_ALL | COORDINATOR
 DENIED = {401, 403, 404, 405}

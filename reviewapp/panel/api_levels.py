@@ -20,7 +20,7 @@ from reviewapp.panel import research, selectors
 from reviewapp.panel.models import FAMILY_MATURITIES, FAMILY_STATUSES, Assessment, ContributionFamily, ReviewStatus
 from reviewapp.panel.research import AssessmentRow
 from reviewapp.panel.services.families import families_group, family_record
-from reviewapp.panel.services.levels import assessment_review_status_set
+from reviewapp.panel.services.levels import REVIEWED_RECORDS, assessment_review_status_set, review_status_set
 
 
 def _cohort(cohort_id: int) -> Cohort:
@@ -398,7 +398,36 @@ class AssessmentStatusApi(APIView):
         return Response(self.OutputSerializer({"id": assessment.pk, "status": assessment.review_status}).data)
 
 
+class ReviewStatusApi(APIView):
+    """Mark any model-answered assessment record checked or disputed (or automated again): a panel review
+    (`panel_review`), a fresh-context reference review (`reference_review`), a revision judgment
+    (`revision_judgment`) or a path or run assessment (`assessment`). Audit-logged."""
+
+    permission_classes = [IsCoordinator]
+
+    class InputSerializer(serializers.Serializer):
+        record = serializers.ChoiceField(choices=list(REVIEWED_RECORDS))
+        id = serializers.IntegerField(min_value=1, max_value=2**31 - 1)
+        status = serializers.ChoiceField(choices=ReviewStatus.choices)
+
+    class OutputSerializer(serializers.Serializer):
+        record = serializers.CharField()
+        id = serializers.IntegerField()
+        status = serializers.ChoiceField(choices=ReviewStatus.choices)
+
+    def put(self, request):
+        values = validated(self.InputSerializer, request.data)
+        target = REVIEWED_RECORDS[values["record"]].objects.filter(pk=values["id"]).first()
+        if target is None:
+            raise NotFound(f"There is no {values['record'].replace('_', ' ')} {values['id']}.")
+        target = review_status_set(record=target, status=values["status"], user=request.user)
+        return Response(
+            self.OutputSerializer({"record": values["record"], "id": target.pk, "status": target.review_status}).data
+        )
+
+
 urlpatterns = [
+    path("api/v1/ai-panel/review-status", by_method(put=ReviewStatusApi), name="api-panel-review-status"),
     path("api/v1/ai-panel/rubrics", RubricListApi.as_view(), name="api-panel-rubrics"),
     path("api/v1/cohorts/<int:cohort_id>/paths", PathListApi.as_view(), name="api-cohort-paths"),
     path("api/v1/cohorts/<int:cohort_id>/research-runs", ResearchRunListApi.as_view(), name="api-cohort-runs"),

@@ -121,3 +121,26 @@ def test_reviewers_and_analysts_cannot_record(cohort, analyst):
     put = f"/api/v1/cohorts/{cohort.pk}/contribution-families/{family_id}"
     assert client_for(analyst).put(put, {"status": "supported"}, format="json").status_code == 403
     assert client_for(reviewer).put(put, {"status": "supported"}, format="json").status_code == 403
+
+
+def test_coordinators_set_the_review_status_of_any_model_answer(cohort, script, coordinator, analyst):
+    from reviewapp.panel.models import PanelReview, RevisionJudgment
+
+    jobs.job_run(job_id=panel_start_for_cohort(cohort=cohort, user=coordinator).pk)
+    review, judgment = PanelReview.objects.first(), RevisionJudgment.objects.first()
+    assert len(review.packet_sha256) == 64 and len(judgment.packet_sha256) == 64
+    url = "/api/v1/ai-panel/review-status"
+    body = {"record": "panel_review", "id": review.pk, "status": "checked"}
+    assert client_for(analyst).put(url, body, format="json").status_code == 403
+    assert client_for(coordinator).put(url, body, format="json").json()["status"] == "checked"
+    answer = client_for(coordinator).put(
+        url, {"record": "revision_judgment", "id": judgment.pk, "status": "disputed"}, format="json"
+    )
+    assert answer.json() == {"record": "revision_judgment", "id": judgment.pk, "status": "disputed"}
+    assert RevisionJudgment.objects.get(pk=judgment.pk).review_status == "disputed"
+    assert client_for(coordinator).put(url, {**body, "id": 999_999}, format="json").status_code == 404
+    events = AuditEvent.objects.filter(action="assessment_review_status").values_list("target_type", "data")
+    assert sorted(events) == [
+        ("panel_review", {"before": "automated", "after": "checked"}),
+        ("revision_judgment", {"before": "automated", "after": "disputed"}),
+    ]

@@ -14,7 +14,7 @@ from django.db import transaction
 from reviewapp.models import AuditEvent, Cohort
 from reviewapp.panel import level_prompts
 from reviewapp.panel.development import PATH_RUBRIC, RUN_RUBRIC, rubric
-from reviewapp.panel.models import Assessment, ReviewStatus
+from reviewapp.panel.models import Assessment, PanelReview, ReferenceReview, ReviewStatus, RevisionJudgment
 from reviewapp.panel.research import CohortTree
 from reviewapp.panel.services.common import Answerer, ask_model
 from reviewapp.selectors.packets import ProposalPacket
@@ -160,16 +160,33 @@ def level_assess(cohort: Cohort, item: LevelItem, answerer: Answerer) -> bool:
 def assessment_review_status_set(*, assessment: Assessment, status: str, user) -> Assessment:
     """A coordinator marks an assessment checked or disputed (or automated again); audit-logged with the status
     before."""
+    return review_status_set(record=assessment, status=status, user=user)
+
+
+# The model-answered records whose review status coordinators set, by the name the API uses.
+REVIEWED_RECORDS = {
+    "assessment": Assessment,
+    "panel_review": PanelReview,
+    "reference_review": ReferenceReview,
+    "revision_judgment": RevisionJudgment,
+}
+
+
+def review_status_set(*, record, status: str, user):
+    """Set the review status of any assessment record (a path or run assessment, a panel review, a fresh-context
+    reference review, a revision judgment); audit-logged with the status before."""
+    model = type(record)
+    kind = next(name for name, cls in REVIEWED_RECORDS.items() if cls is model)
     with transaction.atomic():
-        assessment = Assessment.objects.select_for_update().get(pk=assessment.pk)
-        before = assessment.review_status
-        assessment.review_status = status
-        assessment.save(update_fields=["review_status"])
+        record = model.objects.select_for_update().get(pk=record.pk)
+        before = record.review_status
+        record.review_status = status
+        record.save(update_fields=["review_status"])
         AuditEvent.objects.create(
             actor=user if user is not None and user.is_authenticated else None,
             action="assessment_review_status",
-            target_type="assessment",
-            target_id=str(assessment.pk),
-            data={"cohort": assessment.cohort_id, "before": before, "after": status},
+            target_type=kind,
+            target_id=str(record.pk),
+            data={"before": before, "after": status, **({"cohort": record.cohort_id} if kind == "assessment" else {})},
         )
-        return assessment
+        return record
