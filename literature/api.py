@@ -181,7 +181,11 @@ class CitationWaveInput(serializers.Serializer):
     """One of: anchors typed in, a cohort, a benchmark set (whose tasks' source publications are the anchors)."""
 
     anchors = serializers.ListField(
-        child=serializers.CharField(max_length=100), allow_empty=False, max_length=MAX_ANCHORS, required=False
+        child=serializers.CharField(max_length=100),
+        allow_empty=False,
+        min_length=1,
+        max_length=MAX_ANCHORS,
+        required=False,
     )
     cohort = serializers.IntegerField(min_value=1, max_value=2**31 - 1, required=False)
     benchmark = serializers.IntegerField(min_value=1, max_value=2**31 - 1, required=False)

@@ -282,3 +282,16 @@ def test_every_list_answer_is_a_page(schema):
                 if body.get("$ref", "").endswith("Page"):
                     names = {parameter["name"] for parameter in operation["parameters"]}
                     assert {"limit", "offset"} <= names, (method, path)
+
+
+def test_one_of_bodies_lists_and_the_cutoff_form_are_expressed_in_the_schema(schema):
+    components = schema["components"]["schemas"]
+    unlock = schema["paths"]["/api/v1/users/unlock"]["post"]["requestBody"]["content"]["application/json"]["schema"]
+    options = components[unlock["$ref"].rsplit("/", 1)[-1]]["oneOf"]
+    assert [components[option["$ref"].rsplit("/", 1)[-1]]["required"] for option in options] == [
+        ["username"],
+        ["address"],
+    ]
+    assert components["CutoffInputRequest"]["properties"]["cutoff"]["pattern"] == "^[0-9]{4}-[0-9]{2}(-[0-9]{2})?$"
+    assert components["ComparisonsImportInputRequest"]["properties"]["comparisons"]["minItems"] == 1
+    assert components["CohortAssignInputRequest"]["properties"]["reviewers"]["minItems"] == 1

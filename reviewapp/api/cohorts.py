@@ -125,7 +125,7 @@ class CohortAssignApi(APIView):
     permission_classes = [IsCoordinator]
 
     class InputSerializer(AssignmentRules):
-        reviewers = serializers.ListField(child=serializers.CharField(), allow_empty=False)
+        reviewers = serializers.ListField(child=serializers.CharField(), allow_empty=False, min_length=1)
 
     class OutputSerializer(serializers.Serializer):
         created = serializers.IntegerField()

@@ -2,6 +2,7 @@
 and its one-time password."""
 
 from django.urls import path
+from drf_spectacular.utils import PolymorphicProxySerializer, extend_schema
 from rest_framework import serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -79,6 +80,13 @@ class UserUnlockApi(APIView):
                 raise serializers.ValidationError("Give either a username or an address.")
             return attrs
 
+    # The schema says what `validate` checks: one of the two.
+    class ByUsernameSerializer(serializers.Serializer):
+        username = serializers.CharField(max_length=150)
+
+    class ByAddressSerializer(serializers.Serializer):
+        address = serializers.CharField(max_length=45, help_text="an IPv4 or IPv6 address")
+
     error_codes = {400: ("invalid_address",)}
 
     class OutputSerializer(serializers.Serializer):
@@ -86,6 +94,13 @@ class UserUnlockApi(APIView):
         address = serializers.CharField(required=False, help_text="the address (IPv6: its network) unlocked")
         cleared = serializers.IntegerField(help_text="failed-login records cleared")
 
+    @extend_schema(
+        request=PolymorphicProxySerializer(
+            component_name="UserUnlockInput",
+            serializers=[ByUsernameSerializer, ByAddressSerializer],
+            resource_type_field_name=None,
+        )
+    )
     def post(self, request):
         data = validated(self.InputSerializer, request.data)
         if "address" in data:

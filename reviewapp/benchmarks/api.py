@@ -347,7 +347,7 @@ class JudgingStartApi(APIView):
     permission_classes = [IsCoordinator]
 
     class InputSerializer(serializers.Serializer):
-        judges = serializers.ListField(child=serializers.CharField(), required=False, allow_empty=False)
+        judges = serializers.ListField(child=serializers.CharField(), required=False, allow_empty=False, min_length=1)
 
     class OutputSerializer(serializers.Serializer):
         class Job(serializers.Serializer):

@@ -34,7 +34,13 @@ class CutoffOutputSerializer(serializers.Serializer):
 
 
 class CutoffInput(serializers.Serializer):
-    cutoff = serializers.CharField(max_length=10)
+    # The form of a day or a month; the service checks that it is a real one (invalid_cutoff).
+    cutoff = serializers.RegexField(
+        r"^[0-9]{4}-[0-9]{2}(-[0-9]{2})?$",
+        max_length=10,
+        help_text="YYYY-MM-DD or YYYY-MM",
+        error_messages={"invalid": "This is not a day like 2026-05-14 or a month like 2026-05."},
+    )
     note = serializers.CharField(required=False, allow_blank=True, max_length=500)
 
 
@@ -71,7 +77,9 @@ class CutoffSetApi(APIView):
 
 class AuditInput(serializers.Serializer):
     cohort = IdField(required=False)
-    runs = serializers.ListField(child=serializers.UUIDField(), required=False, allow_empty=False, max_length=10_000)
+    runs = serializers.ListField(
+        child=serializers.UUIDField(), required=False, allow_empty=False, min_length=1, max_length=10_000
+    )
     benchmark = IdField(required=False)
     window_start = serializers.DateField(
         required=False, allow_null=True, help_text="the publication window's first day: later literature from it on"

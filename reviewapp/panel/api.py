@@ -203,7 +203,9 @@ class ComparisonsImportApi(APIView):
             b = serializers.CharField(max_length=200)
             outcome = serializers.ChoiceField(choices=trueskill_rules.OUTCOMES)
 
-        comparisons = Row(many=True, allow_empty=False, max_length=MAX_IMPORTED_COMPARISONS)
+        comparisons = serializers.ListField(
+            child=Row(), allow_empty=False, min_length=1, max_length=MAX_IMPORTED_COMPARISONS
+        )
 
     class OutputSerializer(serializers.Serializer):
         created = serializers.IntegerField()
@@ -448,7 +450,7 @@ class HypothesesPanelStartApi(APIView):
         run = serializers.UUIDField(required=False)
         benchmark = IdField(required=False)
         hypotheses = serializers.ListField(
-            child=serializers.CharField(max_length=200), allow_empty=False, max_length=10_000
+            child=serializers.CharField(max_length=200), allow_empty=False, min_length=1, max_length=10_000
         )
         redo = serializers.BooleanField(default=False)
 
