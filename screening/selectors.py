@@ -147,13 +147,11 @@ def run_calls(run: Run):
     return ModelCall.objects.filter(run=run).select_related("endpoint").order_by("created_at", "pk")
 
 
-def default_roster_generators() -> list[str]:
-    """The names of the default roster's enabled generating models, in roster order (none without a default roster)."""
-    return list(
-        RosterMember.objects.filter(roster__is_default=True, endpoint__enabled=True, role=RosterMember.Role.GENERATOR)
-        .order_by("order", "pk")
-        .values_list("endpoint__display_name", flat=True)
-    )
+def default_roster_generator_count() -> int:
+    """How many enabled generating models the default roster has (0 without a default roster)."""
+    return RosterMember.objects.filter(
+        roster__is_default=True, endpoint__enabled=True, role=RosterMember.Role.GENERATOR
+    ).count()
 
 
 def default_roster_forecasters() -> dict | None:

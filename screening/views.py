@@ -54,7 +54,7 @@ def run_start(request):
         "limits": {"question_min": QUESTION_MIN, "question_max": QUESTION_MAX, "background_max": BACKGROUND_MAX},
         "measured": MEASURED_SELECTION,
         "forecasters": forecasters,
-        "generators": selectors.default_roster_generators(),
+        "generators": selectors.default_roster_generator_count(),
         "roster_is_measured": MEASURED_SELECTION.holds_for(forecasters),
     }
     if request.method == "POST":

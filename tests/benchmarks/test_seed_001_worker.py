@@ -97,13 +97,13 @@ def test_a_worker_runs_a_seed_001_set_and_asks_its_forecasts_again(needs_postgre
         assert run.status == Run.Status.COMPLETED, run.error
         assert run.design == Run.Design.MATRIX and run.roster["name"] == "Open Hypothesis default roster"
         hypotheses = list(run.hypotheses.order_by("position"))
-        assert len(hypotheses) == 40  # four generators, ten each (the protocol's generation request)
+        assert len(hypotheses) == 20  # four generators, five each in one request (the seed-001 design)
         draw = RandomControlDraw.objects.get(benchmark_task__run=run)
         first = ModelCall.objects.filter(run=run, purpose__startswith="stage").earliest("created_at")
         assert draw.drawn_at < draw.frozen_at < first.created_at
         calls = ModelCall.objects.filter(run=run, purpose__in=["stage1", "stage2"], protocol_attempt=1)
-        # Four forecasters × four generators × two requests of five.
-        assert calls.count() == 4 * 4 * 2
+        # Four forecasters × four generators × one request holding that generator's five.
+        assert calls.count() == 4 * 4 * 1
         for call in calls:
             assert _ITEM.findall(_user_text(call)) == ["H1", "H2", "H3", "H4", "H5"]
             assert call.simulated and call.tools_disabled
@@ -112,12 +112,12 @@ def test_a_worker_runs_a_seed_001_set_and_asks_its_forecasts_again(needs_postgre
     client.force_login(analyst)
     for round_ in (1, 2):
         matrix = client.get(f"/api/v1/benchmarks/{benchmark.pk}/forecasts?round={round_}").json()["results"]
-        assert len(matrix) == 80
+        assert len(matrix) == 40
         names = {call.model_id: call.endpoint.display_name for call in ModelCall.objects.select_related("endpoint")}
         for entry in matrix:
             assert {names[model] for model in entry["forecasts"]} == set(FORECASTERS)
             assert set(entry["requests"]) == set(entry["forecasts"])
-    assert Forecast.objects.filter(hypothesis__run__in=runs, round=2).count() == 80 * 4
+    assert Forecast.objects.filter(hypothesis__run__in=runs, round=2).count() == 40 * 4
     # The simulated server answers the same request the same way: round 2 agrees with round 1 everywhere.
     first_round = {(f.hypothesis_id, f.model_key): f.vote for f in Forecast.objects.filter(round=1)}
     assert all(first_round[(f.hypothesis_id, f.model_key)] == f.vote for f in Forecast.objects.filter(round=2))
