@@ -415,6 +415,9 @@ class ReviewStatusApi(APIView):
         id = serializers.IntegerField()
         status = serializers.ChoiceField(choices=ReviewStatus.choices)
 
+    # 404: the record the body names does not exist.
+    error_codes = {404: ("not_found",)}
+
     def put(self, request):
         values = validated(self.InputSerializer, request.data)
         target = REVIEWED_RECORDS[values["record"]].objects.filter(pk=values["id"]).first()
