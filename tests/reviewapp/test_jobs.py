@@ -7,6 +7,7 @@ import pytest
 from django.urls import reverse
 from django.utils import timezone
 
+from reviewapp.core.errors import ServiceError
 from reviewapp.models import BackgroundJob, Review
 from reviewapp.protocol import CRITERION_FIELDS
 from reviewapp.services.jobs import job_create
@@ -189,5 +190,6 @@ def test_only_coordinators_and_analysts_prepare_exports(client, reviewer, coordi
 
 
 def test_unknown_job_kind_is_refused(coordinator):
-    with pytest.raises(ValueError):
+    with pytest.raises(ServiceError, match="no kind of background job named “mystery”"):
         job_create(kind="mystery", params={}, user=coordinator)
+    assert not BackgroundJob.objects.exists()
