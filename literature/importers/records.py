@@ -311,40 +311,24 @@ def identify(parsed: Parsed) -> Parsed:
     return parsed
 
 
-# Bytes read at a time by text_blocks.
+# Bytes read at a time by byte_blocks (and so text_blocks).
 TEXT_BLOCK = 1 << 20
 
 
 def text_blocks(stream) -> Iterator[tuple[int, list[str]]]:
     """The lines of text_lines a block at a time: (the first one's number, the lines without their line ends). One
-    decode and one split per block instead of per line; bytes that are not UTF-8 raise FileUnreadable naming their
-    line, after the block's lines before it."""
-    number, rest, first = 1, b"", True
-    while True:
-        data = stream.read(TEXT_BLOCK)
-        if data:
-            data = rest + data
-            end = data.rfind(b"\n") + 1
-            if end == 0:
-                rest = data
-                continue
-            chunk, rest = data[:end], data[end:]
-        elif rest:
-            chunk, rest = rest, b""  # the last line, without a line end
-        else:
-            return
+    decode and one split per block of byte_blocks instead of per line; bytes that are not UTF-8 raise FileUnreadable
+    naming their line, after the block's lines before it."""
+    for number, chunk in byte_blocks(stream):
         try:
             text = chunk.decode("utf-8")
         except UnicodeDecodeError as exc:
             readable = chunk.rfind(b"\n", 0, exc.start) + 1
             if readable:
-                yield number, _lines(chunk[:readable].decode("utf-8"), first)
+                yield number, _lines(chunk[:readable].decode("utf-8"))
             bad = number + chunk.count(b"\n", 0, exc.start)
             raise FileUnreadable(f"Line {bad} is not UTF-8 text: save the file as UTF-8.") from None
-        lines = _lines(text, first)
-        first = False
-        yield number, lines
-        number += len(lines)
+        yield number, _lines(text)
 
 
 def byte_blocks(stream) -> Iterator[tuple[int, bytes]]:
@@ -392,10 +376,8 @@ def bytes_digest(data: bytes) -> str:
     return hashlib.md5(data, usedforsecurity=False).hexdigest()
 
 
-def _lines(text: str, first: bool) -> list[str]:
+def _lines(text: str) -> list[str]:
     """Lines split at line feeds as a binary file's lines are, without their line ends (any carriage returns)."""
-    if first:
-        text = text.removeprefix("\ufeff")
     lines = text.split("\n")
     if text.endswith("\n"):
         lines.pop()

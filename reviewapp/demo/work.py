@@ -24,6 +24,7 @@ from reviewapp.demo.cohort import DEMO_COHORT_FILE, DEMO_COORDINATOR, DEMO_SEED
 from reviewapp.inspiration.models import InspirationAudit
 from reviewapp.inspiration.services import audit_create
 from reviewapp.models import BackgroundJob, Cohort
+from reviewapp.panel.models import PANEL_ROLES
 from reviewapp.panel.services.critique import critique_start
 from reviewapp.panel.services.panel import panel_start_for_cohort
 from screening.llm import roster_endpoint
@@ -34,15 +35,6 @@ from screening.services.runs import run_create
 logger = logging.getLogger(__name__)
 
 DEMO_COMPARISONS_PER_PROPOSAL = 4
-PANEL_ROLES = (
-    "rubric_judge",
-    "domain_scientist",
-    "methods_reviewer",
-    "critic",
-    "revision_judge",
-    "path_judge",
-    "run_judge",
-)
 
 DEMO_BENCHMARK_NAME = "Demo: ageing benchmark (demonstration data)"
 DEMO_BENCHMARK_DESCRIPTION = (

@@ -38,6 +38,10 @@ class PanelPrompt(models.Model):
         return f"{self.kind} {self.version}"
 
 
+# The roster roles every level of a cohort's panel asks; the fresh-context reference reviewer is optional.
+PANEL_ROLES = tuple(kind for kind in PanelPrompt.Kind.values if kind != PanelPrompt.Kind.REFERENCE_REVIEWER)
+
+
 class PanelSubject(models.Model):
     """What the panel reviews: a cohort's proposal, a screening run's hypothesis or a benchmark set's hypothesis."""
 

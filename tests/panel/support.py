@@ -9,6 +9,7 @@ from collections import defaultdict
 from reviewapp.models import Cohort
 from reviewapp.panel.development import PATH_RUBRIC, RUN_RUBRIC, rubric
 from reviewapp.panel.level_prompts import PATH_QUESTION, RUN_QUESTION
+from reviewapp.panel.models import PANEL_ROLES
 from reviewapp.panel.profile import DIMENSION_KEYS
 from reviewapp.panel.prompts import (
     CRITIQUE_QUESTION,
@@ -23,15 +24,6 @@ from reviewapp.services.imports import cohort_import_file
 from screening.llm.models import ModelEndpoint, Roster, RosterMember
 from tests.screening_support import Script
 
-PANEL_ROLES = (
-    "rubric_judge",
-    "domain_scientist",
-    "methods_reviewer",
-    "critic",
-    "revision_judge",
-    "path_judge",
-    "run_judge",
-)
 _CLAIM = re.compile(r"^Claim: (.*)$", re.MULTILINE)
 
 
