@@ -19,8 +19,6 @@ document.addEventListener("click", function (event) {
 (function () {
   function nameOf(wrapper) {
     var table = wrapper.querySelector("table");
-    var image = wrapper.querySelector("img");
-    if (image && image.alt) return image.alt;
     var caption = table && table.querySelector("caption");
     if (caption) return caption.textContent.trim();
     var section = wrapper.closest("section, article, .card");
@@ -29,7 +27,7 @@ document.addEventListener("click", function (event) {
   }
 
   function markScrollable() {
-    document.querySelectorAll(".table-scroll, .figure-scroll").forEach(function (wrapper) {
+    document.querySelectorAll(".table-scroll").forEach(function (wrapper) {
       if (wrapper.scrollWidth > wrapper.clientWidth + 1) {
         wrapper.setAttribute("tabindex", "0");
         wrapper.setAttribute("role", "region");
@@ -54,10 +52,6 @@ document.addEventListener("click", function (event) {
 
   document.addEventListener("DOMContentLoaded", markScrollable);
   window.addEventListener("resize", soon);
-  // A figure loaded later (lazily, below the fold) may make its wrapper overflow only then.
-  document.addEventListener("load", function (event) {
-    if (event.target.tagName === "IMG") soon();
-  }, true);
   document.addEventListener("htmx:afterSettle", soon);
 })();
 
