@@ -13,6 +13,7 @@ from reviewapp.core import roles
 from reviewapp.core.errors import ServiceError, validated, validated_query
 from reviewapp.core.paging import PageFilter, page_data
 from reviewapp.models import ApiToken
+from reviewapp.selectors.users import api_tokens
 from reviewapp.services.accounts import token_create, token_revoke
 
 
@@ -76,9 +77,7 @@ class TokenListApi(APIView):
         owner = filters.get("user")
         if owner is not None and not roles.can_coordinate(request.user):
             raise ServiceError("forbidden", "Only coordinators see other accounts' tokens.", status=403)
-        tokens = ApiToken.objects.select_related("user").order_by("-created_at")
-        if owner != "all":
-            tokens = tokens.filter(user_id=int(owner) if owner else request.user.pk)
+        tokens = api_tokens(user_id=None if owner == "all" else int(owner) if owner else request.user.pk)
         return Response(page_data(TokenOutputSerializer, tokens, request.query_params, filters=filters))
 
 

@@ -3,30 +3,23 @@
 Coordinators and analysts read; only coordinators write. Reviewers get 403 on every route here.
 """
 
-from django.shortcuts import get_object_or_404
 from django.urls import path
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from reviewapp.core.errors import NotFound, validated, validated_query
+from reviewapp.core.errors import validated, validated_query
 from reviewapp.core.fields import SeedField
 from reviewapp.core.paging import PageFilter, page_data, page_of
 from reviewapp.core.roles import CanReadAll, IsCoordinator
 from reviewapp.core.routing import by_method
-from reviewapp.models import Assignment, Cohort, Conflict
+from reviewapp.models import Cohort, Conflict
 from reviewapp.selectors import cohorts as cohort_selectors
+from reviewapp.selectors.cohorts import cohort_for_user
 from reviewapp.selectors.users import users_named
 from reviewapp.services import cohorts as cohort_services
 from reviewapp.services.cohorts import MAX_REVIEWERS_PER_PROPOSAL
-
-
-def _cohort(cohort_id: int) -> Cohort:
-    try:
-        return cohort_selectors.cohort_get(cohort_id=cohort_id)
-    except Cohort.DoesNotExist:
-        raise NotFound(f"There is no cohort {cohort_id}.") from None
 
 
 class CohortOutputSerializer(serializers.Serializer):
@@ -75,7 +68,10 @@ class CohortCreateApi(APIView):
         data = validated(self.InputSerializer, request.data)
         cohort = cohort_services.cohort_create(**data, user=request.user)
 
-        return Response(self.OutputSerializer(_cohort(cohort.pk)).data, status=status.HTTP_201_CREATED)
+        return Response(
+            self.OutputSerializer(cohort_for_user(user=request.user, cohort_id=cohort.pk, counts=True)).data,
+            status=status.HTTP_201_CREATED,
+        )
 
 
 class CohortDetailApi(APIView):
@@ -85,7 +81,9 @@ class CohortDetailApi(APIView):
         pass
 
     def get(self, request, cohort_id: int):
-        return Response(self.OutputSerializer(_cohort(cohort_id)).data)
+        return Response(
+            self.OutputSerializer(cohort_for_user(user=request.user, cohort_id=cohort_id, counts=True)).data
+        )
 
 
 class CohortStatusApi(APIView):
@@ -100,11 +98,13 @@ class CohortStatusApi(APIView):
     error_codes = {409: ("cohort_status_refused",)}
 
     def post(self, request, cohort_id: int):
-        cohort = _cohort(cohort_id)
+        cohort = cohort_for_user(user=request.user, cohort_id=cohort_id, counts=True)
         data = validated(self.InputSerializer, request.data)
         cohort_services.cohort_set_status(cohort=cohort, status=data["status"], user=request.user)
 
-        return Response(self.OutputSerializer(_cohort(cohort_id)).data)
+        return Response(
+            self.OutputSerializer(cohort_for_user(user=request.user, cohort_id=cohort_id, counts=True)).data
+        )
 
 
 # More assignments than anyone reviews; a bound the schema can state.
@@ -135,7 +135,7 @@ class CohortAssignApi(APIView):
     error_codes = {400: ("assignment_impossible", "unknown_reviewer", "invalid_request"), 409: ("cohort_closed",)}
 
     def post(self, request, cohort_id: int):
-        cohort = _cohort(cohort_id)
+        cohort = cohort_for_user(user=request.user, cohort_id=cohort_id, counts=True)
         data = validated(self.InputSerializer, request.data)
         reviewers = users_named(data["reviewers"])
         result = cohort_services.cohort_assign(
@@ -173,7 +173,7 @@ class AssignmentListApi(APIView):
             return cohort_selectors.assignment_state(assignment)
 
     def get(self, request, cohort_id: int):
-        cohort = _cohort(cohort_id)
+        cohort = cohort_for_user(user=request.user, cohort_id=cohort_id, counts=True)
         filters = validated_query(self.FilterSerializer, request.query_params)
         page = page_of(
             cohort_selectors.cohort_assignments(
@@ -213,7 +213,7 @@ class CohortProgressApi(APIView):
         totals = Totals()
 
     def get(self, request, cohort_id: int):
-        cohort = _cohort(cohort_id)
+        cohort = cohort_for_user(user=request.user, cohort_id=cohort_id, counts=True)
         progress = cohort_selectors.cohort_progress(cohort)
         return Response(
             self.OutputSerializer(
@@ -232,7 +232,7 @@ class AssignmentDeleteApi(APIView):
 
     @extend_schema(responses={204: None})
     def delete(self, request, assignment_id: int):
-        assignment = get_object_or_404(Assignment, pk=assignment_id)
+        assignment = cohort_selectors.assignment_get(assignment_id=assignment_id)
         cohort_services.assignment_remove(assignment=assignment, user=request.user)
 
         return Response(status=status.HTTP_204_NO_CONTENT)
@@ -256,7 +256,7 @@ class AssignmentReassignApi(APIView):
     }
 
     def post(self, request, assignment_id: int):
-        assignment = get_object_or_404(Assignment, pk=assignment_id)
+        assignment = cohort_selectors.assignment_get(assignment_id=assignment_id)
         data = validated(self.InputSerializer, request.data)
         (reviewer,) = users_named([data["reviewer"]])
         assignment = cohort_services.assignment_reassign(assignment=assignment, reviewer=reviewer, user=request.user)

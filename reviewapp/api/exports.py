@@ -16,10 +16,11 @@ from rest_framework.negotiation import BaseContentNegotiation
 from rest_framework.views import APIView
 
 from reviewapp.core import roles
-from reviewapp.core.errors import NotFound, ServiceError
+from reviewapp.core.errors import ServiceError
 from reviewapp.core.roles import CanReadAll
 from reviewapp.core.schema import file_response
 from reviewapp.models import Cohort
+from reviewapp.selectors.cohorts import cohort_for_user
 from reviewapp.selectors.exports import export_sheets, review_export_csv, review_export_rows, write_xlsx
 
 LAYOUTS = ("wide", "long")
@@ -33,13 +34,6 @@ class FileContentNegotiation(BaseContentNegotiation):
 
     def select_renderer(self, request, renderers, format_suffix=None):
         return renderers[0], renderers[0].media_type
-
-
-def _get_cohort(cohort_id: int) -> Cohort:
-    cohort = Cohort.objects.filter(pk=cohort_id).first()
-    if cohort is None:
-        raise NotFound("There is no cohort with this id.")
-    return cohort
 
 
 def _filename(cohort: Cohort, suffix: str) -> str:
@@ -61,7 +55,7 @@ class CohortReviewsCsvApi(APIView):
         )
     )
     def get(self, request, cohort_id):
-        cohort = _get_cohort(cohort_id)
+        cohort = cohort_for_user(user=request.user, cohort_id=cohort_id)
         layout = request.query_params.get("layout", "wide")
         if layout not in LAYOUTS:
             raise ServiceError("The layout must be 'wide' or 'long'.", code="invalid_layout")
@@ -83,7 +77,7 @@ class CohortReviewsXlsxApi(APIView):
         )
     )
     def get(self, request, cohort_id):
-        cohort = _get_cohort(cohort_id)
+        cohort = cohort_for_user(user=request.user, cohort_id=cohort_id)
         rows = review_export_rows(cohort=cohort, unblinded=roles.can_read_all(request.user))
         # An anonymous temporary file: removed when the response closes it, however the download ends.
         workbook_file = tempfile.TemporaryFile(suffix=".xlsx")

@@ -6,9 +6,9 @@ from rest_framework.parsers import MultiPartParser
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from reviewapp.core.errors import InputInvalid, NotFound, validated
+from reviewapp.core.errors import InputInvalid, validated
 from reviewapp.core.roles import IsCoordinator
-from reviewapp.models import Cohort
+from reviewapp.selectors.cohorts import cohort_for_user
 from reviewapp.services.imports import cohort_import_file
 from reviewapp.services.tabular_files import FILE, ImportInvalid, problem
 
@@ -43,9 +43,7 @@ class CohortImportApi(APIView):
     error_codes = {400: ("invalid_import",), 409: ("cohort_frozen",)}
 
     def post(self, request, cohort_id):
-        cohort = Cohort.objects.filter(pk=cohort_id).first()
-        if cohort is None:
-            raise NotFound("There is no such cohort.")
+        cohort = cohort_for_user(user=request.user, cohort_id=cohort_id, coordinate=True)
         upload = import_upload(request.data)
         result = cohort_import_file(cohort=cohort, filename=upload.name, content=upload.read(), user=request.user)
         return Response(self.OutputSerializer(result).data)

@@ -17,6 +17,8 @@ whose values the protocol refuses; 503 a service the request needs is not there.
 from typing import NotRequired, TypedDict
 
 from django.contrib import messages
+from django.core.exceptions import PermissionDenied
+from django.http import Http404
 from rest_framework import status
 
 
@@ -78,13 +80,17 @@ class ServiceError(Exception):
         self.retry_after = retry_after
 
 
-class NotFound(ServiceError):
+class NotFound(ServiceError, Http404):
+    """What the request names does not exist, or not for this user (404). Also Django's Http404, so a page that does not
+    catch it answers its 404 page, as the API answers its body."""
+
     code = "not_found"
     status = status.HTTP_404_NOT_FOUND
 
 
-class Forbidden(ServiceError):
-    """The rules refuse this user what they asked (403): a service's own check of who may do it."""
+class Forbidden(ServiceError, PermissionDenied):
+    """The rules refuse this user what they asked (403): a service's own check of who may do it. Also Django's
+    PermissionDenied, so a page that does not catch it answers its 403 page."""
 
     code = "forbidden"
     status = status.HTTP_403_FORBIDDEN

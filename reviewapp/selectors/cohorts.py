@@ -14,8 +14,9 @@ from django.db import connection
 from django.db.models import Aggregate, Count, FloatField, OuterRef, Q, QuerySet, Subquery
 from django.db.models.functions import Coalesce
 
-from reviewapp.core.errors import ServiceError
-from reviewapp.models import Assignment, Cohort, Proposal, Review
+from reviewapp.core import roles
+from reviewapp.core.errors import Forbidden, NotFound, ServiceError
+from reviewapp.models import Assignment, Cohort, Conflict, ImportBatch, Proposal, Review
 
 ASSIGNMENT_STATES = {
     "not_started": Q(review__isnull=True),
@@ -50,6 +51,42 @@ def cohorts_with_counts() -> QuerySet[Cohort]:
 def cohort_get(*, cohort_id: int) -> Cohort:
     """One cohort with its counts; raises Cohort.DoesNotExist."""
     return cohorts_with_counts().get(pk=cohort_id)
+
+
+def cohort_for_user(*, user, cohort_id: int, coordinate: bool = False, counts: bool = False) -> Cohort:
+    """The cohort for a user who may read every cohort (a coordinator or an analyst; a coordinator only, with
+    `coordinate`), with its counts when asked (`cohorts_with_counts`). Anyone else is refused (Forbidden, 403) before
+    the cohort is looked up, so they learn nothing about which cohorts exist; a cohort that does not exist is NotFound
+    (404). Pages and the API both answer these (`reviewapp.core.errors`)."""
+    if coordinate and not roles.can_coordinate(user):
+        raise Forbidden("Only coordinators may do this.")
+    if not roles.can_read_all(user):
+        raise Forbidden("Only coordinators and analysts may see this.")
+    cohort = (cohorts_with_counts() if counts else Cohort.objects).filter(pk=cohort_id).first()
+    if cohort is None:
+        raise NotFound(f"There is no cohort {cohort_id}.")
+    return cohort
+
+
+def assignment_get(*, assignment_id: int, cohort_id: int | None = None) -> Assignment:
+    """One assignment (of the cohort, when one is named); NotFound when there is none."""
+    assignments = Assignment.objects.filter(pk=assignment_id)
+    if cohort_id is not None:
+        assignments = assignments.filter(cohort_id=cohort_id)
+    assignment = assignments.first()
+    if assignment is None:
+        raise NotFound(f"There is no assignment {assignment_id}.")
+    return assignment
+
+
+def cohort_import_batches(cohort: Cohort) -> QuerySet[ImportBatch]:
+    """The cohort's imports, newest first, with who made them."""
+    return cohort.imports.select_related("created_by").order_by("-created_at")
+
+
+def conflicts_recent(*, limit: int = 50) -> QuerySet[Conflict]:
+    """The conflicts of interest declared last, with their reviewers and proposals."""
+    return Conflict.objects.select_related("reviewer", "proposal").order_by("-created_at")[:limit]
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from django.db.models import Count, OuterRef, Q, Subquery
 from django.db.models.functions import Coalesce
 
+from reviewapp.core.errors import NotFound
 from reviewapp.models import Assignment, Cohort, Proposal
 
 # Cohorts a reviewer can see: open ones to work in, closed ones to read. Draft cohorts are invisible.
@@ -68,6 +69,15 @@ class Packet(_Sections):
 def reviewer_assignments(*, reviewer):
     """The reviewer's assignments in visible cohorts (the queue, unordered)."""
     return Assignment.objects.filter(reviewer=reviewer, cohort__status__in=VISIBLE_COHORT_STATUSES)
+
+
+def reviewer_assignment(*, reviewer, assignment_id: int) -> Assignment:
+    """The reviewer's own assignment in a visible cohort, with its cohort; anything else is NotFound, never revealing
+    that it exists."""
+    assignment = reviewer_assignments(reviewer=reviewer).select_related("cohort").filter(pk=assignment_id).first()
+    if assignment is None:
+        raise NotFound("There is no such assignment.")
+    return assignment
 
 
 def _count(assignments) -> Subquery:

@@ -3,8 +3,9 @@
 from django.contrib.auth.models import User
 from django.db.models import Count, Q, QuerySet
 
-from reviewapp.core.errors import ServiceError
+from reviewapp.core.errors import NotFound, ServiceError
 from reviewapp.core.roles import REVIEWER, ROLE_PERMISSION, ROLES
+from reviewapp.models import ApiToken
 
 
 def _holding(codename: str) -> Q:
@@ -16,6 +17,30 @@ def _holding(codename: str) -> Q:
 def reviewer_queryset() -> QuerySet[User]:
     """Active accounts holding the reviewer role (given through the group or directly), by username."""
     return User.objects.filter(_holding(ROLE_PERMISSION[REVIEWER]), is_active=True).distinct().order_by("username")
+
+
+def reviewer_choices() -> QuerySet[User]:
+    """The reviewers a form offers: their ids and usernames."""
+    return reviewer_queryset().only("pk", "username")
+
+
+def reviewers_with_ids(ids) -> list[User]:
+    """The active reviewers among these account ids, by username (ids of anyone else are left out)."""
+    return list(reviewer_queryset().filter(pk__in=ids))
+
+
+def user_get(*, user_id: int) -> User:
+    """One account; NotFound when there is none."""
+    user = User.objects.filter(pk=user_id).first()
+    if user is None:
+        raise NotFound(f"There is no account {user_id}.")
+    return user
+
+
+def api_tokens(*, user_id: int | None) -> QuerySet[ApiToken]:
+    """API tokens, newest first, with their owners: one account's, or everyone's (None)."""
+    tokens = ApiToken.objects.select_related("user").order_by("-created_at")
+    return tokens if user_id is None else tokens.filter(user_id=user_id)
 
 
 def user_list() -> QuerySet[User]:

@@ -5,8 +5,7 @@ from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth import views as auth_views
 from django.contrib.auth.decorators import login_required
-from django.contrib.auth.models import User
-from django.shortcuts import get_object_or_404, redirect, render
+from django.shortcuts import redirect, render
 from django.urls import path, reverse
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_POST
@@ -15,7 +14,7 @@ from reviewapp.api.auth import TokenNameInput
 from reviewapp.core import roles
 from reviewapp.core.errors import page_errors, validated
 from reviewapp.core.requests import API_PREFIX, api_error
-from reviewapp.models import ApiToken
+from reviewapp.selectors.users import api_tokens, user_get
 from reviewapp.services.accounts import (
     address_unlock,
     password_change_due,
@@ -95,7 +94,7 @@ def token_list_page(request):
         with page_errors(request):
             values = validated(TokenNameInput, request.POST)
             token, context["new_key"] = token_create(user=request.user, name=values["name"])
-    context["tokens"] = ApiToken.objects.filter(user=request.user).order_by("-created_at")
+    context["tokens"] = api_tokens(user_id=request.user.pk)
     context["token_days"] = settings.OH_API_TOKEN_DAYS
     return render(request, "registration/tokens.html", context)
 
@@ -141,7 +140,7 @@ def user_active_page(request, account_id: int):
 @require_POST
 def user_tokens_revoke_page(request, account_id: int):
     roles.require_coordinator(request.user)
-    account = get_object_or_404(User, pk=account_id)
+    account = user_get(user_id=account_id)
     revoked = tokens_revoke_all(owner=account)
     messages.success(request, f"{revoked} API token(s) of {account.username} revoked.")
     return redirect("user-list")

@@ -2,26 +2,20 @@
 
 from django.contrib.auth.decorators import login_required
 from django.http import Http404
-from django.shortcuts import get_object_or_404, render
+from django.shortcuts import render
 from django.urls import path
 from django.utils.text import slugify
 
 from reviewapp import protocol
-from reviewapp.core import roles
 from reviewapp.core.pages import figure_response
 from reviewapp.figures import COHORT_FIGURES, FORMATS, figure_file
-from reviewapp.models import Cohort
 from reviewapp.selectors.analysis import cohort_review_analysis
-
-
-def _get_cohort_for_user(request, cohort_id: int) -> Cohort:
-    roles.require_read_all(request.user)
-    return get_object_or_404(Cohort, pk=cohort_id)
+from reviewapp.selectors.cohorts import cohort_for_user
 
 
 @login_required
 def cohort_statistics(request, cohort_id: int):
-    cohort = _get_cohort_for_user(request, cohort_id)
+    cohort = cohort_for_user(user=request.user, cohort_id=cohort_id)
     review_analysis = cohort_review_analysis(cohort)
     context = {
         "cohort": cohort,
@@ -62,7 +56,7 @@ def _profile_cell(item) -> dict:
 
 @login_required
 def cohort_figure(request, cohort_id: int, cohort_figure: str, file_format: str):
-    cohort = _get_cohort_for_user(request, cohort_id)
+    cohort = cohort_for_user(user=request.user, cohort_id=cohort_id)
     spec = COHORT_FIGURES.get(cohort_figure)
     if spec is None or file_format not in FORMATS:
         raise Http404("This cohort has no such figure or file.")

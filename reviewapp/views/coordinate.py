@@ -5,8 +5,8 @@ from urllib.parse import urlencode
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
-from django.http import Http404, HttpResponse
-from django.shortcuts import get_object_or_404, redirect, render
+from django.http import HttpResponse
+from django.shortcuts import redirect, render
 from django.template.defaultfilters import pluralize
 from django.template.loader import render_to_string
 from django.urls import path, reverse
@@ -21,7 +21,8 @@ from reviewapp.core.errors import InputInvalid, ServiceError, page_errors, valid
 from reviewapp.core.pages import int_or_none
 from reviewapp.models import Assignment, Cohort, Conflict
 from reviewapp.selectors import cohorts as cohort_selectors
-from reviewapp.selectors.users import reviewer_named, reviewer_queryset, user_list, user_roles
+from reviewapp.selectors.cohorts import cohort_for_user
+from reviewapp.selectors.users import reviewer_choices, reviewer_named, reviewers_with_ids, user_list, user_roles
 from reviewapp.services import cohorts as cohort_services
 from reviewapp.services import reviews as review_services
 from reviewapp.services.accounts import locked_addresses, locked_usernames
@@ -32,18 +33,9 @@ USERS_PER_PAGE = 100
 FILTER_KEYS = ("reviewer", "proposal", "state", "page")
 
 
-def _get_cohort_for_user(request, cohort_id: int) -> Cohort:
-    """The cohort with its counts, for a coordinator or an analyst; 403 for anyone else, 404 if absent."""
-    roles.require_read_all(request.user)
-    try:
-        return cohort_selectors.cohort_get(cohort_id=cohort_id)
-    except Cohort.DoesNotExist:
-        raise Http404("No such cohort.") from None
-
-
 def _get_assignment_for_coordinator(request, cohort_id: int, assignment_id: int) -> Assignment:
     roles.require_coordinator(request.user)
-    return get_object_or_404(Assignment, pk=assignment_id, cohort_id=cohort_id)
+    return cohort_selectors.assignment_get(assignment_id=assignment_id, cohort_id=cohort_id)
 
 
 class AssignPageInput(AssignmentRules):
@@ -128,7 +120,7 @@ def _render_tab(request, cohort: Cohort, tab: str, context: dict, status: int = 
 
 
 def _people_tab_context(request, cohort: Cohort, **extra) -> dict:
-    reviewers = list(reviewer_queryset().only("pk", "username"))
+    reviewers = list(reviewer_choices())
     progress = cohort_selectors.cohort_progress(cohort)
     # The assign form starts with the cohort's current reviewers ticked, so topping up is one click.
     current = {row.username for row in progress.reviewers}
@@ -150,7 +142,7 @@ def _people_tab_context(request, cohort: Cohort, **extra) -> dict:
 @login_required
 def cohort_detail(request, cohort_id: int):
     """The overview tab: what the cohort is, where it stands, what to do next."""
-    cohort = _get_cohort_for_user(request, cohort_id)
+    cohort = cohort_for_user(user=request.user, cohort_id=cohort_id, counts=True)
     context = {
         "totals": cohort_selectors.cohort_progress(cohort).totals,
         "status_moves": sorted(cohort_services.STATUS_MOVES[cohort.status]),
@@ -160,7 +152,7 @@ def cohort_detail(request, cohort_id: int):
 
 @login_required
 def cohort_proposals(request, cohort_id: int):
-    cohort = _get_cohort_for_user(request, cohort_id)
+    cohort = cohort_for_user(user=request.user, cohort_id=cohort_id, counts=True)
     page = Paginator(cohort_selectors.cohort_proposal_rows(cohort), PROPOSALS_PER_PAGE).get_page(
         request.GET.get("page")
     )
@@ -171,7 +163,7 @@ def cohort_proposals(request, cohort_id: int):
 @login_required
 def cohort_people(request, cohort_id: int):
     """Reviewers and assignments: assigning, progress per reviewer, deferrals and the assignments table."""
-    cohort = _get_cohort_for_user(request, cohort_id)
+    cohort = cohort_for_user(user=request.user, cohort_id=cohort_id, counts=True)
     if request.htmx and request.htmx.target == "assignments":
         return render(request, f"{COHORT_TEMPLATE}#assignments", _assignments_context(cohort, _filters(request.GET)))
     if request.htmx and request.htmx.target == "progress":
@@ -182,14 +174,14 @@ def cohort_people(request, cohort_id: int):
 
 @login_required
 def cohort_exports(request, cohort_id: int):
-    cohort = _get_cohort_for_user(request, cohort_id)
+    cohort = cohort_for_user(user=request.user, cohort_id=cohort_id, counts=True)
     return _render_tab(request, cohort, "exports", {})
 
 
 @login_required
 @require_POST
 def cohort_status(request, cohort_id: int):
-    cohort = _get_cohort_for_user(request, cohort_id)
+    cohort = cohort_for_user(user=request.user, cohort_id=cohort_id, counts=True)
     roles.require_coordinator(request.user)
     with page_errors(request):
         values = validated(CohortStatusApi.InputSerializer, request.POST)
@@ -212,7 +204,7 @@ def _needs_confirmation(request, cohort: Cohort) -> bool:
 @login_required
 @require_POST
 def cohort_assign(request, cohort_id: int):
-    cohort = _get_cohort_for_user(request, cohort_id)
+    cohort = cohort_for_user(user=request.user, cohort_id=cohort_id, counts=True)
     roles.require_coordinator(request.user)
     form = {
         "reviewers": {pk for pk in map(int_or_none, request.POST.getlist("reviewers")) if pk is not None},
@@ -221,7 +213,7 @@ def cohort_assign(request, cohort_id: int):
     errors = []
     with page_errors(into=errors):
         values = validated(AssignPageInput, request.POST)
-        reviewers = list(reviewer_queryset().filter(pk__in=values["reviewers"]))
+        reviewers = reviewers_with_ids(values["reviewers"])
         if _needs_confirmation(request, cohort):
             fields = [("reviewers", str(r.pk)) for r in reviewers]
             fields += [(key, request.POST.get(key, "")) for key in ("per_proposal", "seed", "max_load")]
@@ -274,7 +266,7 @@ def _after_assignment_change(request, cohort_id: int, outcome: page_errors, succ
 @login_required
 @require_POST
 def assignment_add(request, cohort_id: int):
-    cohort = _get_cohort_for_user(request, cohort_id)
+    cohort = cohort_for_user(user=request.user, cohort_id=cohort_id, counts=True)
     roles.require_coordinator(request.user)
     username, external_id = request.POST.get("reviewer", "").strip(), request.POST.get("proposal_id", "").strip()
     if _needs_confirmation(request, cohort):
@@ -340,11 +332,11 @@ def _people_context(request, **extra) -> dict:
     page = Paginator(user_list(), USERS_PER_PAGE).get_page(request.GET.get("page"))
     for account in page:
         account.roles = user_roles(account)
-    conflicts = Conflict.objects.select_related("reviewer", "proposal").order_by("-created_at")[:50]
+    conflicts = cohort_selectors.conflicts_recent()
     return {
         "page": page,
         "roles": roles.ROLES,
-        "reviewers": list(reviewer_queryset().only("pk", "username")),
+        "reviewers": list(reviewer_choices()),
         "conflict_kinds": Conflict.Kind.choices,
         "conflicts": conflicts,
         "new_user": {"username": "", "email": "", "role": roles.REVIEWER},

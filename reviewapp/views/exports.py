@@ -8,16 +8,17 @@ from datetime import timedelta
 
 from django.conf import settings
 from django.contrib.auth.decorators import login_required
-from django.core.exceptions import PermissionDenied
 from django.http import FileResponse, Http404
-from django.shortcuts import get_object_or_404, redirect, render
+from django.shortcuts import redirect, render
 from django.urls import path
 from django.utils import timezone
 from django.views.decorators.http import require_POST
 
 from reviewapp.core import roles
 from reviewapp.core.errors import page_errors
-from reviewapp.models import BackgroundJob, Cohort
+from reviewapp.models import BackgroundJob
+from reviewapp.selectors.cohorts import cohort_for_user
+from reviewapp.selectors.jobs import job_get
 from reviewapp.services import jobs
 
 _STATE_BADGES = {
@@ -28,15 +29,9 @@ _STATE_BADGES = {
 }
 
 
-def _get_cohort_for_user(request, cohort_id: int) -> Cohort:
-    if not roles.can_read_all(request.user):
-        raise PermissionDenied
-    return get_object_or_404(Cohort, pk=cohort_id)
-
-
 def _get_job_for_user(request, job_id: int) -> BackgroundJob:
     """The job for those who may see it (reviewapp.services.jobs.job_readable_by); for anyone else it does not exist."""
-    job = get_object_or_404(BackgroundJob, pk=job_id)
+    job = job_get(job_id=job_id)
     if not jobs.job_readable_by(job=job, user=request.user):
         raise Http404
     return job
@@ -52,7 +47,7 @@ def _waits_for_worker(job: BackgroundJob) -> bool:
 @login_required
 @require_POST
 def cohort_reviews_xlsx_prepare(request, cohort_id):
-    cohort = _get_cohort_for_user(request, cohort_id)
+    cohort = cohort_for_user(user=request.user, cohort_id=cohort_id)
     with page_errors(request):
         job = jobs.job_create(
             kind="reviews_xlsx",

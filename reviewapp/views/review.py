@@ -61,12 +61,7 @@ def reviewer_page(view):
 
 def _get_assignment_for_reviewer(request, assignment_id: int) -> Assignment:
     """The reviewer's own assignment in a visible cohort; anything else is 404, never revealing it exists."""
-    try:
-        return Assignment.objects.select_related("cohort").get(
-            pk=assignment_id, reviewer=request.user, cohort__status__in=packets.VISIBLE_COHORT_STATUSES
-        )
-    except Assignment.DoesNotExist:
-        raise Http404 from None
+    return packets.reviewer_assignment(reviewer=request.user, assignment_id=assignment_id)
 
 
 @dataclass(frozen=True)
