@@ -23,7 +23,13 @@ import zipfile
 from datetime import datetime
 
 from reviewapp.benchmarks.models import BenchmarkSet, Judge, RandomControlDraw
-from reviewapp.benchmarks.selectors import benchmark_imports, benchmark_judges, benchmark_rows, benchmark_statistics
+from reviewapp.benchmarks.selectors import (
+    benchmark_data_version,
+    benchmark_imports,
+    benchmark_judges,
+    benchmark_rows,
+    benchmark_statistics,
+)
 from reviewapp.benchmarks.statistics import HypothesisRow, statistics_as_dict
 from reviewapp.benchmarks.study_tables import study_json
 from reviewapp.selectors.exports import spreadsheet_text
@@ -235,13 +241,19 @@ def selected_csv(rows: list[HypothesisRow]) -> bytes:
 
 
 def bundle_files(
-    benchmark: BenchmarkSet, *, judges: list[Judge] | None = None, rows: list[HypothesisRow] | None = None
+    benchmark: BenchmarkSet,
+    *,
+    judges: list[Judge] | None = None,
+    rows: list[HypothesisRow] | None = None,
+    data_version: str | None = None,
 ) -> dict[str, bytes]:
     """The data files, by name, with the benchmark's seeds. Pass the judges and rows already read to save reading
-    them again."""
+    them again, with the data version read before them (selectors.benchmark_data_version)."""
+    if rows is None:
+        data_version = benchmark_data_version(benchmark.pk)
     judges = benchmark_judges(benchmark) if judges is None else judges
     rows = benchmark_rows(benchmark, judges) if rows is None else rows
-    statistics = benchmark_statistics(benchmark, judges=judges, rows=rows)
+    statistics = benchmark_statistics(benchmark, judges=judges, rows=rows, data_version=data_version)
     return {
         "report.json": _json_bytes(report_data(benchmark, rows, judges, statistics)),
         "cohort.json": _json_bytes(cohort_data(benchmark, rows)),

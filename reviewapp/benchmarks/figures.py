@@ -245,11 +245,11 @@ FIGURE_CACHE_SECONDS = 24 * 3600
 
 
 def figure_cache_key(
-    benchmark_id: int, design: str, fingerprint: str, resamples: int, seeds: Mapping[str, int], figure: str
+    benchmark_id: int, design: str, data_version: str, resamples: int, seeds: Mapping[str, int], figure: str
 ) -> str:
     """A figure's file (``figure`` with its format, "enrichment.png") under the statistics' own key: the set, its
     data's version, resamples and seeds."""
-    return f"benchmark-figure:{statistics_key(benchmark_id, design, fingerprint, resamples, seeds)}:{figure}"
+    return f"benchmark-figure:{statistics_key(benchmark_id, design, data_version, resamples, seeds)}:{figure}"
 
 
 def cached_figure_file(key: str) -> bytes | None:
@@ -262,7 +262,7 @@ def benchmark_figure_file(statistics: BenchmarkStatistics, figure: str, file_for
     key = figure_cache_key(
         statistics.benchmark_id,
         statistics.design,
-        statistics.fingerprint,
+        statistics.data_version,
         statistics.resamples,
         statistics.seeds,
         f"{figure}.{file_format}",

@@ -5,11 +5,19 @@ their forecasts), the random control drawn before any forecast, judges and their
 The tables kept the names they had when these records belonged to the review app (see migrations/0001_initial.py).
 """
 
+import uuid
+
 from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
 from screening.models import Run
+
+
+def new_data_version() -> str:
+    """A fresh version of a set's data: random, so that no other set, nor this set in a database made again from
+    scratch, ever had it (a cache can outlive its database)."""
+    return uuid.uuid4().hex
 
 
 class BenchmarkSet(models.Model):
@@ -42,6 +50,10 @@ class BenchmarkSet(models.Model):
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True, help_text="when the set was first run")
+    # Replaced in the same transaction as every write of what the statistics read
+    # (reviewapp.benchmarks.services.versions.benchmark_set_touch): the statistics and their figures are cached under
+    # it, so a cached page reads this row instead of the set's data.
+    data_version = models.CharField(max_length=32, default=new_data_version, editable=False)
 
     class Meta:
         db_table = "reviewapp_benchmarkset"

@@ -6,16 +6,13 @@ so that the judge table, Table S, the published bundle and the statistics all re
 computed from the stored scores each time (reviewapp.analysis.judge_outcome_for), never stored.
 """
 
-import dataclasses
-import hashlib
-import json
 from collections import defaultdict
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from django.core.cache import cache
-from django.db.models import Count, Min, OuterRef, Prefetch, Q, Subquery
+from django.db.models import Count, Max, Min, OuterRef, Prefetch, Q, Subquery
 from django.db.models.functions import Coalesce
 
 from literature.hooks import TaskGroup
@@ -327,44 +324,17 @@ def generators_of(rows: list[HypothesisRow]) -> list[tuple[str, str]]:
 # Statistics (computed by reviewapp.benchmarks.statistics, cached per data) ----------------------------------
 
 
-def rows_fingerprint(rows: list[HypothesisRow], inputs: StudyInputs | None = None) -> str:
-    """sha256 of what the statistics depend on, so a cached result is used only for the same data."""
-    digest = hashlib.sha256()
-    for row in rows:
-        record = [
-            row.task_key,
-            row.key,
-            row.generator,
-            row.generator_company,
-            row.selected,
-            row.first_stage,
-            row.random_answer,
-            sorted(row.forecasts.items()),
-            sorted(row.repeat_forecasts.items()),
-            list(row.scores.items()),
-            sorted(row.probabilities.items()),
-            row.confirmed,
-        ]
-        digest.update(json.dumps(record, ensure_ascii=False).encode())
-    if inputs is not None:
-        digest.update(
-            json.dumps(
-                [
-                    sorted(inputs.forecaster_companies.items()),
-                    sorted(inputs.judge_companies.items()),
-                    [dataclasses.astuple(task) for task in inputs.tasks],
-                    dataclasses.astuple(inputs.selection_log) if inputs.selection_log else None,
-                    sorted(
-                        (pk, sorted((j, sorted(v.items())) for j, v in s.items()))
-                        for pk, s in inputs.quality_scores.items()
-                    ),
-                    [(name, sorted(answers.items())) for name, answers in inputs.forecast_rounds.items()],
-                ],
-                ensure_ascii=False,
-                default=str,
-            ).encode()
-        )
-    return digest.hexdigest()
+def benchmark_data_version(benchmark_id: int) -> str:
+    """The version of everything the set's statistics read, in one query of one row: the set's data version
+    (reviewapp.benchmarks.services.versions) and the last change of any of its runs, which the screening pipeline
+    stamps on the run (Run.updated_at) with every result it records. Read it before the data it versions."""
+    version, runs_changed = (
+        BenchmarkSet.objects.filter(pk=benchmark_id)
+        .annotate(runs_changed=Max("benchmark_tasks__run__updated_at"))
+        .values_list("data_version", "runs_changed")
+        .get()
+    )
+    return version if runs_changed is None else f"{version}-{runs_changed:%Y%m%d%H%M%S%f}"
 
 
 def benchmark_forecaster_companies(benchmark: BenchmarkSet) -> dict[str, str]:
@@ -435,21 +405,23 @@ def benchmark_statistics(
     seeds: dict[str, int] | None = None,
     judges: list[Judge] | None = None,
     rows: list[HypothesisRow] | None = None,
+    data_version: str | None = None,
 ) -> BenchmarkStatistics:
     """The statistics of the set (docs/protocol.md#statistics and docs/analysis.md#the-appendices-analyses), computed
-    once per distinct data and seeds and kept in the cache. ``seeds`` overrides the seed of a family of analyses
-    (docs/analysis.md#seeds).
+    once per data version and seeds and kept in the cache: a cached result costs one read of the version.
+    ``seeds`` overrides the seed of a family of analyses (docs/analysis.md#seeds).
 
-    Pass the judges and rows already read to save reading them again."""
-    judges = benchmark_judges(benchmark) if judges is None else judges
-    rows = benchmark_rows(benchmark, judges) if rows is None else rows
-    inputs = benchmark_study_inputs(benchmark, rows, judges)
+    Pass the judges and rows already read to save reading them again, with the data version read before them."""
+    if rows is not None and data_version is None:
+        raise TypeError("Rows read by the caller need the data version read before them.")
+    data_version = benchmark_data_version(benchmark.pk) if data_version is None else data_version
     seeds = {**analysis.SEEDS, **(seeds or {})}
-    fingerprint = rows_fingerprint(rows, inputs)
-    key = "benchmark-statistics:" + statistics_key(benchmark.pk, benchmark.design, fingerprint, resamples, seeds)
+    key = "benchmark-statistics:" + statistics_key(benchmark.pk, benchmark.design, data_version, resamples, seeds)
     cached = cache.get(key)
     if cached is not None:
         return cached
+    judges = benchmark_judges(benchmark) if judges is None else judges
+    rows = benchmark_rows(benchmark, judges) if rows is None else rows
     statistics = compute_statistics(
         benchmark.pk,
         rows,
@@ -457,8 +429,8 @@ def benchmark_statistics(
         resamples=resamples,
         seed=seeds["selection"],
         seeds=seeds,
-        fingerprint=fingerprint,
-        inputs=inputs,
+        data_version=data_version,
+        inputs=benchmark_study_inputs(benchmark, rows, judges),
         design=benchmark.design,
     )
     cache.set(key, statistics, STATISTICS_CACHE_SECONDS)

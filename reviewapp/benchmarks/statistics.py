@@ -115,7 +115,7 @@ class GeneratorStatistics:
 class BenchmarkStatistics:
     benchmark_id: int
     design: str  # the set's design: "pooled" or "seed-001" (docs/protocol.md#benchmark-designs)
-    fingerprint: str
+    data_version: str  # the version of the set's data computed from (reviewapp.benchmarks.selectors)
     resamples: int
     seed: int
     hypotheses: int
@@ -212,7 +212,7 @@ def compute_statistics(
     *,
     resamples: int,
     seed: int,
-    fingerprint: str = "",
+    data_version: str = "",
     inputs: StudyInputs | None = None,
     seeds: Mapping[str, int] | None = None,
     design: str = "pooled",
@@ -227,7 +227,7 @@ def compute_statistics(
             rows,
             judges,
             resamples=resamples,
-            fingerprint=fingerprint,
+            data_version=data_version,
             inputs=inputs,
             seeds={**analysis.SEEDS, "selection": seed, **(seeds or {})},
             design=design,
@@ -235,7 +235,7 @@ def compute_statistics(
 
 
 def _compute_statistics(
-    benchmark_id, rows, judges, *, resamples, fingerprint, inputs, seeds, design
+    benchmark_id, rows, judges, *, resamples, data_version, inputs, seeds, design
 ) -> BenchmarkStatistics:
     seed = seeds["selection"]
     by_generator = defaultdict(list)
@@ -266,7 +266,7 @@ def _compute_statistics(
     return BenchmarkStatistics(
         benchmark_id=benchmark_id,
         design=design,
-        fingerprint=fingerprint,
+        data_version=data_version,
         resamples=resamples,
         seed=seed,
         hypotheses=len(rows),
@@ -287,11 +287,11 @@ def _compute_statistics(
     )
 
 
-def statistics_key(benchmark_id: int, design: str, fingerprint: str, resamples: int, seeds: Mapping[str, int]) -> str:
+def statistics_key(benchmark_id: int, design: str, data_version: str, resamples: int, seeds: Mapping[str, int]) -> str:
     """What identifies one computation of a set's statistics: the set, its design, the version of its data, the number
     of resamples and every family's seed. The statistics and the figures drawn from them are cached under it."""
     seed_key = ":".join(f"{name}={seeds[name]}" for name in sorted(seeds))
-    return f"{benchmark_id}:{design}:{fingerprint}:{resamples}:{seed_key}"
+    return f"{benchmark_id}:{design}:{data_version}:{resamples}:{seed_key}"
 
 
 def statistics_as_dict(statistics: BenchmarkStatistics) -> dict:

@@ -23,7 +23,7 @@ from openpyxl.utils import get_column_letter
 from reviewapp.analysis.judges import company_key
 from reviewapp.benchmarks.bundle import DATA_FILES, bundle_files, yes_no
 from reviewapp.benchmarks.models import BenchmarkSet, Judge
-from reviewapp.benchmarks.selectors import benchmark_imports, benchmark_judges, benchmark_rows
+from reviewapp.benchmarks.selectors import benchmark_data_version, benchmark_imports, benchmark_judges, benchmark_rows
 from reviewapp.benchmarks.statistics import HypothesisRow
 
 COUNTS_SHEET, SOURCES_SHEET = "Counts", "Sources"
@@ -146,6 +146,7 @@ def _counts(generator: str, company: str, rows: list[HypothesisRow]) -> list:
 
 def write_table_s(benchmark: BenchmarkSet, target) -> None:
     """Write the workbook to a path or a binary file."""
+    data_version = benchmark_data_version(benchmark.pk)  # before the rows it versions
     judges = benchmark_judges(benchmark)
     rows = benchmark_rows(benchmark, judges)
     generators = sorted({(row.generator, row.generator_company) for row in rows})
@@ -173,7 +174,7 @@ def write_table_s(benchmark: BenchmarkSet, target) -> None:
         counts.append([_cell(counts, note)])
 
     sources = _sheet(workbook, SOURCES_SHEET, SOURCE_COLUMNS)
-    files = bundle_files(benchmark, judges=judges, rows=rows)
+    files = bundle_files(benchmark, judges=judges, rows=rows, data_version=data_version)
     for name in DATA_FILES:
         values = ["Published data (bundle.zip)", name, hashlib.sha256(files[name]).hexdigest(), len(files[name])]
         sources.append([_cell(sources, value) for value in values])

@@ -43,8 +43,8 @@ from screening.llm.models import ModelEndpoint, Roster
 from screening.models import Run
 
 JUDGE_TABLE_PAGE = 100
-# The statistics' fingerprint, a sha256 (reviewapp.benchmarks.selectors.rows_fingerprint), as a figure URL names it.
-FINGERPRINT = re.compile(r"[0-9a-f]{64}")
+# The version of a set's data (reviewapp.benchmarks.selectors.benchmark_data_version), as a figure URL names it.
+DATA_VERSION = re.compile(r"[0-9a-f]{32}(-[0-9]{20})?")
 # The create form's choices, whose default stands when the form leaves them out.
 CHOICES = ("design", "forecast_question")
 OUTCOME_FILTERS = {
@@ -417,7 +417,7 @@ def benchmark_statistics(request, benchmark_id: int):
     agreement = statistics.agreement
     seed_query = _seed_query(seeds)
     # Figures carry the version of the data they show: a cached one is served without reading the data again.
-    figure_query = urlencode({**_changed_seeds(seeds), "v": statistics.fingerprint})
+    figure_query = urlencode({**_changed_seeds(seeds), "v": statistics.data_version})
     context = {
         "benchmark": benchmark,
         "statistics": statistics,
@@ -466,8 +466,8 @@ def _import_columns() -> dict:
 
 @login_required
 def benchmark_figure(request, benchmark_id: int, figure: str, file_format: str):
-    """A figure's file. The page names the version of the data its figures were drawn from (``v``, the statistics'
-    fingerprint): a figure already drawn for that version and these seeds is served as it was, without reading the
+    """A figure's file. The page names the version of the data its figures were drawn from (``v``, the set's data
+    version): a figure already drawn for that version and these seeds is served as it was, without reading the
     set's data again; any other request computes (or reads from the cache) the statistics of the data as they are."""
     benchmark = _get_benchmark_for_user(request, benchmark_id)
     spec = BENCHMARK_FIGURES.get(figure)
@@ -479,7 +479,7 @@ def benchmark_figure(request, benchmark_id: int, figure: str, file_format: str):
         return HttpResponseBadRequest(" ".join(error.sentences()), content_type="text/plain; charset=utf-8")
     filename = f"{slugify(benchmark.name) or 'set'}-{figure}.{file_format}"
     version = request.GET.get("v", "")
-    if FINGERPRINT.fullmatch(version):
+    if DATA_VERSION.fullmatch(version):
         key = figure_cache_key(
             benchmark.pk, benchmark.design, version, selectors.PAGE_RESAMPLES, seeds, f"{figure}.{file_format}"
         )

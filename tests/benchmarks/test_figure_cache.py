@@ -15,7 +15,7 @@ from tests.benchmark_support import hypothesis, judged_set, scores
 
 def figure_key(statistics, figure: str) -> str:
     key = statistics_key(
-        statistics.benchmark_id, statistics.design, statistics.fingerprint, statistics.resamples, statistics.seeds
+        statistics.benchmark_id, statistics.design, statistics.data_version, statistics.resamples, statistics.seeds
     )
     return f"benchmark-figure:{key}:{figure}"
 
@@ -49,7 +49,7 @@ def test_a_figure_is_kept_under_its_statistics_key_and_drawn_afresh_after_a_chan
     }
     benchmark_import_file(benchmark=benchmark, filename="more.json", content=json.dumps(more).encode(), user=None)
     changed = benchmark_statistics(benchmark)
-    assert changed.fingerprint != statistics.fingerprint
+    assert changed.data_version != statistics.data_version
     assert cache.get(figure_key(changed, "enrichment.png")) is None
     analyst_client.get(url)
     assert cache.get(figure_key(changed, "enrichment.png")) is not None
@@ -60,7 +60,7 @@ def test_the_page_names_its_data_version_and_a_figure_of_that_version_is_served_
     benchmark = judged_set()
     page = analyst_client.get(f"/benchmarks/{benchmark.pk}/statistics/").content.decode()
     statistics = benchmark_statistics(benchmark)
-    url = f"/benchmarks/{benchmark.pk}/figures/enrichment.png?v={statistics.fingerprint}"
+    url = f"/benchmarks/{benchmark.pk}/figures/enrichment.png?v={statistics.data_version}"
     assert f'src="{url}"' in page
     drawn = analyst_client.get(url).content
     assert cache.get(figure_key(statistics, "enrichment.png")) == drawn
@@ -74,8 +74,8 @@ def test_the_page_names_its_data_version_and_a_figure_of_that_version_is_served_
     assert analyst_client.get(url).content == drawn
     changed = benchmark_statistics(benchmark)
     page = analyst_client.get(f"/benchmarks/{benchmark.pk}/statistics/").content.decode()
-    new_url = f"/benchmarks/{benchmark.pk}/figures/enrichment.png?v={changed.fingerprint}"
+    new_url = f"/benchmarks/{benchmark.pk}/figures/enrichment.png?v={changed.data_version}"
     assert f'src="{new_url}"' in page and analyst_client.get(new_url).content != drawn
     # A version the cache does not hold, or a malformed one, is drawn from the data as they are.
-    assert analyst_client.get(f"/benchmarks/{benchmark.pk}/figures/enrichment.png?v={'0' * 64}").status_code == 200
+    assert analyst_client.get(f"/benchmarks/{benchmark.pk}/figures/enrichment.png?v={'0' * 32}").status_code == 200
     assert analyst_client.get(f"/benchmarks/{benchmark.pk}/figures/enrichment.png?v=x").status_code == 200

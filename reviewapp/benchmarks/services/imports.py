@@ -55,6 +55,7 @@ from reviewapp.benchmarks.services.analysis_inputs import (
     clean_whole,
     quality_scores_write,
 )
+from reviewapp.benchmarks.services.versions import benchmark_set_touch
 from reviewapp.models import ResearchTask
 
 # The cohort import's task validation, shared so that tasks are imported the same way everywhere.
@@ -186,6 +187,8 @@ def benchmark_import_file(*, benchmark: BenchmarkSet, filename: str, content: by
             analysis_record_count=sum(len(records[table]) for table in ANALYSIS_FIELDS),
         )
         counts = plan.write(batch)
+        # Here, once for every table the file may hold (the analyses' optional tables included).
+        benchmark_set_touch(benchmark_id=benchmark.pk)
     return BenchmarkImportResult(
         tasks=len(records[TASKS]),
         hypotheses=len(records[HYPOTHESES]),

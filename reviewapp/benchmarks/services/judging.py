@@ -21,6 +21,7 @@ from django.utils.text import slugify
 from reviewapp.analysis.judges import SCORES
 from reviewapp.benchmarks.models import BenchmarkHypothesis, BenchmarkSet, BenchmarkTask, Judge, JudgeScore
 from reviewapp.benchmarks.services.sets import BenchmarkError
+from reviewapp.benchmarks.services.versions import benchmark_set_touch
 from reviewapp.models import BackgroundJob
 from reviewapp.selectors.exports import spreadsheet_text
 from reviewapp.services.jobs import JobError, JobResult, ProgressCallback, exports_dir, job_create
@@ -251,8 +252,10 @@ def _judge_batch(judge: Judge, benchmark_task: BenchmarkTask, batch: list[Benchm
         for label, hypothesis in zip(labels, batch, strict=True)
         if (value := reply.scores[label]) is not None
     ]
-    # A score already there (another delivery of the job got there first) is kept, never duplicated.
-    JudgeScore.objects.bulk_create(scores, ignore_conflicts=True)
+    with transaction.atomic():
+        # A score already there (another delivery of the job got there first) is kept, never duplicated.
+        JudgeScore.objects.bulk_create(scores, ignore_conflicts=True)
+        benchmark_set_touch(benchmark_id=judge.benchmark_id)
     return len(scores)
 
 

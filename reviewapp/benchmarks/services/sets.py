@@ -19,6 +19,7 @@ from django.db.models import Max
 from django.utils import timezone
 
 from reviewapp.benchmarks.models import BenchmarkHypothesis, BenchmarkSet, BenchmarkTask, Judge, RandomControlDraw
+from reviewapp.benchmarks.services.versions import benchmark_set_touch
 from reviewapp.core.errors import ServiceError
 from reviewapp.core.queue import broker_check
 from screening.llm.models import ModelEndpoint, Roster
@@ -104,7 +105,9 @@ def judge_add(
     if benchmark.judges.filter(name=name).exists():
         raise BenchmarkError(f"The set already has a judge named “{name}”.", code="judge_exists", status=409)
     position = (benchmark.judges.aggregate(last=Max("position"))["last"] or 0) + 1
-    return Judge.objects.create(benchmark=benchmark, name=name, company=company, endpoint=endpoint, position=position)
+    judge = Judge.objects.create(benchmark=benchmark, name=name, company=company, endpoint=endpoint, position=position)
+    benchmark_set_touch(benchmark_id=benchmark.pk)  # every hypothesis now has this judge's (missing) score
+    return judge
 
 
 # Running the set ---------------------------------------------------------------------------------------
@@ -162,6 +165,7 @@ def benchmark_run(*, benchmark: BenchmarkSet) -> list[Run]:
         if benchmark.started_at is None:
             benchmark.started_at = timezone.now()
             benchmark.save(update_fields=["started_at"])
+        benchmark_set_touch(benchmark_id=benchmark.pk)
     return runs
 
 
@@ -196,6 +200,7 @@ def benchmark_task_rerun(*, benchmark: BenchmarkSet, task_key: str) -> Run:
         roster = complete_roster_snapshot(set_roster(benchmark))
         benchmark_task.hypotheses.all().delete()
         RandomControlDraw.objects.filter(benchmark_task=benchmark_task).delete()
+        benchmark_set_touch(benchmark_id=benchmark.pk)
         return _task_run_start(benchmark, benchmark_task, roster)
 
 
@@ -219,6 +224,7 @@ def benchmark_forecasts_repeat(*, benchmark: BenchmarkSet) -> list[tuple[str, in
                 code="nothing_to_repeat",
                 status=409,
             )
+        benchmark_set_touch(benchmark_id=benchmark.pk)
         return [(bt.task.key, run_forecasts_repeat(run=cast(Run, bt.run))) for bt in due]
 
 
@@ -239,15 +245,18 @@ def frozen_set_sha256(hypotheses: list[dict]) -> str:
 
 def random_control_draw(*, benchmark_task: BenchmarkTask, count: int) -> RandomControlDraw:
     """Draw and store one random yes/no per hypothesis for a task, once, before its pool is shuffled and numbered."""
-    draw, _ = RandomControlDraw.objects.get_or_create(
-        benchmark_task=benchmark_task,
-        defaults={
-            "drawn_at": timezone.now(),
-            "hypothesis_count": count,
-            "sequence": [secrets.randbelow(2) == 1 for _ in range(count)],
-            "generator": RANDOM_CONTROL_GENERATOR,
-        },
-    )
+    with transaction.atomic():
+        draw, drawn = RandomControlDraw.objects.get_or_create(
+            benchmark_task=benchmark_task,
+            defaults={
+                "drawn_at": timezone.now(),
+                "hypothesis_count": count,
+                "sequence": [secrets.randbelow(2) == 1 for _ in range(count)],
+                "generator": RANDOM_CONTROL_GENERATOR,
+            },
+        )
+        if drawn:
+            benchmark_set_touch(benchmark_id=benchmark_task.benchmark_id)
     return draw
 
 
@@ -261,7 +270,9 @@ def random_control_freeze(*, draw: RandomControlDraw, hypotheses: list[dict], fr
     draw.answers = {hypothesis["id"]: answer for hypothesis, answer in zip(hypotheses, draw.sequence, strict=True)}
     draw.hypotheses_sha256 = frozen_set_sha256(hypotheses)
     draw.frozen_at = frozen_at
-    draw.save(update_fields=["answers", "hypotheses_sha256", "frozen_at"])
+    with transaction.atomic():
+        draw.save(update_fields=["answers", "hypotheses_sha256", "frozen_at"])
+        benchmark_set_touch(benchmark_id=draw.benchmark_task.benchmark_id)
 
 
 def _set_task_of(run: Run) -> BenchmarkTask | None:
@@ -300,6 +311,7 @@ def benchmark_run_pooled(*, run: Run) -> None:
                 )
                 for hypothesis in pooled
             )
+            benchmark_set_touch(benchmark_id=benchmark_task.benchmark_id)
     except IntegrityError:
         # Already recorded: the pooling transition happens once, but a retried call must not fail the run.
         pass
