@@ -47,6 +47,8 @@ def new_figure(width: float, height: float) -> "Figure":
 
 def no_data(figure: "Figure", axes, message: str) -> "Figure":
     axes.axis("off")
+    axes.set_xticks([])  # hidden ticks would still be laid out outside the image
+    axes.set_yticks([])
     axes.text(0.5, 0.5, message, ha="center", va="center", fontsize=11, color="#555")
     return figure
 

@@ -56,11 +56,13 @@ from reviewapp.analysis.originality import (
 from reviewapp.analysis.ranking import (
     AucEstimate,
     BalancedAccuracy,
+    ForecastMeasures,
     PrecisionAtK,
     auc,
     auc_estimate,
     balanced_accuracy,
     expected_precision_at_k,
+    forecast_measures,
     top_k_weights,
 )
 from reviewapp.analysis.reviews import (
@@ -99,6 +101,7 @@ from reviewapp.analysis.task_selection import TaskSelectionCheck, candidate_key,
 __all__ = [
     "AucEstimate",
     "BalancedAccuracy",
+    "ForecastMeasures",
     "BestSingleModel",
     "Coefficient",
     "DEFAULT_RESAMPLES",
@@ -142,6 +145,7 @@ __all__ = [
     "content_words",
     "criterion_profiles",
     "expected_precision_at_k",
+    "forecast_measures",
     "fleiss_kappa",
     "forecast_rules",
     "hint_correlation",

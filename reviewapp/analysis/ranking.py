@@ -212,3 +212,63 @@ def balanced_accuracy(
         resamples=resamples if resampled else 0,
         seed=seed if resampled else None,
     )
+
+
+@dataclass(frozen=True)
+class ForecastMeasures:
+    """Yes/no forecasts of hypotheses against their match with the paper, a non-match being the negative outcome
+    (docs/analysis.md#instruction-comparison)."""
+
+    hypotheses: int
+    matches: int
+    positives: int  # yes answers
+    true_positives: int
+    true_negatives: int
+    sensitivity: Estimate  # matches answered yes / matches
+    specificity: Estimate  # non-matches answered no / non-matches
+    precision: Estimate  # matches among the yes answers (positive predictive value)
+    negative_predictive_value: Estimate  # non-matches among the no answers
+    resamples: int
+    seed: int | None
+
+
+def forecast_measures(
+    tasks: Sequence[Hashable],
+    answers: Sequence[bool],
+    matches: Sequence[bool],
+    *,
+    resamples: int = DEFAULT_RESAMPLES,
+    seed: int = DEFAULT_SEED,
+) -> ForecastMeasures:
+    """Sensitivity, specificity, precision and negative predictive value of yes/no forecasts, each a ratio of sums
+    with the percentile interval of ``resamples`` resamples of whole tasks (docs/protocol.md#task-bootstrap)."""
+    if not len(tasks) == len(answers) == len(matches):
+        raise ValueError("tasks, answers and matches must have one entry per hypothesis")
+    if any(value is None for value in (*answers, *matches)):
+        raise ValueError("leave out hypotheses without an answer or without a judged outcome")
+    answer = np.asarray([bool(value) for value in answers])
+    match = np.asarray([bool(value) for value in matches])
+    # true positives, matches, true negatives, non-matches, yes answers, no answers
+    columns = np.column_stack([answer & match, match, ~answer & ~match, ~match, answer, ~answer]).astype(np.float64)
+    totals = columns.sum(axis=0)
+    resampled = None
+    if resamples and len(tasks):
+        _, sums = task_sums(tasks, columns)
+        resampled = resampled_totals(sums, resamples, seed)
+    pairs = {"sensitivity": (0, 1), "specificity": (2, 3), "precision": (0, 4), "negative_predictive_value": (2, 5)}
+    return ForecastMeasures(
+        hypotheses=int(answer.size),
+        matches=int(totals[1]),
+        positives=int(totals[4]),
+        true_positives=int(totals[0]),
+        true_negatives=int(totals[2]),
+        **{
+            name: estimate(
+                ratio(totals[top], totals[bottom]),
+                None if resampled is None else ratio(resampled[:, top], resampled[:, bottom]),
+            )
+            for name, (top, bottom) in pairs.items()
+        },
+        resamples=resamples if resampled is not None else 0,
+        seed=seed if resampled is not None else None,
+    )

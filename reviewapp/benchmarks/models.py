@@ -106,6 +106,13 @@ class BenchmarkImport(models.Model):
         return f"{self.filename} ({self.sha256[:12]})"
 
 
+class Direction(models.TextChoices):
+    """The favourable-direction rule's label of a statement (docs/analysis.md#favourable-direction-rule)."""
+
+    FAVOURABLE = "favourable", "favourable"
+    UNFAVOURABLE = "unfavourable", "unfavourable"
+
+
 class BenchmarkHypothesis(models.Model):
     """One hypothesis of a set: a screening run's (read through `hypothesis`) or imported with its forecasts.
 
@@ -135,6 +142,10 @@ class BenchmarkHypothesis(models.Model):
     probabilities = models.JSONField(default=dict, blank=True)
     repeat_forecasts = models.JSONField(default=dict, blank=True)
     confirmed = models.BooleanField(null=True, blank=True)
+    # Imported for the instruction comparison: instruction ("short", "detailed", "single") → model → true, false or
+    # null; and, for a statement of a 50/50 set, the favourable-direction rule's label (blank: unlabelled).
+    instruction_forecasts = models.JSONField(default=dict, blank=True)
+    direction = models.CharField(max_length=20, choices=Direction.choices, blank=True)
     content_sha256 = models.CharField(max_length=64, blank=True)
     import_batch = models.ForeignKey(BenchmarkImport, null=True, blank=True, on_delete=models.SET_NULL)
 

@@ -242,7 +242,7 @@ def benchmark_rows(benchmark: BenchmarkSet, judges: list[Judge] | None = None) -
         ).values_list("benchmark_task_id", "answers")
     }
     forecasts = Forecast.objects.order_by("stage", "pk").only(
-        "hypothesis_id", "model_key", "vote", "round", "p_experimental_support"
+        "hypothesis_id", "model_key", "vote", "round", "p_experimental_support", "recommend_for_testing", "single_vote"
     )
     records = (
         BenchmarkHypothesis.objects.filter(benchmark=benchmark)
@@ -257,10 +257,22 @@ def benchmark_rows(benchmark: BenchmarkSet, judges: list[Judge] | None = None) -
             run = benchmark_task.run
             rounds: dict[int, dict] = {1: {}, 2: {}}
             probabilities = {}
+            # The run's vote answers its question; the optional modes' answers stand beside it
+            # (docs/analysis.md#instruction-comparison).
+            question = run.forecast_question if run is not None else Run.Question.SHORT.value
+            instructions: dict[str, dict] = {question: rounds[1]}
             for forecast in screened.forecasts.all():
                 rounds[forecast.round][forecast.model_key] = forecast.vote
-                if forecast.round == 1 and forecast.p_experimental_support is not None:
+                if forecast.round != 1:
+                    continue
+                if forecast.p_experimental_support is not None:
                     probabilities[forecast.model_key] = forecast.p_experimental_support
+                for mode, answer in (
+                    (Run.Question.DETAILED.value, forecast.recommend_for_testing),
+                    (Run.Question.SINGLE.value, forecast.single_vote),
+                ):
+                    if mode != question and answer is not None:
+                        instructions.setdefault(mode, {})[forecast.model_key] = answer
             fields: dict[str, Any] = {
                 "source": "run",
                 "generator": screened.author_name,
@@ -274,6 +286,8 @@ def benchmark_rows(benchmark: BenchmarkSet, judges: list[Judge] | None = None) -
                 "probabilities": probabilities,
                 "confirmed": None,
                 "repeat_forecasts": rounds[2],
+                "instruction_forecasts": {name: dict(answers) for name, answers in instructions.items() if answers},
+                "direction": "",
             }
         else:
             fields = {
@@ -289,6 +303,8 @@ def benchmark_rows(benchmark: BenchmarkSet, judges: list[Judge] | None = None) -
                 "probabilities": dict(record.probabilities),
                 "confirmed": record.confirmed,
                 "repeat_forecasts": dict(record.repeat_forecasts),
+                "instruction_forecasts": {name: dict(given) for name, given in record.instruction_forecasts.items()},
+                "direction": record.direction,
             }
         given = scores_of.get(record.pk, {})
         scores = {judge.name: given.get(judge.name) for judge in judges}

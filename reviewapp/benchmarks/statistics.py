@@ -48,6 +48,9 @@ class HypothesisRow:
     confirmed: bool | None = None  # a statement with a known result: confirmed (True) or refuted
     # The same requests asked again (a run's round 2, or imported): model → True, False or None; {} when never.
     repeat_forecasts: dict = field(default_factory=dict)
+    # The forecasts under each instruction ("short", "detailed", "single"): instruction → model → True, False or None.
+    instruction_forecasts: dict = field(default_factory=dict)
+    direction: str = ""  # a statement's favourable-direction label: "favourable", "unfavourable" or "" (unlabelled)
 
     @property
     def text(self) -> str:

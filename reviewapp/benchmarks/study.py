@@ -9,7 +9,7 @@ as a set of pooled runs does, the analysis is not computed: its MatrixStatus say
 
 import itertools
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -228,6 +228,79 @@ class PairDecisions:
 
 
 @dataclass(frozen=True)
+class InstructionMeasures:
+    """One model's yes/no answers under one instruction against the match (docs/analysis.md#instruction-comparison)."""
+
+    instruction: str  # "detailed", "short" or "single"
+    model: str
+    measures: analysis.ForecastMeasures
+
+
+@dataclass(frozen=True)
+class InstructionPair:
+    """One model under two instructions, on the judged hypotheses it answered under both."""
+
+    first: str
+    second: str
+    model: str
+    hypotheses: int
+    first_measures: analysis.ForecastMeasures
+    second_measures: analysis.ForecastMeasures
+
+
+@dataclass(frozen=True)
+class InstructionComparison:
+    instructions: tuple[str, ...]  # those the set has answers under, in the order of INSTRUCTIONS
+    pairs: tuple[InstructionPair, ...]
+    forecasters: tuple[InstructionMeasures, ...]  # each over its full set of usable answers
+
+
+@dataclass(frozen=True)
+class DirectionLabels:
+    """The favourable-direction rule's labels of the statements with a known result, by result."""
+
+    statements: int
+    labelled: int
+    confirmed_favourable: int
+    confirmed_unfavourable: int
+    confirmed_unlabelled: int
+    reversed_favourable: int
+    reversed_unfavourable: int
+    reversed_unlabelled: int
+
+
+@dataclass(frozen=True)
+class DirectionAccuracy:
+    """A decider's share of right answers on the labelled and on the unlabelled statements, and how often it agreed
+    with the rule on the labelled ones (None where it answered none of them)."""
+
+    rule: str
+    labelled: analysis.BalancedAccuracy | None
+    agreement_with_rule: analysis.BalancedAccuracy | None  # its accuracy: the share of answers equal to the rule's
+    unlabelled: analysis.BalancedAccuracy | None
+
+
+@dataclass(frozen=True)
+class DirectionPair:
+    task: str
+    confirmed: str  # the confirmed statement's id
+    confirmed_direction: str  # "favourable", "unfavourable" or "" (unlabelled)
+    reversed: str
+    reversed_direction: str
+
+
+@dataclass(frozen=True)
+class DirectionRule:
+    """The favourable-direction rule on a 50/50 set (docs/analysis.md#favourable-direction-rule)."""
+
+    labels: DirectionLabels
+    accuracy: tuple[DirectionAccuracy, ...]
+    pairs: tuple[DirectionPair, ...]
+    labelled_pairs: int  # pairs where the rule labelled both statements
+    labelled_pair_decisions: tuple[PairDecisions, ...]  # the rule, each model and the random control on those pairs
+
+
+@dataclass(frozen=True)
 class ForecastCount:
     """Forecasts of one model in one round: one model's forecast of one hypothesis, stored once however often a rule
     reads it (docs/analysis.md#estimated-number-of-forecasts)."""
@@ -265,6 +338,8 @@ class StudyStatistics:
     originality: Originality | None
     hints: Hints | None
     pair_decisions: tuple[PairDecisions, ...] = ()
+    instruction_comparison: InstructionComparison | None = None
+    direction_rule: DirectionRule | None = None
     forecast_counts: tuple[ForecastCount, ...] = ()
     design_forecasts: tuple[DesignForecasts, ...] = ()
 
@@ -567,22 +642,34 @@ def _pairs(rows) -> list[tuple]:
     return pairs
 
 
-def _pair_decisions(rows) -> tuple[PairDecisions, ...]:
-    pairs = _pairs(rows)
-    if not pairs:
-        return ()
-    models = sorted({model for pair in pairs for row in pair for model in row.forecasts})
+def _statement_deciders(statements) -> list[tuple[str, Callable]]:
+    """Each forecasting model, the majority and unanimity of the models that answered a statement, and the random
+    control: (name, statement row → True, False or None)."""
+    models = sorted({model for row in statements for model in row.forecasts})
 
     def given(row):
         return [bool(row.forecasts[m]) for m in models if row.forecasts.get(m) is not None]
 
-    deciders = [(model, lambda row, model=model: row.forecasts.get(model)) for model in models]
+    deciders: list[tuple[str, Callable]] = [
+        (model, lambda row, model=model: row.forecasts.get(model)) for model in models
+    ]
     if len(models) > 1:
         deciders += [
             ("majority", lambda row: (2 * sum(given(row)) > len(given(row))) if given(row) else None),
             ("unanimity", lambda row: all(given(row)) if given(row) else None),
         ]
     deciders.append(("random control", lambda row: row.random_answer))
+    return deciders
+
+
+def _pair_decisions(rows) -> tuple[PairDecisions, ...]:
+    pairs = _pairs(rows)
+    if not pairs:
+        return ()
+    return _decisions_on(pairs, _statement_deciders([row for pair in pairs for row in pair]))
+
+
+def _decisions_on(pairs, deciders) -> tuple[PairDecisions, ...]:
     results = []
     for name, decide in deciders:
         counts = {"right": 0, "both": 0, "neither": 0, "wrong": 0, "none": 0}
@@ -606,6 +693,130 @@ def _pair_decisions(rows) -> tuple[PairDecisions, ...]:
                 )
             )
     return tuple(results)
+
+
+# The favourable-direction rule accepts a statement labelled favourable and rejects one labelled unfavourable.
+DIRECTION_RULE = "favourable-direction rule"
+_RULE_DECISION = {"favourable": True, "unfavourable": False}
+
+
+def _direction_rule(rows, resamples: int, seed: int) -> DirectionRule | None:
+    statements = [row for row in rows if row.confirmed is not None]
+    if not any(row.direction for row in statements):
+        return None
+    counts = {
+        (result, label): sum(bool(row.confirmed) == result and row.direction == label for row in statements)
+        for result in (True, False)
+        for label in ("favourable", "unfavourable", "")
+    }
+    labels = DirectionLabels(
+        statements=len(statements),
+        labelled=sum(bool(row.direction) for row in statements),
+        confirmed_favourable=counts[(True, "favourable")],
+        confirmed_unfavourable=counts[(True, "unfavourable")],
+        confirmed_unlabelled=counts[(True, "")],
+        reversed_favourable=counts[(False, "favourable")],
+        reversed_unfavourable=counts[(False, "unfavourable")],
+        reversed_unlabelled=counts[(False, "")],
+    )
+
+    def rule(row):
+        return _RULE_DECISION.get(row.direction)
+
+    def confirmed(row):
+        return bool(row.confirmed)
+
+    def accuracy(members, decide, truth):
+        answered = [(row, decide(row)) for row in members]
+        answered = [(row, bool(answer)) for row, answer in answered if answer is not None]
+        if not answered:
+            return None
+        return analysis.balanced_accuracy(
+            [truth(row) for row, _ in answered],
+            [answer for _, answer in answered],
+            [row.task_key for row, _ in answered],
+            resamples=resamples,
+            seed=seed,
+        )
+
+    labelled = [row for row in statements if row.direction]
+    unlabelled = [row for row in statements if not row.direction]
+    deciders = [(DIRECTION_RULE, rule), *_statement_deciders(statements)]
+    results = []
+    for name, decide in deciders:
+        result = DirectionAccuracy(
+            rule=name,
+            labelled=accuracy(labelled, decide, confirmed),
+            agreement_with_rule=None if name == DIRECTION_RULE else accuracy(labelled, decide, rule),
+            unlabelled=accuracy(unlabelled, decide, confirmed),  # the rule answers none of them
+        )
+        if result.labelled or result.unlabelled:
+            results.append(result)
+    pairs = _pairs(rows)
+    both = [(confirmed, reversed_) for confirmed, reversed_ in pairs if confirmed.direction and reversed_.direction]
+    return DirectionRule(
+        labels=labels,
+        accuracy=tuple(results),
+        pairs=tuple(DirectionPair(c.task_key, c.key, c.direction, r.key, r.direction) for c, r in pairs),
+        labelled_pairs=len(both),
+        labelled_pair_decisions=_decisions_on(both, deciders) if both else (),
+    )
+
+
+# The forecast instructions in the order the comparison lists them (docs/analysis.md#instruction-comparison): the
+# detailed instruction, the short question (five hypotheses a request) and the single-hypothesis question.
+INSTRUCTIONS = ("detailed", "short", "single")
+
+
+def _instruction_comparison(rows, resamples: int, seed: int) -> InstructionComparison | None:
+    judged = [row for row in rows if row.primary is not None]
+    present = {name for row in judged for name, answers in row.instruction_forecasts.items() if answers}
+    instructions = tuple(name for name in INSTRUCTIONS if name in present)
+    if len(instructions) < 2:
+        return None
+
+    def answered(instruction, model):
+        return {
+            row.pk: (row, bool(answer))
+            for row in judged
+            if (answer := row.instruction_forecasts.get(instruction, {}).get(model)) is not None
+        }
+
+    def measures(members):
+        return analysis.forecast_measures(
+            [row.task_key for row, _ in members],
+            [answer for _, answer in members],
+            [bool(row.primary) for row, _ in members],
+            resamples=resamples,
+            seed=seed,
+        )
+
+    models = {
+        name: sorted({model for row in judged for model in row.instruction_forecasts.get(name, {})})
+        for name in instructions
+    }
+    forecasters = []
+    for instruction in instructions:
+        for model in models[instruction]:
+            if members := list(answered(instruction, model).values()):
+                forecasters.append(InstructionMeasures(instruction, model, measures(members)))
+    pairs = []
+    for first, second in itertools.combinations(instructions, 2):
+        for model in sorted(set(models[first]) & set(models[second])):
+            a, b = answered(first, model), answered(second, model)
+            common = [pk for pk in a if pk in b]  # in row order, so both sides draw the same task resamples
+            if common:
+                pairs.append(
+                    InstructionPair(
+                        first,
+                        second,
+                        model,
+                        len(common),
+                        measures([a[pk] for pk in common]),
+                        measures([b[pk] for pk in common]),
+                    )
+                )
+    return InstructionComparison(instructions, tuple(pairs), tuple(forecasters))
 
 
 def _forecast_counts(rows) -> tuple[tuple[ForecastCount, ...], tuple[DesignForecasts, ...]]:
@@ -825,6 +1036,8 @@ def compute_study(rows, inputs: StudyInputs, *, seeds: Mapping[str, int], resamp
         originality=_originality(rows, inputs, resamples, seeds["further"]),
         hints=_hints(rows, tasks, resamples, seeds["sensitivity"]),
         pair_decisions=_pair_decisions(rows),
+        instruction_comparison=_instruction_comparison(rows, resamples, seeds["selection"]),
+        direction_rule=_direction_rule(rows, resamples, seeds["further"]),
         forecast_counts=forecast_counts,
         design_forecasts=design_forecasts,
     )

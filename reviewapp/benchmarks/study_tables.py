@@ -1064,18 +1064,19 @@ def hint_degree_plot(statistics: BenchmarkStatistics):
 # Л.4: decisions within the pairs of a 50/50 set -----------------------------------------------------------------
 
 
-def pair_decisions_table(statistics: BenchmarkStatistics) -> Table:
-    columns = (
-        Column("rule", "Forecaster or rule"),
-        Column("pairs", "Pairs", INT),
-        Column("accepts_confirmed_only", "Accepts the confirmed, rejects the reversed", INT),
-        Column("accepts_both", "Accepts both", INT),
-        Column("rejects_both", "Rejects both", INT),
-        Column("accepts_reversed_only", "Rejects the confirmed, accepts the reversed", INT),
-        Column("without_answer", "No answer on both", INT),
-    )
-    study = _study(statistics)
-    rows = [
+_PAIR_DECISION_COLUMNS = (
+    Column("rule", "Forecaster or rule"),
+    Column("pairs", "Pairs", INT),
+    Column("accepts_confirmed_only", "Accepts the confirmed, rejects the reversed", INT),
+    Column("accepts_both", "Accepts both", INT),
+    Column("rejects_both", "Rejects both", INT),
+    Column("accepts_reversed_only", "Rejects the confirmed, accepts the reversed", INT),
+    Column("without_answer", "No answer on both", INT),
+)
+
+
+def _pair_decision_rows(decisions) -> list[dict]:
+    return [
         {
             "rule": item.rule,
             "pairs": item.pairs,
@@ -1085,9 +1086,247 @@ def pair_decisions_table(statistics: BenchmarkStatistics) -> Table:
             "accepts_reversed_only": item.accepts_reversed_only,
             "without_answer": item.without_answer,
         }
-        for item in (study.pair_decisions if study else ())
+        for item in decisions
     ]
+
+
+def pair_decisions_table(statistics: BenchmarkStatistics) -> Table:
+    study = _study(statistics)
+    return Table(_PAIR_DECISION_COLUMNS, _pair_decision_rows(study.pair_decisions if study else ()))
+
+
+# Г: the forecast instructions compared -----------------------------------------------------------------------
+
+_MEASURES = (
+    Column("sensitivity", "Sensitivity", ESTIMATE_SHARE),
+    Column("specificity", "Specificity", ESTIMATE_SHARE),
+    Column("precision", "Precision (yes that match)", ESTIMATE_SHARE),
+    Column("negative_predictive_value", "Negative predictive value", ESTIMATE_SHARE),
+)
+_NO_INSTRUCTIONS = (
+    "The set's judged hypotheses have answers under fewer than two instructions (import the instruction_forecasts "
+    "table, or run the set's forecasters under another instruction)."
+)
+
+
+def _measure_values(measures) -> dict:
+    return {
+        "hypotheses": measures.hypotheses,
+        "matches": measures.matches,
+        "positives": measures.positives,
+        **{column.key: getattr(measures, column.key) for column in _MEASURES},
+        "seed": measures.seed,
+    }
+
+
+_COUNTS = (
+    Column("hypotheses", "Hypotheses", INT),
+    Column("matches", "Matches", INT),
+    Column("positives", "Yes answers", INT),
+)
+
+
+def instruction_pairs_table(statistics: BenchmarkStatistics) -> Table:
+    columns = (
+        Column("pair", "Instructions compared"),
+        Column("model", "Model"),
+        Column("instruction", "Instruction"),
+        *_COUNTS,
+        *_MEASURES,
+        SEED,
+    )
+    study = _study(statistics)
+    comparison = study.instruction_comparison if study else None
+    if comparison is None:
+        return Table(columns, [], (_NO_INSTRUCTIONS,))
+    rows = []
+    for pair in comparison.pairs:
+        for instruction, measures in ((pair.first, pair.first_measures), (pair.second, pair.second_measures)):
+            rows.append(
+                {
+                    "pair": f"{pair.first} / {pair.second}",
+                    "model": pair.model,
+                    "instruction": instruction,
+                    **_measure_values(measures),
+                }
+            )
+    notes = () if rows else ("No model answered the same judged hypotheses under two instructions.",)
+    return Table(columns, rows, notes)
+
+
+def instruction_forecasters_table(statistics: BenchmarkStatistics) -> Table:
+    columns = (Column("instruction", "Instruction"), Column("model", "Model"), *_COUNTS, *_MEASURES, SEED)
+    study = _study(statistics)
+    comparison = study.instruction_comparison if study else None
+    if comparison is None:
+        return Table(columns, [], (_NO_INSTRUCTIONS,))
+    return Table(
+        columns,
+        [
+            {"instruction": item.instruction, "model": item.model, **_measure_values(item.measures)}
+            for item in comparison.forecasters
+        ],
+    )
+
+
+def _interval_points(axes, rows, key: str, colour: str, shift: float = 0.0, label: str | None = None) -> None:
+    """One point with its 95% interval per row, in percent, on the rows' positions (an undefined value is left
+    out)."""
+    for index, row in enumerate(rows):
+        value = row[key]
+        if value is None or value.value is None:
+            continue
+        low = value.value - value.low if value.low is not None else 0
+        high = value.high - value.value if value.high is not None else 0
+        axes.errorbar(
+            value.value * 100,
+            index + shift,
+            xerr=[[low * 100], [high * 100]],
+            fmt="o",
+            color=colour,
+            capsize=3,
+            label=label,
+        )
+        label = None  # once in the legend
+
+
+def instruction_plot(statistics: BenchmarkStatistics):
+    table = instruction_forecasters_table(statistics)
+    rows = table.rows
+    figure = new_figure(7.5, max(2.8, 1.6 + 0.3 * len(rows)))
+    if not rows:
+        return no_data(figure, figure.add_subplot(), "No answers under two instructions.")
+    axes_row = figure.subplots(1, len(_MEASURES), sharey=True)
+    for axes, column, colour in zip(axes_row, _MEASURES, COLOURS, strict=False):
+        _interval_points(axes, rows, column.key, colour)
+        axes.set_xlim(-5, 105)
+        axes.set_title(column.label.split(" (")[0], fontsize=9)
+        axes.tick_params(labelsize=8)
+    axes_row[0].set_yticks(range(len(rows)), [f"{row['instruction']} · {row['model']}" for row in rows], fontsize=8)
+    axes_row[0].invert_yaxis()
+    figure.supxlabel("Percent, 95% interval over task resamples (each forecaster, all its usable answers)", fontsize=9)
+    return figure
+
+
+# Л.4, Н.8: the favourable-direction rule on a 50/50 set ------------------------------------------------------
+
+_NO_DIRECTIONS = (
+    "No statement with a known result has a direction label (import the directions table for the statements of a "
+    "50/50 set)."
+)
+
+
+def _direction(statistics: BenchmarkStatistics):
+    study = _study(statistics)
+    return study.direction_rule if study else None
+
+
+def direction_labels_table(statistics: BenchmarkStatistics) -> Table:
+    columns = (
+        Column("statements", "Statements"),
+        Column("count", "Count", INT),
+        Column("favourable", "Favourable", INT),
+        Column("unfavourable", "Unfavourable", INT),
+        Column("unlabelled", "Unlabelled", INT),
+    )
+    rule = _direction(statistics)
+    if rule is None:
+        return Table(columns, [], (_NO_DIRECTIONS,))
+    labels = rule.labels
+    rows = []
+    for name, prefix in (("confirmed", "confirmed"), ("reversed", "reversed")):
+        counts = {label: getattr(labels, f"{prefix}_{label}") for label in ("favourable", "unfavourable", "unlabelled")}
+        rows.append({"statements": name, "count": sum(counts.values()), **counts})
+    rows.append(
+        {
+            "statements": "all",
+            "count": labels.statements,
+            **{label: rows[0][label] + rows[1][label] for label in ("favourable", "unfavourable", "unlabelled")},
+        }
+    )
     return Table(columns, rows)
+
+
+def direction_accuracy_table(statistics: BenchmarkStatistics) -> Table:
+    columns = (
+        Column("rule", "Forecaster or rule"),
+        Column("labelled", "Labelled statements answered", INT),
+        Column("labelled_accuracy", "Right on labelled", ESTIMATE_SHARE),
+        Column("agreement_with_rule", "Same answer as the rule", ESTIMATE_SHARE),
+        Column("unlabelled", "Unlabelled statements answered", INT),
+        Column("unlabelled_accuracy", "Right on unlabelled", ESTIMATE_SHARE),
+        SEED,
+    )
+    rule = _direction(statistics)
+    if rule is None:
+        return Table(columns, [], (_NO_DIRECTIONS,))
+    rows = []
+    for item in rule.accuracy:
+        seeds = [r.seed for r in (item.labelled, item.unlabelled) if r is not None]
+        rows.append(
+            {
+                "rule": item.rule,
+                "labelled": item.labelled.statements if item.labelled else 0,
+                "labelled_accuracy": item.labelled.accuracy if item.labelled else None,
+                "agreement_with_rule": item.agreement_with_rule.accuracy if item.agreement_with_rule else None,
+                "unlabelled": item.unlabelled.statements if item.unlabelled else 0,
+                "unlabelled_accuracy": item.unlabelled.accuracy if item.unlabelled else None,
+                "seed": seeds[0] if seeds else None,
+            }
+        )
+    return Table(columns, rows)
+
+
+def direction_pair_decisions_table(statistics: BenchmarkStatistics) -> Table:
+    rule = _direction(statistics)
+    if rule is None:
+        return Table(_PAIR_DECISION_COLUMNS, [], (_NO_DIRECTIONS,))
+    notes = () if rule.labelled_pairs else ("The rule labelled both statements of no pair.",)
+    return Table(_PAIR_DECISION_COLUMNS, _pair_decision_rows(rule.labelled_pair_decisions), notes)
+
+
+def direction_pairs_table(statistics: BenchmarkStatistics) -> Table:
+    columns = (
+        Column("task", "Article (task)"),
+        Column("confirmed", "Confirmed statement"),
+        Column("confirmed_direction", "Its label"),
+        Column("reversed", "Reversed statement"),
+        Column("reversed_direction", "Its label"),
+    )
+    rule = _direction(statistics)
+    if rule is None:
+        return Table(columns, [], (_NO_DIRECTIONS,))
+    return Table(
+        columns,
+        [
+            {
+                "task": pair.task,
+                "confirmed": pair.confirmed,
+                "confirmed_direction": pair.confirmed_direction or "unlabelled",
+                "reversed": pair.reversed,
+                "reversed_direction": pair.reversed_direction or "unlabelled",
+            }
+            for pair in rule.pairs
+        ],
+    )
+
+
+def direction_plot(statistics: BenchmarkStatistics):
+    rows = direction_accuracy_table(statistics).rows
+    figure = new_figure(6.5, max(2.8, 1.4 + 0.32 * len(rows)))
+    axes = figure.add_subplot()
+    if not rows:
+        return no_data(figure, axes, "No statement with a direction label.")
+    _interval_points(axes, rows, "labelled_accuracy", COLOURS[0], -0.15, "labelled statements")
+    _interval_points(axes, rows, "unlabelled_accuracy", COLOURS[1], 0.15, "unlabelled statements")
+    axes.axvline(50, color="#888", linestyle="--", linewidth=1)
+    axes.set_xlim(-5, 105)
+    axes.set_yticks(range(len(rows)), [row["rule"] for row in rows], fontsize=8)
+    axes.invert_yaxis()
+    axes.legend(fontsize=8, loc="lower right")
+    axes.set_xlabel("Right answers, percent (95% interval over article resamples)")
+    axes.set_title("Accuracy on statements the rule labelled and did not label", fontsize=11)
+    return figure
 
 
 # Н.4: the estimated number of forecasts --------------------------------------------------------------------------
@@ -1237,6 +1476,47 @@ SECTIONS = (
         (TableSpec("pair-decisions", "Decisions", pair_decisions_table),),
         needs="statements with a known result, one confirmed and one reversed per article, and their forecasts",
         imports=("hypotheses",),
+    ),
+    Section(
+        "direction-rule",
+        "Favourable-direction rule on a 50/50 set",
+        "Л.4, Н.8",
+        "A deterministic rule labels a statement favourable or unfavourable from the direction of change it states "
+        "(the verb and the sign of the measure for the organism), or leaves it unlabelled when the measure has no "
+        "agreed sign; it accepts a favourable statement and rejects an unfavourable one. The labels by result; each "
+        "forecaster's, the majority's, the unanimity's and the random control's share of right answers on the "
+        "labelled and on the unlabelled statements, and how often each gave the rule's answer, intervals resampling "
+        "whole articles; the four decisions of the rule, each model and the random control on the pairs where the "
+        "rule labelled both statements; each article's pair with its labels.",
+        "further",
+        (
+            TableSpec("direction-labels", "Labels", direction_labels_table),
+            TableSpec("direction-accuracy", "Accuracy by label", direction_accuracy_table, direction_plot),
+            TableSpec("direction-pair-decisions", "Decisions on pairs labelled twice", direction_pair_decisions_table),
+            TableSpec("direction-pairs", "Pairs", direction_pairs_table),
+        ),
+        needs="statements with a known result (hypotheses imported with confirmed), their forecasts and each "
+        "statement's direction label",
+        imports=("hypotheses", "directions"),
+        seed_source="Appendix Л: 20261030 for all its calculations.",
+    ),
+    Section(
+        "instruction-comparison",
+        "Forecast instructions compared",
+        "Г",
+        "Yes/no answers of the forecasters under the detailed instruction (detailed), the five-hypothesis question "
+        "(short) and the single-statement question (single), against the match with the paper, a non-match being "
+        "the negative outcome: sensitivity, specificity, precision and negative predictive value with task-resampled "
+        "95% intervals. For each pair of instructions, each model on the judged hypotheses it answered under both; "
+        "then each forecaster over its full set of usable answers, so the denominators may differ from the pairs.",
+        "selection",
+        (
+            TableSpec("instruction-pairs", "Pairs of instructions", instruction_pairs_table),
+            TableSpec("instruction-forecasters", "Each forecaster", instruction_forecasters_table, instruction_plot),
+        ),
+        needs="judged hypotheses with yes/no answers under at least two instructions",
+        imports=("instruction_forecasts", "scores"),
+        seed_source="The supplement names no seed for appendix Г; the selection's, 20261026.",
     ),
     Section(
         "forecast-counts",

@@ -400,6 +400,9 @@ def test_the_statistics_page_has_a_section_per_analysis_with_its_seed(study, cli
         "rule-enumeration",
         "originality",
         "hint-degree",
+        "pair-decisions",
+        "direction-rule",
+        "instruction-comparison",
     ):
         assert f'id="{slug}"' in page, slug
     assert "seed\n    <strong>20261025</strong> (generation)" in page
@@ -426,6 +429,8 @@ SECTION_SEEDS = {
     "without-company": 20261030,  # Л (Н.7's robustness checks would say 20261027)
     "rerun": 20261030,  # Л (likewise)
     "originality": 20261030,  # Л
+    "direction-rule": 20261030,  # Л (Л.4)
+    "instruction-comparison": 20261026,  # Г names none: the selection's
 }
 
 

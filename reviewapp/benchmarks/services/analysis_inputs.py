@@ -1,6 +1,7 @@
 """The tables of a set's import that only the analyses read (docs/analysis.md#importing-a-set-made-elsewhere):
-forecasters' companies, numerical forecasts, the forecasts of a re-run, task hint scores, key elements of the
-reference statements, originality/feasibility/clarity scores and the task-selection log.
+forecasters' companies, numerical forecasts, the forecasts of a re-run, the forecasts under each instruction, the
+statements' direction labels, task hint scores, key elements of the reference statements,
+originality/feasibility/clarity scores and the task-selection log.
 
 reviewapp.benchmarks.services.imports reads, cleans and checks the file as a whole and calls the plan here inside
 its transaction: every problem found here joins the file's problems, so a file with any problem imports nothing.
@@ -17,6 +18,7 @@ from reviewapp.benchmarks.models import (
     BenchmarkImport,
     BenchmarkSet,
     BenchmarkTask,
+    Direction,
     Forecaster,
     Judge,
     QualityScore,
@@ -28,6 +30,8 @@ from reviewapp.services.tabular_files import as_text, problem
 FORECASTERS = "forecasters"
 PROBABILITIES = "probabilities"
 REPEAT_FORECASTS = "repeat_forecasts"
+INSTRUCTION_FORECASTS = "instruction_forecasts"
+DIRECTIONS = "directions"
 HINTS = "hints"
 KEY_ELEMENTS = "key_elements"
 QUALITY_SCORES = "quality_scores"
@@ -37,6 +41,8 @@ ANALYSIS_FIELDS = {
     FORECASTERS: ("model", "company"),
     PROBABILITIES: ("task", "hypothesis", "model", "probability"),
     REPEAT_FORECASTS: ("task", "hypothesis", "model", "answer"),
+    INSTRUCTION_FORECASTS: ("task", "hypothesis", "instruction", "model", "answer"),
+    DIRECTIONS: ("task", "hypothesis", "direction"),
     HINTS: ("task", "hint_score"),
     KEY_ELEMENTS: ("task", "element"),
     QUALITY_SCORES: ("task", "hypothesis", "judge", "judge_company", *DIMENSIONS),
@@ -47,6 +53,8 @@ ANALYSIS_REQUIRED = {
     FORECASTERS: ("model", "company"),
     PROBABILITIES: ("task", "hypothesis", "model", "probability"),
     REPEAT_FORECASTS: ("task", "hypothesis", "model"),
+    INSTRUCTION_FORECASTS: ("task", "hypothesis", "instruction", "model"),
+    DIRECTIONS: ("task", "hypothesis"),
     HINTS: ("task", "hint_score"),
     KEY_ELEMENTS: ("task", "element"),
     QUALITY_SCORES: ("task", "hypothesis", "judge", *DIMENSIONS),
@@ -59,6 +67,8 @@ ANALYSIS_CSV_TABLES = (
     (SELECTION_LOG, frozenset({"query", "salt", "found"})),
     (QUALITY_SCORES, frozenset({"hypothesis", "judge", "originality"})),
     (PROBABILITIES, frozenset({"hypothesis", "model", "probability"})),
+    (INSTRUCTION_FORECASTS, frozenset({"hypothesis", "instruction", "model"})),
+    (DIRECTIONS, frozenset({"hypothesis", "direction"})),
     (REPEAT_FORECASTS, frozenset({"hypothesis", "model", "answer"})),
     (HINTS, frozenset({"task", "hint_score"})),
     (KEY_ELEMENTS, frozenset({"task", "element"})),
@@ -67,6 +77,10 @@ ANALYSIS_CSV_TABLES = (
 # The fields whose values are free text (the rest are ids, names and companies).
 ANALYSIS_FREE_TEXT = {"query", "element", "reason"}
 STATUSES = tuple(TaskSelectionRecord.Status.values)
+# The forecast instructions (docs/protocol.md#forecast-designs): the short question (five hypotheses a request), the
+# detailed instruction and the single-hypothesis question.
+INSTRUCTIONS = ("short", "detailed", "single")
+UNLABELLED = "unlabelled"
 
 
 def clean_probability(value):
@@ -111,6 +125,23 @@ def clean_quality(value):
     return number, None
 
 
+def clean_instruction(value):
+    text = (as_text(value) or "").lower()
+    if text in INSTRUCTIONS:
+        return text, None
+    return "", f"“{value}” is not an instruction; write {', '.join(INSTRUCTIONS[:-1])} or {INSTRUCTIONS[-1]}."
+
+
+def clean_direction(value):
+    """favourable or unfavourable; blank or “unlabelled” is the rule's absence of a label ("")."""
+    text = (as_text(value) or "").lower()
+    if text in Direction.values:
+        return text, None
+    if text in ("", UNLABELLED):
+        return "", None
+    return "", f"“{value}” is not a direction label; write favourable, unfavourable or unlabelled (or leave it blank)."
+
+
 def clean_status(value):
     text = (as_text(value) or "").lower()
     if text in STATUSES:
@@ -143,6 +174,8 @@ class AnalysisInputsPlan:
             (REPEAT_FORECASTS, "repeat_forecasts", "answer"),
         ):
             self._check_per_model(table, stored, value_field, problems)
+        self._check_instruction_forecasts(problems)
+        self._check_directions(problems)
         self._check_hints(problems)
         self._check_key_elements(problems)
         self._check_selection_log(problems)
@@ -190,6 +223,48 @@ class AnalysisInputsPlan:
                     "hypothesis; it is never overwritten."
                 )
                 problems.append(problem(table, record["row"], value_field, message))
+
+    def _known_hypothesis(self, table: str, record: dict, problems: list) -> bool:
+        if _hypothesis_key(record) in self.known_hypotheses:
+            return True
+        message = (
+            f"Unknown hypothesis “{record['hypothesis']}” of task “{record['task']}”: "
+            "it is neither in this file nor in the set."
+        )
+        problems.append(problem(table, record["row"], "hypothesis", message))
+        return False
+
+    def _check_instruction_forecasts(self, problems: list) -> None:
+        self.new[INSTRUCTION_FORECASTS] = []
+        for record in self.records[INSTRUCTION_FORECASTS]:
+            if (
+                not record["task"]
+                or not record["instruction"]
+                or not self._known_hypothesis(INSTRUCTION_FORECASTS, record, problems)
+            ):
+                continue
+            present = self.existing_hypotheses.get(_hypothesis_key(record))
+            answers = (present.instruction_forecasts if present is not None else {}).get(record["instruction"], {})
+            if record["model"] not in answers:
+                self.new[INSTRUCTION_FORECASTS].append(record)
+            elif answers[record["model"]] != record["answer"]:
+                message = (
+                    f"The set already has {record['model']}'s answer {answers[record['model']]} to the "
+                    f"{record['instruction']} instruction for this hypothesis; it is never overwritten."
+                )
+                problems.append(problem(INSTRUCTION_FORECASTS, record["row"], "answer", message))
+
+    def _check_directions(self, problems: list) -> None:
+        self.new[DIRECTIONS] = []
+        for record in self.records[DIRECTIONS]:
+            if not record["task"] or not self._known_hypothesis(DIRECTIONS, record, problems):
+                continue
+            present = self.existing_hypotheses.get(_hypothesis_key(record))
+            if present is None or not present.direction:
+                self.new[DIRECTIONS].append(record)
+            elif present.direction != record["direction"]:
+                message = f"The statement is already labelled {present.direction}; a label is never overwritten."
+                problems.append(problem(DIRECTIONS, record["row"], "direction", message))
 
     def _check_hints(self, problems: list) -> None:
         self.new[HINTS] = []
@@ -293,6 +368,19 @@ class AnalysisInputsPlan:
                 setattr(hypothesis, stored, {**getattr(hypothesis, stored), **updates[hypothesis.pk]})
                 hypothesis.save(update_fields=[stored])
             written += len(self.new[table])
+        instruction_updates: defaultdict[int, list[dict]] = defaultdict(list)
+        for record in self.new[INSTRUCTION_FORECASTS]:
+            instruction_updates[hypothesis_pks[_hypothesis_key(record)]].append(record)
+        for hypothesis in BenchmarkHypothesis.objects.filter(pk__in=instruction_updates):
+            for record in instruction_updates[hypothesis.pk]:
+                answers = hypothesis.instruction_forecasts.setdefault(record["instruction"], {})
+                answers[record["model"]] = record["answer"]
+            hypothesis.save(update_fields=["instruction_forecasts"])
+        for record in self.new[DIRECTIONS]:
+            BenchmarkHypothesis.objects.filter(pk=hypothesis_pks[_hypothesis_key(record)]).update(
+                direction=record["direction"]
+            )
+        written += len(self.new[INSTRUCTION_FORECASTS]) + len(self.new[DIRECTIONS])
         tasks = {
             bt.task.key: bt for bt in BenchmarkTask.objects.filter(benchmark=self.benchmark).select_related("task")
         }

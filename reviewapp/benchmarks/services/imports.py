@@ -11,7 +11,8 @@ One file (JSON, CSV or XLSX) holds any of three tables:
 - ``scores``: task, hypothesis, judge, score (0–5), and optionally judge_company (names the company of a judge
   the set does not have yet, which the import then adds) and reason;
 - the tables only the analyses read (reviewapp.benchmarks.services.analysis_inputs): forecasters, probabilities,
-  repeat_forecasts, hints, key_elements, quality_scores (judges as for scores), selection_log, selection_records.
+  repeat_forecasts, instruction_forecasts, directions, hints, key_elements, quality_scores (judges as for scores),
+  selection_log, selection_records.
 
 As for cohorts (reviewapp.services.imports, whose task validation this reuses): the whole file is validated before
 anything is written, a file with any problem imports nothing and every problem comes back with its table, row and
@@ -41,13 +42,17 @@ from reviewapp.benchmarks.services.analysis_inputs import (
     ANALYSIS_FIELDS,
     ANALYSIS_FREE_TEXT,
     ANALYSIS_REQUIRED,
+    DIRECTIONS,
     FORECASTERS,
     HINTS,
+    INSTRUCTION_FORECASTS,
     PROBABILITIES,
     QUALITY_SCORES,
     REPEAT_FORECASTS,
     SELECTION_RECORDS,
     AnalysisInputsPlan,
+    clean_direction,
+    clean_instruction,
     clean_number,
     clean_probability,
     clean_quality,
@@ -298,6 +303,8 @@ _CLEANERS = {
     "score": _clean_score,
     "probability": clean_probability,
     "answer": _clean_bool,
+    "instruction": clean_instruction,
+    "direction": clean_direction,
     "hint_score": clean_number,
     **dict.fromkeys(DIMENSIONS, clean_quality),
     "found": clean_whole,
@@ -336,6 +343,13 @@ def _check_within_file(records: dict, problems: list) -> None:
         (QUALITY_SCORES, _by_hypothesis("judge"), "judge", "The quality scores of judge “{0[2]}” " + of_hypothesis),
         (PROBABILITIES, _by_hypothesis("model"), "model", "The probability of “{0[2]}” " + of_hypothesis),
         (REPEAT_FORECASTS, _by_hypothesis("model"), "model", "The repeat forecast of “{0[2]}” " + of_hypothesis),
+        (
+            INSTRUCTION_FORECASTS,
+            _by_hypothesis("instruction", "model"),
+            "model",
+            "The answer of “{0[3]}” to the {0[2]} instruction " + of_hypothesis,
+        ),
+        (DIRECTIONS, _by_hypothesis(), "hypothesis", "The direction label " + of_hypothesis),
         (FORECASTERS, lambda r: r["model"], "model", "The forecaster “{}”"),
         (HINTS, lambda r: r["task"], "task", "The hint score of task “{}”"),
         (SELECTION_RECORDS, lambda r: r["pmid"], "pmid", "The record “{}”"),
