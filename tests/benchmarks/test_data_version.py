@@ -35,6 +35,10 @@ EXAMPLES: dict[str, list[dict]] = {
     "forecasters": [{"model": "m1", "company": "Alpha Labs"}],
     "probabilities": [{"task": "T1", "hypothesis": "a1", "model": "m1", "probability": 0.8}],
     "repeat_forecasts": [{"task": "T1", "hypothesis": "a1", "model": "m1", "answer": False}],
+    "instruction_forecasts": [
+        {"task": "T1", "hypothesis": "a1", "instruction": "single", "model": "m1", "answer": True}
+    ],
+    "directions": [{"task": "T1", "hypothesis": "a1", "direction": "favourable"}],
     "hints": [{"task": "T1", "hint_score": 2}],
     "key_elements": [{"task": "T1", "element": "raising the factor"}],
     "quality_scores": [
@@ -80,6 +84,8 @@ NOT_WRITERS = {
     "clean_whole": "cleans an imported value",
     "clean_quality": "cleans an imported value",
     "clean_status": "cleans an imported value",
+    "clean_instruction": "cleans an imported value",
+    "clean_direction": "cleans an imported value",
 }
 
 

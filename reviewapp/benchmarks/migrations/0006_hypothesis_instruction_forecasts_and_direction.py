@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('benchmarks', '0004_set_design_and_forecast_question'),
+        ('benchmarks', '0005_set_data_version'),
     ]
 
     operations = [
