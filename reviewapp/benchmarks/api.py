@@ -22,43 +22,26 @@ from reviewapp.api.exports import FileContentNegotiation
 from reviewapp.api.imports import import_upload
 from reviewapp.benchmarks import selectors
 from reviewapp.benchmarks.bundle import bundle_zip
-from reviewapp.benchmarks.models import BenchmarkSet, Judge
+from reviewapp.benchmarks.models import BenchmarkSet
 from reviewapp.benchmarks.services import sets as services
 from reviewapp.benchmarks.services.imports import benchmark_import_file
 from reviewapp.benchmarks.services.judging import judging_start
 from reviewapp.benchmarks.statistics import statistics_as_dict
 from reviewapp.benchmarks.table_s import write_table_s
-from reviewapp.core.errors import NotFound, ServiceError, validated, validated_query
+from reviewapp.core.errors import validated, validated_query
 from reviewapp.core.fields import SeedField
 from reviewapp.core.paging import PageFilter, page_data
 from reviewapp.core.roles import CanReadAll, IsCoordinator
 from reviewapp.core.routing import by_method
 from reviewapp.core.schema import file_response
-from screening.llm.models import ModelEndpoint, Roster
+from screening.llm.selectors import endpoint_named, roster_named
 from screening.models import Run
 
 XLSX = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
 
 
-def _benchmark(benchmark_id: int) -> BenchmarkSet:
-    try:
-        return selectors.benchmark_get(benchmark_id=benchmark_id)
-    except BenchmarkSet.DoesNotExist:
-        raise NotFound(f"There is no benchmark set {benchmark_id}.") from None
-
-
 def _filename(benchmark: BenchmarkSet, suffix: str) -> str:
     return f"{slugify(benchmark.name) or 'set'}-{benchmark.pk}-{suffix}"
-
-
-def _named(model, field: str, name: str, *, what: str, code: str):
-    """The record whose `field` is `name`; None when no name is given, a refusal when no record has it."""
-    if not name:
-        return None
-    record = model.objects.filter(**{field: name}).first()
-    if record is None:
-        raise ServiceError(f"There is no {what} named {name}.", code=code)
-    return record
 
 
 class BenchmarkOutputSerializer(serializers.Serializer):
@@ -83,7 +66,7 @@ class BenchmarkListApi(APIView):
     paged = True
 
     def get(self, request):
-        rows = selectors.benchmark_list().select_related("roster")
+        rows = selectors.benchmark_list_with_rosters()
         return Response(page_data(BenchmarkOutputSerializer, rows, request.query_params))
 
 
@@ -107,7 +90,7 @@ class BenchmarkCreateApi(APIView):
 
     def post(self, request):
         values = validated(self.InputSerializer, request.data)
-        roster = _named(Roster, "name", values["roster"], what="roster", code="unknown_roster")
+        roster = roster_named(values["roster"])
         benchmark = services.benchmark_create(
             name=values["name"],
             description=values["description"],
@@ -118,7 +101,10 @@ class BenchmarkCreateApi(APIView):
             user=request.user,
         )
 
-        return Response(BenchmarkOutputSerializer(_benchmark(benchmark.pk)).data, status=status.HTTP_201_CREATED)
+        return Response(
+            BenchmarkOutputSerializer(selectors.benchmark_for_user(user=request.user, benchmark_id=benchmark.pk)).data,
+            status=status.HTTP_201_CREATED,
+        )
 
 
 class BenchmarkDetailApi(APIView):
@@ -151,7 +137,7 @@ class BenchmarkDetailApi(APIView):
         tasks = Task(many=True)
 
     def get(self, request, benchmark_id: int):
-        benchmark = _benchmark(benchmark_id)
+        benchmark = selectors.benchmark_for_user(user=request.user, benchmark_id=benchmark_id)
         progress = selectors.benchmark_progress(benchmark)
         return Response(
             {
@@ -211,7 +197,7 @@ class BenchmarkImportApi(APIView):
     error_codes = {400: ("invalid_import",)}
 
     def post(self, request, benchmark_id: int):
-        benchmark = _benchmark(benchmark_id)
+        benchmark = selectors.benchmark_for_user(user=request.user, benchmark_id=benchmark_id)
         upload = import_upload(request.data)
         result = benchmark_import_file(
             benchmark=benchmark, filename=upload.name, content=upload.read(), user=request.user
@@ -237,7 +223,7 @@ class BenchmarkRunApi(APIView):
 
     @extend_schema(request=None)
     def post(self, request, benchmark_id: int):
-        benchmark = _benchmark(benchmark_id)
+        benchmark = selectors.benchmark_for_user(user=request.user, benchmark_id=benchmark_id)
         runs = services.benchmark_run(benchmark=benchmark)
 
         started = [{"id": str(run.public_id), "shuffle_seed": run.shuffle_seed} for run in runs]
@@ -266,7 +252,7 @@ class ForecastMatrixApi(APIView):
         )
 
     def get(self, request, benchmark_id: int):
-        benchmark = _benchmark(benchmark_id)
+        benchmark = selectors.benchmark_for_user(user=request.user, benchmark_id=benchmark_id)
         values = validated_query(self.FilterSerializer, request.query_params)
         matrix = selectors.benchmark_forecast_matrix(benchmark, round_=values["round"])
         return Response(page_data(self.OutputSerializer, matrix, request.query_params, filters=values))
@@ -289,7 +275,7 @@ class ForecastsRepeatApi(APIView):
 
     @extend_schema(request=None)
     def post(self, request, benchmark_id: int):
-        benchmark = _benchmark(benchmark_id)
+        benchmark = selectors.benchmark_for_user(user=request.user, benchmark_id=benchmark_id)
         queued = services.benchmark_forecasts_repeat(benchmark=benchmark)
         answer = {"round": 2, "tasks": [{"task": task, "requests": count} for task, count in queued]}
         return Response(self.OutputSerializer(answer).data, status=status.HTTP_202_ACCEPTED)
@@ -310,7 +296,7 @@ class JudgeListApi(APIView):
     paged = True
 
     def get(self, request, benchmark_id: int):
-        benchmark = _benchmark(benchmark_id)
+        benchmark = selectors.benchmark_for_user(user=request.user, benchmark_id=benchmark_id)
         return Response(page_data(JudgeSerializer, selectors.benchmark_judges(benchmark), request.query_params))
 
 
@@ -329,11 +315,9 @@ class JudgeAddApi(APIView):
     error_codes = {400: ("unknown_endpoint", "invalid_request"), 409: ("judge_exists",)}
 
     def post(self, request, benchmark_id: int):
-        benchmark = _benchmark(benchmark_id)
+        benchmark = selectors.benchmark_for_user(user=request.user, benchmark_id=benchmark_id)
         values = validated(self.InputSerializer, request.data)
-        endpoint = _named(
-            ModelEndpoint, "display_name", values["endpoint"], what="model endpoint", code="unknown_endpoint"
-        )
+        endpoint = endpoint_named(values["endpoint"])
         judge = services.judge_add(
             benchmark=benchmark, name=values["name"], company=values["company"], endpoint=endpoint
         )
@@ -361,15 +345,11 @@ class JudgingStartApi(APIView):
     error_codes = {400: ("no_judges", "nothing_to_judge", "unknown_judge"), 503: ("queue_unavailable",)}
 
     def post(self, request, benchmark_id: int):
-        benchmark = _benchmark(benchmark_id)
+        benchmark = selectors.benchmark_for_user(user=request.user, benchmark_id=benchmark_id)
         data = validated(self.InputSerializer, request.data)
         judges = None
         if "judges" in data:
-            names = data["judges"]
-            judges = list(Judge.objects.filter(benchmark=benchmark, name__in=names))
-            unknown = sorted(set(names) - {judge.name for judge in judges})
-            if unknown:
-                raise ServiceError(f"The set has no judge named {', '.join(unknown)}.", code="unknown_judge")
+            judges = selectors.benchmark_judges_named(benchmark, data["judges"])
         jobs = judging_start(benchmark=benchmark, user=request.user, judges=judges)
 
         return Response(
@@ -408,7 +388,7 @@ class OutcomesApi(APIView):
         hypotheses = Row(many=True)
 
     def get(self, request, benchmark_id: int):
-        benchmark = _benchmark(benchmark_id)
+        benchmark = selectors.benchmark_for_user(user=request.user, benchmark_id=benchmark_id)
         judges = selectors.benchmark_judges(benchmark)
         rows = selectors.benchmark_rows(benchmark, judges)
         return Response(
@@ -472,7 +452,7 @@ class StatisticsApi(APIView):
         )
     )
     def get(self, request, benchmark_id: int):
-        benchmark = _benchmark(benchmark_id)
+        benchmark = selectors.benchmark_for_user(user=request.user, benchmark_id=benchmark_id)
         seeds = statistics_seeds(request.query_params)
         return Response(statistics_as_dict(selectors.benchmark_statistics(benchmark, seeds=seeds)))
 
@@ -483,7 +463,7 @@ class TableSApi(APIView):
 
     @extend_schema(responses=file_response(XLSX, "The Table S workbook of the set."))
     def get(self, request, benchmark_id: int):
-        benchmark = _benchmark(benchmark_id)
+        benchmark = selectors.benchmark_for_user(user=request.user, benchmark_id=benchmark_id)
         # An anonymous temporary file: removed when the response closes it, however the download ends.
         workbook_file = tempfile.TemporaryFile(suffix=".xlsx")
         try:
@@ -503,7 +483,7 @@ class BundleApi(APIView):
 
     @extend_schema(responses=file_response("application/zip", "The published-data bundle: tables and a README."))
     def get(self, request, benchmark_id: int):
-        benchmark = _benchmark(benchmark_id)
+        benchmark = selectors.benchmark_for_user(user=request.user, benchmark_id=benchmark_id)
         response = HttpResponse(bundle_zip(benchmark), content_type="application/zip")
         response["Content-Disposition"] = content_disposition_header(True, _filename(benchmark, "bundle.zip"))
         return response

@@ -32,6 +32,8 @@ from reviewapp.benchmarks.models import (
 )
 from reviewapp.benchmarks.statistics import BenchmarkStatistics, HypothesisRow, compute_statistics, statistics_key
 from reviewapp.benchmarks.study import SelectionLogInputs, SelectionRecordInput, StudyInputs, TaskInputs
+from reviewapp.core import roles
+from reviewapp.core.errors import Forbidden, NotFound, ServiceError
 from screening.llm.models import ModelCall
 from screening.models import Forecast, Hypothesis, Run, RunWorkItem
 from screening.services.progress import UNFINISHED
@@ -58,9 +60,37 @@ def benchmark_list():
     )
 
 
-def benchmark_get(*, benchmark_id: int) -> BenchmarkSet:
-    """One set with its counts; raises BenchmarkSet.DoesNotExist."""
-    return benchmark_list().select_related("roster").get(pk=benchmark_id)
+def benchmark_list_with_rosters():
+    """`benchmark_list` with each set's roster."""
+    return benchmark_list().select_related("roster")
+
+
+def benchmark_for_user(*, user, benchmark_id: int, coordinate: bool = False) -> BenchmarkSet:
+    """The set with its counts for a user who may read every set (a coordinator or an analyst; a coordinator only,
+    with `coordinate`). Anyone else is refused (Forbidden, 403) before the set is looked up; a set that does not exist
+    is NotFound (404). Pages and the API both answer these (`reviewapp.core.errors`)."""
+    if coordinate and not roles.can_coordinate(user):
+        raise Forbidden("Only coordinators may do this.")
+    if not roles.can_read_all(user):
+        raise Forbidden("Only coordinators and analysts may see this.")
+    benchmark = benchmark_list_with_rosters().filter(pk=benchmark_id).first()
+    if benchmark is None:
+        raise NotFound(f"There is no benchmark set {benchmark_id}.")
+    return benchmark
+
+
+def benchmark_judges_named(benchmark: BenchmarkSet, names: list[str]) -> list[Judge]:
+    """The set's judges with these names; a refusal (unknown_judge) naming any the set does not have."""
+    judges = list(benchmark.judges.filter(name__in=names))
+    unknown = sorted(set(names) - {judge.name for judge in judges})
+    if unknown:
+        raise ServiceError(f"The set has no judge named {', '.join(unknown)}.", code="unknown_judge")
+    return judges
+
+
+def benchmark_judges_with_id(benchmark: BenchmarkSet, judge_id: int) -> list[Judge]:
+    """The set's judge with this id, as a list (empty when the set has none with it)."""
+    return list(benchmark.judges.filter(pk=judge_id))
 
 
 def benchmark_judges(benchmark: BenchmarkSet) -> list[Judge]:

@@ -28,7 +28,7 @@ from reviewapp.benchmarks.figures import (
     cached_figure_file,
     figure_cache_key,
 )
-from reviewapp.benchmarks.models import BenchmarkSet, Judge
+from reviewapp.benchmarks.models import BenchmarkSet
 from reviewapp.benchmarks.services import sets as services
 from reviewapp.benchmarks.services.imports import FIELDS, FORECAST_COLUMN_PREFIX, REQUIRED, benchmark_import_file
 from reviewapp.benchmarks.services.judging import judging_jobs, judging_start
@@ -38,8 +38,8 @@ from reviewapp.core.errors import InputInvalid, page_errors, validated
 from reviewapp.core.pages import figure_response, int_or_none, posted_import
 from reviewapp.core.requests import body_limit
 from reviewapp.figures import FORMATS
-from reviewapp.models import Cohort
-from screening.llm.models import ModelEndpoint, Roster
+from reviewapp.selectors.cohorts import cohorts_recent
+from screening.llm.selectors import endpoint_with_id, endpoints_enabled, roster_default, roster_list, roster_with_id
 from screening.models import Run
 
 JUDGE_TABLE_PAGE = 100
@@ -54,20 +54,6 @@ OUTCOME_FILTERS = {
     "borderline": lambda row: bool(row.borderline),
     "selected": lambda row: bool(row.selected),
 }
-
-
-def _get_benchmark_for_user(request, benchmark_id: int) -> BenchmarkSet:
-    """The set with its counts for a coordinator or an analyst; 403 for anyone else (before any lookup), 404."""
-    roles.require_read_all(request.user)
-    try:
-        return selectors.benchmark_get(benchmark_id=benchmark_id)
-    except BenchmarkSet.DoesNotExist:
-        raise Http404("No such benchmark set.") from None
-
-
-def _get_benchmark_for_coordinator(request, benchmark_id: int) -> BenchmarkSet:
-    roles.require_coordinator(request.user)
-    return _get_benchmark_for_user(request, benchmark_id)
 
 
 # Sets ----------------------------------------------------------------------------------------------------------
@@ -92,7 +78,7 @@ def benchmark_list(request):
             benchmark = services.benchmark_create(
                 name=values["name"],
                 description=values["description"],
-                roster=Roster.objects.filter(pk=roster_id).first() if roster_id else None,
+                roster=roster_with_id(roster_id),
                 seed=values["seed"],
                 design=values["design"],
                 forecast_question=values["forecast_question"],
@@ -103,8 +89,8 @@ def benchmark_list(request):
         status = 400
     context = {
         "benchmarks": selectors.benchmark_list(),
-        "rosters": Roster.objects.all(),
-        "default_roster": Roster.objects.filter(is_default=True).first(),
+        "rosters": roster_list(),
+        "default_roster": roster_default(),
         "designs": BenchmarkSet.Design.choices,
         "questions": Run.Question.choices,
         "form": form,
@@ -124,7 +110,7 @@ def _detail_context(benchmark: BenchmarkSet) -> dict:
 
 @login_required
 def benchmark_detail(request, benchmark_id: int):
-    benchmark = _get_benchmark_for_user(request, benchmark_id)
+    benchmark = selectors.benchmark_for_user(user=request.user, benchmark_id=benchmark_id)
     context = _detail_context(benchmark)
     if request.htmx and request.htmx.target == "set-progress":
         return render(request, "benchmarks/benchmark_detail.html#progress", context)
@@ -132,9 +118,9 @@ def benchmark_detail(request, benchmark_id: int):
         "judges": selectors.benchmark_judges(benchmark),
         "imports": selectors.benchmark_imports(benchmark),
         "jobs": judging_jobs(benchmark=benchmark)[:10],
-        "rosters": Roster.objects.all(),
-        "default_roster": Roster.objects.filter(is_default=True).first(),
-        "endpoints": ModelEndpoint.objects.filter(enabled=True),
+        "rosters": roster_list(),
+        "default_roster": roster_default(),
+        "endpoints": endpoints_enabled(),
     }
     return render(request, "benchmarks/benchmark_detail.html", context)
 
@@ -142,9 +128,9 @@ def benchmark_detail(request, benchmark_id: int):
 @login_required
 @require_POST
 def benchmark_roster(request, benchmark_id: int):
-    benchmark = _get_benchmark_for_coordinator(request, benchmark_id)
+    benchmark = selectors.benchmark_for_user(user=request.user, benchmark_id=benchmark_id, coordinate=True)
     roster_id = int_or_none(request.POST.get("roster"))
-    roster = Roster.objects.filter(pk=roster_id).first() if roster_id else None
+    roster = roster_with_id(roster_id)
     services.benchmark_roster_set(benchmark=benchmark, roster=roster)
     messages.success(request, f"The set's roster is now {roster.name}." if roster else "The set has no roster now.")
     return redirect("benchmark-detail", benchmark_id=benchmark.pk)
@@ -153,7 +139,7 @@ def benchmark_roster(request, benchmark_id: int):
 @login_required
 @require_POST
 def benchmark_run(request, benchmark_id: int):
-    benchmark = _get_benchmark_for_coordinator(request, benchmark_id)
+    benchmark = selectors.benchmark_for_user(user=request.user, benchmark_id=benchmark_id, coordinate=True)
     with page_errors(request):
         runs = services.benchmark_run(benchmark=benchmark)
         messages.success(request, f"{len(runs)} run{'s' if len(runs) != 1 else ''} started, one per task.")
@@ -163,7 +149,7 @@ def benchmark_run(request, benchmark_id: int):
 @login_required
 @require_POST
 def benchmark_forecasts_repeat(request, benchmark_id: int):
-    benchmark = _get_benchmark_for_coordinator(request, benchmark_id)
+    benchmark = selectors.benchmark_for_user(user=request.user, benchmark_id=benchmark_id, coordinate=True)
     with page_errors(request):
         queued = services.benchmark_forecasts_repeat(benchmark=benchmark)
         requests = sum(count for _, count in queued)
@@ -178,7 +164,7 @@ def benchmark_forecasts_repeat(request, benchmark_id: int):
 @login_required
 @require_POST
 def benchmark_task_rerun(request, benchmark_id: int):
-    benchmark = _get_benchmark_for_coordinator(request, benchmark_id)
+    benchmark = selectors.benchmark_for_user(user=request.user, benchmark_id=benchmark_id, coordinate=True)
     task_key = request.POST.get("task", "")
     with page_errors(request):
         services.benchmark_task_rerun(benchmark=benchmark, task_key=task_key)
@@ -189,9 +175,9 @@ def benchmark_task_rerun(request, benchmark_id: int):
 @login_required
 @require_POST
 def benchmark_judge_add(request, benchmark_id: int):
-    benchmark = _get_benchmark_for_coordinator(request, benchmark_id)
+    benchmark = selectors.benchmark_for_user(user=request.user, benchmark_id=benchmark_id, coordinate=True)
     endpoint_id = int_or_none(request.POST.get("endpoint"))
-    endpoint = ModelEndpoint.objects.filter(pk=endpoint_id).first() if endpoint_id else None
+    endpoint = endpoint_with_id(endpoint_id)
     with page_errors(request):
         values = validated(JudgeAddApi.InputSerializer, {**request.POST.dict(), "endpoint": ""})
         judge = services.judge_add(
@@ -204,9 +190,9 @@ def benchmark_judge_add(request, benchmark_id: int):
 @login_required
 @require_POST
 def benchmark_judging(request, benchmark_id: int):
-    benchmark = _get_benchmark_for_coordinator(request, benchmark_id)
+    benchmark = selectors.benchmark_for_user(user=request.user, benchmark_id=benchmark_id, coordinate=True)
     judge_id = int_or_none(request.POST.get("judge"))
-    judges = list(Judge.objects.filter(benchmark=benchmark, pk=judge_id)) if judge_id else None
+    judges = selectors.benchmark_judges_with_id(benchmark, judge_id) if judge_id else None
     with page_errors(request):
         jobs = judging_start(benchmark=benchmark, user=request.user, judges=judges)
         if jobs:
@@ -222,7 +208,7 @@ def benchmark_judging(request, benchmark_id: int):
 @login_required
 @require_http_methods(["GET", "POST"])
 def benchmark_import(request, benchmark_id: int):
-    benchmark = _get_benchmark_for_coordinator(request, benchmark_id)
+    benchmark = selectors.benchmark_for_user(user=request.user, benchmark_id=benchmark_id, coordinate=True)
     context = {
         "benchmark": benchmark,
         "result": None,
@@ -245,7 +231,7 @@ def benchmark_import(request, benchmark_id: int):
 @login_required
 def benchmark_judge_table(request, benchmark_id: int):
     """Hypothesis × judge scores with each outcome; the generator company's own judge is shown but not counted."""
-    benchmark = _get_benchmark_for_user(request, benchmark_id)
+    benchmark = selectors.benchmark_for_user(user=request.user, benchmark_id=benchmark_id)
     judges = selectors.benchmark_judges(benchmark)
     rows = selectors.benchmark_rows(benchmark, judges)
     generators = selectors.generators_of(rows)
@@ -408,7 +394,7 @@ def _contents(selection: dict[str, dict], sections: list[dict], cohorts) -> list
 
 @login_required
 def benchmark_statistics(request, benchmark_id: int):
-    benchmark = _get_benchmark_for_user(request, benchmark_id)
+    benchmark = selectors.benchmark_for_user(user=request.user, benchmark_id=benchmark_id)
     errors: list[str] = []
     seeds = dict(SEEDS)
     with page_errors(into=errors):
@@ -433,7 +419,7 @@ def benchmark_statistics(request, benchmark_id: int):
         ],
         "votes": [votes for votes in (statistics.votes_primary, statistics.votes_strict) if votes is not None],
         "figures": BENCHMARK_FIGURES,
-        "cohorts": Cohort.objects.order_by("-created_at", "-pk")[:50],
+        "cohorts": cohorts_recent(),
         "sections": _sections(statistics),
         "seed_fields": [(key, family, seeds[family], SEEDS[family]) for key, family in SEED_PARAMETERS.items()],
         "seed_query": f"?{seed_query}" if seed_query else "",
@@ -469,7 +455,7 @@ def benchmark_figure(request, benchmark_id: int, figure: str, file_format: str):
     """A figure's file. The page names the version of the data its figures were drawn from (``v``, the set's data
     version): a figure already drawn for that version and these seeds is served as it was, without reading the
     set's data again; any other request computes (or reads from the cache) the statistics of the data as they are."""
-    benchmark = _get_benchmark_for_user(request, benchmark_id)
+    benchmark = selectors.benchmark_for_user(user=request.user, benchmark_id=benchmark_id)
     spec = BENCHMARK_FIGURES.get(figure)
     if spec is None or file_format not in FORMATS or (file_format != "csv" and spec.plot is None):
         raise Http404("This set has no such figure or file.")

@@ -13,7 +13,7 @@ from rest_framework import serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from reviewapp.benchmarks.models import BenchmarkSet
+from reviewapp.benchmarks.selectors import benchmark_for_user
 from reviewapp.core.errors import NotFound, validated
 from reviewapp.core.fields import IdField
 from reviewapp.core.roles import CanReadAll, IsCoordinator
@@ -27,17 +27,11 @@ from reviewapp.panel.level_prompts import LEVEL_PROMPTS
 from reviewapp.panel.prompts import PROMPT_VERSION, PROMPTS
 from reviewapp.panel.services import critique, panel
 from reviewapp.panel.services.critique import MAX_PER_PROPOSAL
-from screening.models import Run
+from reviewapp.selectors.cohorts import cohort_for_user
+from screening.selectors import run_get
 
 # Imported comparisons per request; larger logs go in several requests, applied in order.
 MAX_IMPORTED_COMPARISONS = 50_000
-
-
-def _cohort(cohort_id: int) -> Cohort:
-    cohort = Cohort.objects.filter(pk=cohort_id).first()
-    if cohort is None:
-        raise NotFound(f"There is no cohort {cohort_id}.")
-    return cohort
 
 
 def job_answer(job: BackgroundJob) -> Response:
@@ -129,7 +123,9 @@ class CohortPanelStartApi(APIView):
     def post(self, request, cohort_id: int):
         values = validated(self.InputSerializer, request.data)
         return job_answer(
-            panel.panel_start_for_cohort(cohort=_cohort(cohort_id), redo=values["redo"], user=request.user)
+            panel.panel_start_for_cohort(
+                cohort=cohort_for_user(user=request.user, cohort_id=cohort_id), redo=values["redo"], user=request.user
+            )
         )
 
 
@@ -142,7 +138,7 @@ class CohortPanelApi(APIView):
         "coverage, revision}], `revisions` (counts and rates of the revision judgments)."
     )
     def get(self, request, cohort_id: int):
-        cohort = _cohort(cohort_id)
+        cohort = cohort_for_user(user=request.user, cohort_id=cohort_id)
         result = selectors.cohort_panel(cohort, with_rationale=True)
         job = selectors.latest_job(cohort, selectors.PANEL_JOB)
         summary = result.revisions
@@ -191,7 +187,11 @@ class ComparisonsRunApi(APIView):
 
     def post(self, request, cohort_id: int):
         values = validated(self.InputSerializer, request.data)
-        return job_answer(critique.critique_start(cohort=_cohort(cohort_id), **values, user=request.user))
+        return job_answer(
+            critique.critique_start(
+                cohort=cohort_for_user(user=request.user, cohort_id=cohort_id), **values, user=request.user
+            )
+        )
 
 
 class ComparisonsImportApi(APIView):
@@ -216,7 +216,7 @@ class ComparisonsImportApi(APIView):
     error_codes = {400: ("invalid_comparisons",)}
 
     def post(self, request, cohort_id: int):
-        cohort = _cohort(cohort_id)
+        cohort = cohort_for_user(user=request.user, cohort_id=cohort_id)
         values = validated(self.InputSerializer, request.data)
         stored = critique.comparisons_import(cohort=cohort, rows=values["comparisons"], user=request.user)
         return Response(
@@ -242,7 +242,7 @@ class ComparisonsListApi(APIView):
         comparisons = Comparison(many=True, help_text="in update order")
 
     def get(self, request, cohort_id: int):
-        log = selectors.comparison_log(_cohort(cohort_id))
+        log = selectors.comparison_log(cohort_for_user(user=request.user, cohort_id=cohort_id))
         return Response(
             {
                 "comparisons": [
@@ -270,8 +270,7 @@ class ComparisonsListApi(APIView):
 
 def ratings_as_dict(cohort: Cohort) -> dict:
     ratings = selectors.cohort_ratings(cohort)
-    rows_of = cohort.proposals.values_list("pk", "external_id", "task__key")
-    members = {pk: (external_id, task) for pk, external_id, task in rows_of}
+    members = selectors.cohort_proposal_keys(cohort)
     rows = sorted(ratings.by_proposal.items(), key=lambda item: (members[item[0]][1], members[item[0]][0]))
     return {
         "parameters": trueskill_rules.parameters(),
@@ -313,7 +312,7 @@ class RatingsApi(APIView):
     OutputSerializer = RatingsSerializer
 
     def get(self, request, cohort_id: int):
-        return Response(ratings_as_dict(_cohort(cohort_id)))
+        return Response(ratings_as_dict(cohort_for_user(user=request.user, cohort_id=cohort_id)))
 
 
 class RatingsRecomputeApi(APIView):
@@ -326,7 +325,7 @@ class RatingsRecomputeApi(APIView):
 
     @extend_schema(request=None)
     def post(self, request, cohort_id: int):
-        cohort = _cohort(cohort_id)
+        cohort = cohort_for_user(user=request.user, cohort_id=cohort_id)
         replayed = critique.ratings_recompute(cohort=cohort)
         return Response({"replayed": replayed, **ratings_as_dict(cohort)})
 
@@ -399,7 +398,7 @@ class CalibrationApi(APIView):
         "absolute_difference}])."
     )
     def get(self, request, cohort_id: int):
-        cohort = _cohort(cohort_id)
+        cohort = cohort_for_user(user=request.user, cohort_id=cohort_id)
         return Response(
             {
                 **calibration_as_dict(selectors.cohort_calibration(cohort)),
@@ -472,13 +471,11 @@ class HypothesesPanelStartApi(APIView):
         values = validated(self.InputSerializer, request.data)
         run = benchmark = None
         if "run" in values:
-            run = Run.objects.filter(public_id=values["run"]).first()
+            run = run_get(values["run"], request.user)
             if run is None:
                 raise NotFound("There is no screening run with this id.")
         else:
-            benchmark = BenchmarkSet.objects.filter(pk=values["benchmark"]).first()
-            if benchmark is None:
-                raise NotFound("There is no benchmark set with this id.")
+            benchmark = benchmark_for_user(user=request.user, benchmark_id=values["benchmark"])
         job = panel.panel_start_for_hypotheses(
             run=run, benchmark=benchmark, hypotheses=values["hypotheses"], redo=values["redo"], user=request.user
         )

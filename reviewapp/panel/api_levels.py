@@ -10,24 +10,24 @@ from rest_framework import serializers
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from reviewapp.core.errors import NotFound, validated
+from reviewapp.core.errors import validated
 from reviewapp.core.paging import PageFilter, page_of
 from reviewapp.core.roles import CanReadAll, IsCoordinator
 from reviewapp.core.routing import by_method
 from reviewapp.models import DELIVERY_STAGES, DELIVERY_STATUSES, Cohort
 from reviewapp.panel import development as rules
 from reviewapp.panel import research, selectors
-from reviewapp.panel.models import FAMILY_MATURITIES, FAMILY_STATUSES, Assessment, ContributionFamily, ReviewStatus
+from reviewapp.panel.models import (
+    FAMILY_MATURITIES,
+    FAMILY_STATUSES,
+    REVIEWED_RECORDS,
+    Assessment,
+    ReviewStatus,
+)
 from reviewapp.panel.research import AssessmentRow
 from reviewapp.panel.services.families import families_group, family_record
-from reviewapp.panel.services.levels import REVIEWED_RECORDS, assessment_review_status_set, review_status_set
-
-
-def _cohort(cohort_id: int) -> Cohort:
-    cohort = Cohort.objects.filter(pk=cohort_id).first()
-    if cohort is None:
-        raise NotFound(f"There is no cohort {cohort_id}.")
-    return cohort
+from reviewapp.panel.services.levels import assessment_review_status_set, review_status_set
+from reviewapp.selectors.cohorts import cohort_for_user
 
 
 def assessment_as_dict(row: AssessmentRow | None) -> dict | None:
@@ -133,7 +133,7 @@ class PathListApi(APIView):
         assessment = AssessmentSerializer(allow_null=True)
 
     def get(self, request, cohort_id: int):
-        cohort = _cohort(cohort_id)
+        cohort = cohort_for_user(user=request.user, cohort_id=cohort_id)
         filters = validated(self.FilterSerializer, request.query_params)
         levels = research.cohort_levels(cohort)
         page = page_of(levels.tree.paths, filters)
@@ -209,7 +209,7 @@ class ResearchRunListApi(APIView):
         delivery_records = DeliveryRecord(many=True)
 
     def get(self, request, cohort_id: int):
-        cohort = _cohort(cohort_id)
+        cohort = cohort_for_user(user=request.user, cohort_id=cohort_id)
         filters = validated(self.FilterSerializer, request.query_params)
         levels = research.cohort_levels(cohort)
         page = page_of(sorted(levels.tree.runs.values(), key=lambda run: run.id), filters)
@@ -261,7 +261,7 @@ class FamilyListApi(APIView):
     OutputSerializer = FamilySerializer
 
     def get(self, request, cohort_id: int):
-        cohort = _cohort(cohort_id)
+        cohort = cohort_for_user(user=request.user, cohort_id=cohort_id)
         filters = validated(self.FilterSerializer, request.query_params)
         families_group(cohort=cohort)
         page = page_of(research.cohort_families(cohort), filters)
@@ -289,11 +289,9 @@ class FamilyRecordApi(APIView):
     OutputSerializer = FamilySerializer
 
     def put(self, request, cohort_id: int, family_id: int):
-        cohort = _cohort(cohort_id)
+        cohort = cohort_for_user(user=request.user, cohort_id=cohort_id)
         values = validated(self.InputSerializer, request.data)
-        family = ContributionFamily.objects.filter(pk=family_id, cohort=cohort).first()
-        if family is None:
-            raise NotFound(f"The cohort has no contribution family {family_id}.")
+        family = selectors.cohort_family(cohort, family_id)
         family_record(cohort=cohort, family=family, values=values, user=request.user)
         recorded = next(item for item in research.cohort_families(cohort) if item["id"] == family.pk)
         return Response(self.OutputSerializer(recorded).data)
@@ -373,7 +371,9 @@ class EvaluationApi(APIView):
         by_author = ByAuthor(many=True)
 
     def get(self, request, cohort_id: int):
-        return Response(self.OutputSerializer(cohort_evaluation(_cohort(cohort_id))).data)
+        return Response(
+            self.OutputSerializer(cohort_evaluation(cohort_for_user(user=request.user, cohort_id=cohort_id))).data
+        )
 
 
 class AssessmentStatusApi(APIView):
@@ -389,11 +389,9 @@ class AssessmentStatusApi(APIView):
         status = serializers.ChoiceField(choices=ReviewStatus.choices)
 
     def put(self, request, cohort_id: int, assessment_id: int):
-        cohort = _cohort(cohort_id)
+        cohort = cohort_for_user(user=request.user, cohort_id=cohort_id)
         values = validated(self.InputSerializer, request.data)
-        assessment = Assessment.objects.filter(pk=assessment_id, cohort=cohort).first()
-        if assessment is None:
-            raise NotFound(f"The cohort has no assessment {assessment_id}.")
+        assessment = selectors.cohort_assessment(cohort, assessment_id)
         assessment = assessment_review_status_set(assessment=assessment, status=values["status"], user=request.user)
         return Response(self.OutputSerializer({"id": assessment.pk, "status": assessment.review_status}).data)
 
@@ -420,9 +418,7 @@ class ReviewStatusApi(APIView):
 
     def put(self, request):
         values = validated(self.InputSerializer, request.data)
-        target = REVIEWED_RECORDS[values["record"]].objects.filter(pk=values["id"]).first()
-        if target is None:
-            raise NotFound(f"There is no {values['record'].replace('_', ' ')} {values['id']}.")
+        target = selectors.reviewed_record(values["record"], values["id"])
         target = review_status_set(record=target, status=values["status"], user=request.user)
         return Response(
             self.OutputSerializer({"record": values["record"], "id": target.pk, "status": target.review_status}).data

@@ -336,3 +336,12 @@ class FamilyMember(models.Model):
 
     def __str__(self):
         return f"{self.proposal_id} in family {self.family_id}"
+
+
+# The model-answered records whose review status coordinators set, by the name the API uses.
+REVIEWED_RECORDS = {
+    "assessment": Assessment,
+    "panel_review": PanelReview,
+    "reference_review": ReferenceReview,
+    "revision_judgment": RevisionJudgment,
+}

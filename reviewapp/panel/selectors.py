@@ -13,13 +13,17 @@ from django.core.cache import cache
 from django.db.models import Count, F, Q
 from scipy.stats import binomtest
 
-from reviewapp.benchmarks.models import BenchmarkHypothesis
+from reviewapp.benchmarks.models import BenchmarkHypothesis, BenchmarkSet
+from reviewapp.core.errors import NotFound
 from reviewapp.models import BackgroundJob, Cohort, Proposal, Review
 from reviewapp.panel import calibration as calibration_rules
 from reviewapp.panel import profile as rules
 from reviewapp.panel import ratings as trueskill_rules
 from reviewapp.panel.models import (
+    REVIEWED_RECORDS,
+    Assessment,
     Comparison,
+    ContributionFamily,
     PanelPrompt,
     PanelReview,
     PanelSubject,
@@ -32,7 +36,7 @@ from reviewapp.protocol import CANT_JUDGE, CRITERION_FIELDS
 from reviewapp.selectors.packets import ProposalPacket, proposal_packets
 from reviewapp.selectors.revisions import first_parents
 from screening.llm import roster_endpoint
-from screening.models import Hypothesis
+from screening.models import Hypothesis, Run
 
 PANEL_JOB, CRITIQUE_JOB = "ai_panel", "ai_critique"
 
@@ -378,6 +382,20 @@ class HypothesisRow:
     profile: rules.Profile
 
 
+def run_hypotheses_with_profiles(run: Run) -> list[HypothesisRow]:
+    """A screening run's numbered hypotheses in pool order, with their panel profiles (by label)."""
+    hypotheses = Hypothesis.objects.filter(run=run).exclude(label="").order_by("position")
+    return hypotheses_with_profiles(hypotheses, key="label")
+
+
+def benchmark_hypotheses_with_profiles(benchmark: BenchmarkSet) -> list[HypothesisRow]:
+    """A benchmark set's hypotheses by task and position, with their panel profiles (by key)."""
+    hypotheses = BenchmarkHypothesis.objects.filter(benchmark=benchmark).order_by(
+        "benchmark_task__position", "position", "pk"
+    )
+    return hypotheses_with_profiles(hypotheses, key="key")
+
+
 def hypotheses_with_profiles(queryset, *, key: str) -> list[HypothesisRow]:
     """Screening or benchmark hypotheses (a queryset of either) with their panel profiles, in a fixed number of
     queries. key names the field shown as the hypothesis's id (label or key)."""
@@ -468,6 +486,45 @@ class PositionBias:
     share: float | None
     low: float | None
     high: float | None
+
+
+def comparisons_recent(cohort: Cohort, *, limit: int) -> list[dict]:
+    """The cohort's last comparisons, newest first (rows of `comparison_log`)."""
+    return list(comparison_log(cohort).order_by("-seq")[:limit])
+
+
+def comparison_count(cohort: Cohort) -> int:
+    return Comparison.objects.filter(cohort=cohort).count()
+
+
+def cohort_proposal_keys(cohort: Cohort) -> dict[int, tuple[str, str]]:
+    """Each proposal of the cohort: its id → (imported id, task key)."""
+    rows = cohort.proposals.values_list("pk", "external_id", "task__key")
+    return {pk: (external_id, task) for pk, external_id, task in rows}
+
+
+def cohort_family(cohort: Cohort, family_id: int) -> ContributionFamily:
+    """One contribution family of the cohort; NotFound when the cohort has none with this id."""
+    family = ContributionFamily.objects.filter(pk=family_id, cohort=cohort).first()
+    if family is None:
+        raise NotFound(f"The cohort has no contribution family {family_id}.")
+    return family
+
+
+def cohort_assessment(cohort: Cohort, assessment_id: int) -> Assessment:
+    """One path or run assessment of the cohort; NotFound when the cohort has none with this id."""
+    assessment = Assessment.objects.filter(pk=assessment_id, cohort=cohort).first()
+    if assessment is None:
+        raise NotFound(f"The cohort has no assessment {assessment_id}.")
+    return assessment
+
+
+def reviewed_record(kind: str, record_id: int):
+    """The model-answered record of this kind (a name of REVIEWED_RECORDS) and id; NotFound when there is none."""
+    record = REVIEWED_RECORDS[kind]._default_manager.filter(pk=record_id).first()
+    if record is None:
+        raise NotFound(f"There is no {kind.replace('_', ' ')} {record_id}.")
+    return record
 
 
 def position_bias(cohort: Cohort) -> PositionBias:

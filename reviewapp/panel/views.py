@@ -11,14 +11,14 @@ import io
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import Http404
-from django.shortcuts import get_object_or_404, redirect, render
+from django.shortcuts import redirect, render
 from django.urls import path, reverse
 from django.utils.html import escape
 from django.utils.safestring import SafeString
 from django.utils.text import slugify
 from django.views.decorators.http import require_POST
 
-from reviewapp.benchmarks.models import BenchmarkHypothesis, BenchmarkSet
+from reviewapp.benchmarks.selectors import benchmark_for_user
 from reviewapp.core import roles
 from reviewapp.core.errors import ServiceError, page_errors, validated
 from reviewapp.core.pages import figure_response
@@ -39,7 +39,8 @@ from reviewapp.panel.prompts import PROMPT_VERSION, PROMPTS
 from reviewapp.panel.ratings import parameters
 from reviewapp.panel.services import critique, panel
 from reviewapp.protocol import CRITERIA
-from screening.models import Hypothesis, Run
+from reviewapp.selectors.cohorts import cohort_for_user
+from screening.selectors import run_get
 
 CRITERION_LABELS = {field: label for field, label, *_ in CRITERIA}
 SORTS = {
@@ -51,11 +52,6 @@ SORTS = {
 }
 # The comparisons shown on the ratings page; the whole log is a download.
 RECENT_COMPARISONS = 25
-
-
-def _cohort_for_reader(request, cohort_id: int) -> Cohort:
-    roles.require_read_all(request.user)
-    return get_object_or_404(Cohort, pk=cohort_id)
 
 
 def _sorted_rows(rows: list, sort: str) -> tuple[list, str]:
@@ -141,7 +137,7 @@ def _table_rows(rows: list) -> SafeString:
 
 @login_required
 def cohort_panel_page(request, cohort_id: int):
-    cohort = _cohort_for_reader(request, cohort_id)
+    cohort = cohort_for_user(user=request.user, cohort_id=cohort_id)
     result = selectors.cohort_panel(cohort)
     rows, sort = _sorted_rows(result.rows, request.GET.get("sort", "id"))
     context = {
@@ -160,7 +156,7 @@ def cohort_panel_page(request, cohort_id: int):
 @login_required
 @require_POST
 def cohort_panel_start(request, cohort_id: int):
-    cohort = _cohort_for_reader(request, cohort_id)
+    cohort = cohort_for_user(user=request.user, cohort_id=cohort_id)
     roles.require_coordinator(request.user)
     with page_errors(request):
         values = validated(CohortPanelStartApi.InputSerializer, {"redo": request.POST.get("redo") == "true"})
@@ -253,18 +249,17 @@ def _ratings_tables(by_task: dict[str, list]) -> SafeString:
 
 @login_required
 def ratings_page(request, cohort_id: int):
-    cohort = _cohort_for_reader(request, cohort_id)
+    cohort = cohort_for_user(user=request.user, cohort_id=cohort_id)
     ratings = ratings_as_dict(cohort)
     by_task: dict[str, list] = {}
     for item in ratings["ratings"]:
         by_task.setdefault(item["task"], []).append(item)
-    log = selectors.comparison_log(cohort)
     context = {
         "cohort": cohort,
         "parameters": parameters(),
         "rating_tables": _ratings_tables(by_task),
-        "count": log.count(),
-        "recent": list(log.order_by("-seq")[:RECENT_COMPARISONS]),
+        "count": selectors.comparison_count(cohort),
+        "recent": selectors.comparisons_recent(cohort, limit=RECENT_COMPARISONS),
         "bias": selectors.position_bias(cohort),
         "job": selectors.latest_job(cohort, selectors.CRITIQUE_JOB),
         "form": {"per_proposal": 3, "seed": cohort.seed, "comparisons": ""},
@@ -275,7 +270,7 @@ def ratings_page(request, cohort_id: int):
 @login_required
 @require_POST
 def comparisons_run_page(request, cohort_id: int):
-    cohort = _cohort_for_reader(request, cohort_id)
+    cohort = cohort_for_user(user=request.user, cohort_id=cohort_id)
     roles.require_coordinator(request.user)
     with page_errors(request):
         data = {key: request.POST.get(key, "") for key in ("per_proposal", "seed")}
@@ -301,7 +296,7 @@ def _comparison_rows(text: str) -> list[dict]:
 @login_required
 @require_POST
 def comparisons_import_page(request, cohort_id: int):
-    cohort = _cohort_for_reader(request, cohort_id)
+    cohort = cohort_for_user(user=request.user, cohort_id=cohort_id)
     roles.require_coordinator(request.user)
     with page_errors(request) as outcome:
         values = validated(
@@ -318,7 +313,7 @@ def comparisons_import_page(request, cohort_id: int):
 @login_required
 @require_POST
 def ratings_recompute_page(request, cohort_id: int):
-    cohort = _cohort_for_reader(request, cohort_id)
+    cohort = cohort_for_user(user=request.user, cohort_id=cohort_id)
     roles.require_coordinator(request.user)
     replayed = critique.ratings_recompute(cohort=cohort)
     messages.success(request, f"Ratings recomputed from the {replayed} comparisons of the log.")
@@ -327,7 +322,7 @@ def ratings_recompute_page(request, cohort_id: int):
 
 @login_required
 def calibration_page(request, cohort_id: int):
-    cohort = _cohort_for_reader(request, cohort_id)
+    cohort = cohort_for_user(user=request.user, cohort_id=cohort_id)
     result = selectors.cohort_calibration(cohort)
     reference = selectors.cohort_reference_diagnostics(cohort)
     context = {
@@ -378,7 +373,7 @@ COHORT_FIGURES = {
 
 @login_required
 def cohort_figure(request, cohort_id: int, panel_figure: str, file_format: str):
-    cohort = _cohort_for_reader(request, cohort_id)
+    cohort = cohort_for_user(user=request.user, cohort_id=cohort_id)
     spec = COHORT_FIGURES.get(panel_figure)
     if spec is None or file_format not in FORMATS or (file_format != "csv" and spec.plot is None):
         raise Http404("This cohort has no such figure or file.")
@@ -403,8 +398,7 @@ def prompts_page(request):
 # Hypotheses of screening runs and benchmark sets ----------------------------------------------------------------
 
 
-def _hypotheses_page(request, *, title: str, back: tuple[str, object], queryset, key: str, source: dict):
-    rows = selectors.hypotheses_with_profiles(queryset, key=key)
+def _hypotheses_page(request, *, title: str, back: tuple[str, object], rows: list, source: dict):
     context = {"title": title, "back": back, "rows": rows, "source": source}
     return render(request, "panel/hypotheses.html", context)
 
@@ -428,35 +422,30 @@ def _start_for_hypotheses(request, *, run=None, benchmark=None):
 @login_required
 def run_hypotheses_page(request, run_id):
     roles.require_read_all(request.user)
-    run = get_object_or_404(Run, public_id=run_id)
+    run = run_get(run_id, request.user)
+    if run is None:
+        raise Http404("There is no screening run with this id.")
     if request.method == "POST":
         return _start_for_hypotheses(request, run=run) or redirect("panel-run", run.public_id)
-    queryset = Hypothesis.objects.filter(run=run).exclude(label="").order_by("position")
     return _hypotheses_page(
         request,
         title=f"AI panel · screening run {run.public_id}",
         back=("open-hypothesis-run", str(run.public_id)),
-        queryset=queryset,
-        key="label",
+        rows=selectors.run_hypotheses_with_profiles(run),
         source={"run": str(run.public_id)},
     )
 
 
 @login_required
 def benchmark_hypotheses_page(request, benchmark_id: int):
-    roles.require_read_all(request.user)
-    benchmark = get_object_or_404(BenchmarkSet, pk=benchmark_id)
+    benchmark = benchmark_for_user(user=request.user, benchmark_id=benchmark_id)
     if request.method == "POST":
         return _start_for_hypotheses(request, benchmark=benchmark) or redirect("panel-benchmark", benchmark.pk)
-    queryset = BenchmarkHypothesis.objects.filter(benchmark=benchmark).order_by(
-        "benchmark_task__position", "position", "pk"
-    )
     return _hypotheses_page(
         request,
         title=f"AI panel · {benchmark.name}",
         back=("benchmark-detail", benchmark.pk),
-        queryset=queryset,
-        key="key",
+        rows=selectors.benchmark_hypotheses_with_profiles(benchmark),
         source={"benchmark": benchmark.pk},
     )
 

@@ -9,7 +9,7 @@ import io
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpResponse
-from django.shortcuts import get_object_or_404, redirect, render
+from django.shortcuts import redirect, render
 from django.urls import path, reverse
 from django.utils.text import slugify
 from django.views.decorators.http import require_POST
@@ -20,18 +20,14 @@ from reviewapp.models import DELIVERY_STAGES, Cohort
 from reviewapp.panel import development as rules
 from reviewapp.panel import research
 from reviewapp.panel.api_levels import FamilyRecordApi, cohort_evaluation
-from reviewapp.panel.models import FAMILY_MATURITIES, FAMILY_STATUSES, ContributionFamily, ReviewStatus
-from reviewapp.panel.selectors import human_scores
+from reviewapp.panel.models import FAMILY_MATURITIES, FAMILY_STATUSES, ReviewStatus
+from reviewapp.panel.selectors import cohort_family, human_scores
 from reviewapp.panel.services.families import families_group, family_record
 from reviewapp.protocol import CRITERIA
+from reviewapp.selectors.cohorts import cohort_for_user
 from reviewapp.selectors.exports import spreadsheet_text
 
 STAGE_LABELS = {stage: stage.replace("_", " ") for stage in DELIVERY_STAGES}
-
-
-def _cohort_for_reader(request, cohort_id: int) -> Cohort:
-    roles.require_read_all(request.user)
-    return get_object_or_404(Cohort, pk=cohort_id)
 
 
 def _dimension_rows(assessment: research.AssessmentRow | None, rubric_version: str) -> list[dict]:
@@ -51,7 +47,7 @@ def _dimension_rows(assessment: research.AssessmentRow | None, rubric_version: s
 
 @login_required
 def evaluation_page(request, cohort_id: int):
-    cohort = _cohort_for_reader(request, cohort_id)
+    cohort = cohort_for_user(user=request.user, cohort_id=cohort_id)
     evaluation = cohort_evaluation(cohort)
     levels = research.cohort_levels(cohort)
     scopes = [{"author": "All authors", **evaluation}, *evaluation["by_author"]]
@@ -80,7 +76,7 @@ def evaluation_page(request, cohort_id: int):
 
 @login_required
 def run_page(request, cohort_id: int, research_run: str):
-    cohort = _cohort_for_reader(request, cohort_id)
+    cohort = cohort_for_user(user=request.user, cohort_id=cohort_id)
     levels = research.cohort_levels(cohort)
     run_id = research_run
     run = levels.tree.runs.get(run_id)
@@ -102,7 +98,7 @@ def run_page(request, cohort_id: int, research_run: str):
 
 @login_required
 def path_page(request, cohort_id: int, terminal: str):
-    cohort = _cohort_for_reader(request, cohort_id)
+    cohort = cohort_for_user(user=request.user, cohort_id=cohort_id)
     levels = research.cohort_levels(cohort)
     selected = next((item for item in levels.tree.paths if item.terminal == terminal), None)
     if selected is None:
@@ -182,7 +178,7 @@ def _criterion_plot(versions: list[dict], criteria: list[tuple[str, str]]) -> di
 
 @login_required
 def families_page(request, cohort_id: int):
-    cohort = _cohort_for_reader(request, cohort_id)
+    cohort = cohort_for_user(user=request.user, cohort_id=cohort_id)
     families_group(cohort=cohort)
     context = {
         "cohort": cohort,
@@ -198,9 +194,8 @@ def families_page(request, cohort_id: int):
 @login_required
 @require_POST
 def family_record_page(request, cohort_id: int, family_id: int):
-    roles.require_coordinator(request.user)
-    cohort = get_object_or_404(Cohort, pk=cohort_id)
-    family = get_object_or_404(ContributionFamily, pk=family_id, cohort=cohort)
+    cohort = cohort_for_user(user=request.user, cohort_id=cohort_id, coordinate=True)
+    family = cohort_family(cohort, family_id)
     data = {
         name: request.POST[name]
         for name in ("question", "increment", "status", "maturity", "evidence", "review_status")
@@ -226,7 +221,7 @@ def _csv_response(cohort: Cohort, name: str, rows: list[list]) -> HttpResponse:
 
 @login_required
 def evaluation_csv(request, cohort_id: int, table: str):
-    cohort = _cohort_for_reader(request, cohort_id)
+    cohort = cohort_for_user(user=request.user, cohort_id=cohort_id)
     families_group(cohort=cohort)
     tables = research.level_tables(cohort)
     if table not in tables:

@@ -48,9 +48,9 @@ def cohorts_with_counts() -> QuerySet[Cohort]:
     )
 
 
-def cohort_get(*, cohort_id: int) -> Cohort:
-    """One cohort with its counts; raises Cohort.DoesNotExist."""
-    return cohorts_with_counts().get(pk=cohort_id)
+def cohorts_recent(*, limit: int = 50) -> QuerySet[Cohort]:
+    """The cohorts made last, newest first."""
+    return Cohort.objects.order_by("-created_at", "-pk")[:limit]
 
 
 def cohort_for_user(*, user, cohort_id: int, coordinate: bool = False, counts: bool = False) -> Cohort:

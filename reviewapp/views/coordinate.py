@@ -247,7 +247,7 @@ def _after_assignment_change(request, cohort_id: int, outcome: page_errors, succ
     message = success if ok else outcome.error.message
     filters = _filters(request.POST, prefix="filter_")
     if request.htmx:
-        cohort = cohort_selectors.cohort_get(cohort_id=cohort_id)
+        cohort = cohort_for_user(user=request.user, cohort_id=cohort_id, counts=True)
         context = {
             **_assignments_context(cohort, filters),
             "progress": cohort_selectors.cohort_progress(cohort),

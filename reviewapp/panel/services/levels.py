@@ -14,7 +14,7 @@ from django.db import transaction
 from reviewapp.models import AuditEvent, Cohort
 from reviewapp.panel import level_prompts
 from reviewapp.panel.development import PATH_RUBRIC, RUN_RUBRIC, rubric
-from reviewapp.panel.models import Assessment, PanelReview, ReferenceReview, ReviewStatus, RevisionJudgment
+from reviewapp.panel.models import REVIEWED_RECORDS, Assessment, ReviewStatus
 from reviewapp.panel.research import CohortTree
 from reviewapp.panel.services.common import Answerer, ask_model
 from reviewapp.selectors.packets import ProposalPacket
@@ -161,15 +161,6 @@ def assessment_review_status_set(*, assessment: Assessment, status: str, user) -
     """A coordinator marks an assessment checked or disputed (or automated again); audit-logged with the status
     before."""
     return review_status_set(record=assessment, status=status, user=user)
-
-
-# The model-answered records whose review status coordinators set, by the name the API uses.
-REVIEWED_RECORDS = {
-    "assessment": Assessment,
-    "panel_review": PanelReview,
-    "reference_review": ReferenceReview,
-    "revision_judgment": RevisionJudgment,
-}
 
 
 def review_status_set(*, record, status: str, user):
