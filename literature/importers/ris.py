@@ -88,17 +88,11 @@ class _Span:
     def record(self) -> tuple[_Record, bool]:
         """The record as the line by line reading gives it, and whether its raw text is the span's bytes (blank
         lines and carriage returns are not kept in the raw text)."""
-        try:
-            text = self.data.decode("utf-8")
-        except UnicodeDecodeError as exc:  # named by its line, counted now
-            first_line = self.block_first_line + self.block.count(b"\n", 0, self.offset)
-            raise records.not_utf8(self.data, first_line, exc) from None
-        lines = text.split("\n")
-        # The span has no line blank in ASCII (_span_end), so only one of other spaces (a no-break space) can be.
-        if "\r" in text or not text.isascii() and not all(line.strip() for line in lines):
-            lines = [line for line in (line.rstrip("\r") for line in lines) if line.strip()]
-            return _Record(self.number, lines, "\n".join(lines), []), False
-        return _Record(self.number, lines, text, []), True
+        raw, whole = records.cut_record_text(self.data, self.first_line)
+        return _Record(self.number, raw.split("\n"), raw, []), whole
+
+    def first_line(self) -> int:
+        return self.block_first_line + self.block.count(b"\n", 0, self.offset)
 
 
 def read(stream, known: StoredDigests | None = None) -> Iterator[Parsed]:
@@ -124,25 +118,19 @@ def read(stream, known: StoredDigests | None = None) -> Iterator[Parsed]:
 
     try:
         for block_first_line, block in records.byte_blocks(stream):
-            position, size = 0, len(block)
-            counted, line_number = 0, block_first_line  # the number of the line at offset `counted`
-            while position < size:
+            cursor, size = records.BlockLines(block, block_first_line), len(block)
+            while (position := cursor.position) < size:
                 if lines is None:
                     if block[position] == 10:  # an empty line between records
-                        position += 1
+                        cursor.position += 1
                         continue
                     if (span_end := _span_end(block, position)) is not None:
                         number += 1
                         span = _Span(number, block[position:span_end], block, position, block_first_line)
                         yield from ended(span)
-                        position = span_end + 1
+                        cursor.position = span_end + 1
                         continue
-                line_number += block.count(b"\n", counted, position)
-                counted = position
-                line_end = block.find(b"\n", position)
-                line_end = size if line_end < 0 else line_end
-                line = records.decoded_record(block[position:line_end], line_number).rstrip("\r")
-                position = line_end + 1
+                line_number, line = cursor.line()
                 if lines is not None and line[:2] not in _CLOSING:
                     if line.strip():
                         lines.append(line)

@@ -79,15 +79,11 @@ class _Span:
     def record(self) -> tuple[_Record, bool]:
         """The record as the line by line reading gives it, and whether its raw text is the span's bytes (carriage
         returns and lines blank but for other spaces than ASCII ones are not kept in the raw text)."""
-        try:
-            text = self.data.decode("utf-8")
-        except UnicodeDecodeError as exc:  # named by its line, counted now
-            first_line = self.block_first_line + self.block.count(b"\n", 0, self.offset)
-            raise records.not_utf8(self.data, first_line, exc) from None
-        if "\r" in text or not text.isascii() and not all(line.strip() for line in text.split("\n")):
-            lines = [line for line in (line.rstrip("\r") for line in text.split("\n")) if line.strip()]
-            return _Record(self.number, "\n".join(lines), []), False
-        return _Record(self.number, text, []), True
+        raw, whole = records.cut_record_text(self.data, self.first_line)
+        return _Record(self.number, raw, []), whole
+
+    def first_line(self) -> int:
+        return self.block_first_line + self.block.count(b"\n", 0, self.offset)
 
 
 def read(stream, known: StoredDigests | None = None) -> Iterator[Parsed]:
@@ -103,24 +99,18 @@ def _gathered(stream) -> Iterator[_Record | _Span]:
     header: list[str] | None = None  # a tab-delimited file's tags
     first = True
     for block_first_line, block in records.byte_blocks(stream):
-        position, size = 0, len(block)
-        counted, line_number = 0, block_first_line  # the number of the line at offset `counted`
-        while position < size:
+        cursor, size = records.BlockLines(block, block_first_line), len(block)
+        while (position := cursor.position) < size:
             if current is None and header is None and not first:
                 if block[position] == 10:  # an empty line between records
-                    position += 1
+                    cursor.position += 1
                     continue
                 if (ends := _span_end(block, position)) is not None:
                     number += 1
                     yield _Span(number, block[position : ends[0]], block, position, block_first_line)
-                    position = ends[1] + 1
+                    cursor.position = ends[1] + 1
                     continue
-            line_number += block.count(b"\n", counted, position)
-            counted = position
-            line_end = block.find(b"\n", position)
-            line_end = size if line_end < 0 else line_end
-            line = records.decoded_record(block[position:line_end], line_number).rstrip("\r")
-            position = line_end + 1
+            line_number, line = cursor.line()
             if header is not None:
                 if line.strip():
                     number += 1
