@@ -158,7 +158,7 @@ def test_a_generated_client_drives_a_benchmark_set_from_creation_to_statistics(
         benchmark_list,
         statistics,
     )
-    from oh_client.models import BenchmarkCreateInputRequest, BenchmarkImportInputRequest
+    from oh_client.models import BenchmarkCreateInputRequest, BenchmarkImportInputRequest, BenchmarkStatistics
     from oh_client.types import File
 
     coordinator = factories.make_user("coordinator", username="coord-bench")
@@ -176,5 +176,9 @@ def test_a_generated_client_drives_a_benchmark_set_from_creation_to_statistics(
     assert imported.new_tasks > 0 and imported.new_hypotheses > 0
 
     answer = statistics.sync(created.id, client=api)
-    assert answer is not None and answer.to_dict()
+    assert isinstance(answer, BenchmarkStatistics), answer
+    assert answer.hypotheses == 80 and answer.generators[-1].primary.precision.value is not None
+    dimensions = answer.study.originality.comparison.dimensions
+    assert {dimension.dimension for dimension in dimensions} == {"originality", "feasibility", "clarity"}
+    assert answer.study.task_selection.check.exclusion_reasons[0].records == 3
     assert BenchmarkSet.objects.get(pk=created.id).hypotheses.exists()

@@ -25,13 +25,19 @@ class OrderMismatch:
 
 
 @dataclass(frozen=True)
+class ExclusionReason:
+    reason: str
+    records: int
+
+
+@dataclass(frozen=True)
 class TaskSelectionCheck:
     found: int  # records the query returned
     excluded: int  # records the pre-filter excluded
     candidates: int
     final: int  # candidates that became tasks
     counts_add_up: bool  # found = excluded + candidates
-    exclusion_reasons: tuple[tuple[str, int], ...]  # (reason, records), most frequent first
+    exclusion_reasons: tuple[ExclusionReason, ...]  # most frequent first
     order_reproduces: bool  # the stored candidate order is the salted SHA-256 order
     first_mismatch: OrderMismatch | None
     final_not_candidates: tuple[str, ...]  # final ids that are not among the candidates (should be none)
@@ -65,7 +71,10 @@ def task_selection_check(
         candidates=len(stored),
         final=len(final),
         counts_add_up=found == len(exclusions) + len(stored),
-        exclusion_reasons=tuple(sorted(reasons.items(), key=lambda item: (-item[1], item[0]))),
+        exclusion_reasons=tuple(
+            ExclusionReason(reason, records)
+            for reason, records in sorted(reasons.items(), key=lambda item: (-item[1], item[0]))
+        ),
         order_reproduces=mismatch is None,
         first_mismatch=mismatch,
         final_not_candidates=tuple(pmid for pmid in final if pmid not in candidate_ids),

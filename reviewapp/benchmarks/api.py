@@ -10,7 +10,6 @@ from django.http import FileResponse, HttpResponse
 from django.urls import path
 from django.utils.http import content_disposition_header
 from django.utils.text import slugify
-from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import serializers, status
 from rest_framework.parsers import MultiPartParser
@@ -26,8 +25,9 @@ from reviewapp.benchmarks.models import BenchmarkSet
 from reviewapp.benchmarks.services import sets as services
 from reviewapp.benchmarks.services.imports import benchmark_import_file
 from reviewapp.benchmarks.services.judging import judging_start
-from reviewapp.benchmarks.statistics import statistics_as_dict
+from reviewapp.benchmarks.statistics import BenchmarkStatistics, statistics_as_dict
 from reviewapp.benchmarks.table_s import write_table_s
+from reviewapp.core.answers import DataclassAnswerSerializer
 from reviewapp.core.errors import validated, validated_query
 from reviewapp.core.fields import SeedField
 from reviewapp.core.paging import PageFilter, page_data
@@ -439,16 +439,24 @@ class StatisticsApi(APIView):
         seed_auc = serializers.IntegerField(required=False, min_value=0, max_value=2**32 - 1)
         seed_further = serializers.IntegerField(required=False, min_value=0, max_value=2**32 - 1)
 
+    # Typed from the annotations of BenchmarkStatistics and every dataclass it nests (reviewapp.core.answers). To add
+    # a section to the statistics, add a field to BenchmarkStatistics (or to StudyStatistics) whose type is a frozen
+    # dataclass, a tuple of them or ``X | None``, each of its fields annotated with its real type: the schema
+    # follows with no edit here, and tests/test_api_typed_answers.py checks the demo set's answer against it.
+    class OutputSerializer(DataclassAnswerSerializer):
+        """The statistics of a benchmark set (docs/analysis.md); null where a statistic is undefined."""
+
+        class Meta:
+            dataclass = BenchmarkStatistics
+
     @extend_schema(
         responses=OpenApiResponse(
-            OpenApiTypes.OBJECT,
-            description="The fields of reviewapp.benchmarks.statistics.BenchmarkStatistics (docs/analysis.md): "
-            "`hypotheses`, `judged`, `judges`, `generators` (per generator and all together: selection summaries "
-            "with estimates and intervals, random list, drawn control, the single-model lists of the group's "
-            "length `single_model_lists` with their check by draws and seed, and `models_without_full_list`, the "
-            "models that have none), `votes_primary`, `votes_strict`, `agreement`, `study` (the other analyses of "
-            "the appendices, docs/analysis.md#the-appendices-analyses, each with the seed it used); null where a "
-            "statistic is undefined.",
+            OutputSerializer,
+            description="The statistics (docs/analysis.md): `generators` per generator and all together (selection "
+            "summaries with estimates and intervals, random list, drawn control, single-model lists), the judges' "
+            "votes and agreement, and `study`, the other analyses of the appendices "
+            "(docs/analysis.md#the-appendices-analyses), each with the seed it used; null where a statistic is "
+            "undefined.",
         )
     )
     def get(self, request, benchmark_id: int):

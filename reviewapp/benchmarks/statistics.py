@@ -129,7 +129,7 @@ class BenchmarkStatistics:
     votes_primary: analysis.OtherCompanyVotes | None
     votes_strict: analysis.OtherCompanyVotes | None
     agreement: analysis.JudgeAgreement | None
-    seeds: dict = field(default_factory=dict)  # the seed of each family of analyses (docs/analysis.md#seeds)
+    seeds: dict[str, int] = field(default_factory=dict)  # the seed of each family of analyses (docs/analysis.md#seeds)
     study: StudyStatistics | None = None  # the appendices' analyses (reviewapp.benchmarks.study)
 
 

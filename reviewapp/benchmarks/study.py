@@ -181,8 +181,8 @@ class QualityPair:
     task: str
     selected: str
     excluded: str | None
-    selected_scores: dict | None  # {dimension: mean of the deciding judges} or None when incomplete
-    excluded_scores: dict | None
+    selected_scores: dict[str, float] | None  # {dimension: mean of the deciding judges} or None when incomplete
+    excluded_scores: dict[str, float] | None
 
 
 @dataclass(frozen=True)
@@ -324,7 +324,7 @@ class DesignForecasts:
 
 @dataclass(frozen=True)
 class StudyStatistics:
-    seeds: dict
+    seeds: dict[str, int]
     resamples: int
     list_lengths: tuple[int, ...]  # the generators' two-stage list lengths: the k of precision@k
     generators: tuple[GeneratorStudy, ...]

@@ -454,7 +454,7 @@ def task_selection_exclusions_table(statistics: BenchmarkStatistics) -> Table:
     selection = study.task_selection if study else None
     if selection is None:
         return Table(columns, [], (_NO_LOG,))
-    return Table(columns, [{"reason": r, "records": n} for r, n in selection.check.exclusion_reasons])
+    return Table(columns, [{"reason": e.reason, "records": e.records} for e in selection.check.exclusion_reasons])
 
 
 def task_selection_candidates_table(statistics: BenchmarkStatistics) -> Table:

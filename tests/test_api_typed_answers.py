@@ -1,0 +1,99 @@
+"""Every answer of the API is typed in /api/v1/schema, and real answers match their types.
+
+A generated client turns a typed answer into its own model objects; an answer declared as a bare object comes back
+as a dict nobody can rely on. Real answers from rich data (the appendices' study set) and from empty, unstarted
+states are checked against the schema with every object closed (tests.api_schema_support)."""
+
+import pytest
+from rest_framework.test import APIClient
+
+from tests import factories
+from tests.api_schema_support import answer_problems, api_schema
+from tests.benchmark_support import make_set
+from tests.benchmarks.test_appendix_analyses import study_data
+
+# Answers still described in prose only; none may be added.
+UNTYPED = {
+    ("get", "/api/v1/cohorts/{cohort_id}/calibration"),
+    ("get", "/api/v1/cohorts/{cohort_id}/ai-panel"),
+    ("get", "/api/v1/ai-panel/subjects/{subject_id}"),
+    ("get", "/api/v1/inspiration/audits/{audit_id}"),
+    ("get", "/api/v1/cohorts/{cohort_id}/paths"),
+    ("get", "/api/v1/cohorts/{cohort_id}/research-runs"),
+    ("get", "/api/v1/cohorts/{cohort_id}/ratings"),
+    ("post", "/api/v1/cohorts/{cohort_id}/ratings/recompute"),
+    ("post", "/api/v1/literature/import"),
+}
+
+
+@pytest.fixture(scope="module")
+def schema(django_db_blocker):
+    with django_db_blocker.unblock():
+        return api_schema()
+
+
+def _untyped(node, components, seen=frozenset()):
+    """The paths inside a schema node to an object whose properties are unknown (a map of typed values is typed)."""
+    if "$ref" in node:
+        name = node["$ref"].rsplit("/", 1)[-1]
+        return [] if name in seen else _untyped(components[name], components, seen | {name})
+    found = []
+    for key in ("allOf", "oneOf", "anyOf"):
+        for option in node.get(key, []):
+            found += _untyped(option, components, seen)
+    if node.get("type") == "object" or "properties" in node:
+        values = node.get("additionalProperties")
+        if "properties" not in node and not isinstance(values, dict) or values == {}:
+            found.append("object")
+        for name, value in node.get("properties", {}).items():
+            found += [f"{name}.{inner}" for inner in _untyped(value, components, seen)]
+        if isinstance(values, dict) and values:
+            found += [f"*.{inner}" for inner in _untyped(values, components, seen)]
+    if node.get("type") == "array":
+        found += [f"[].{inner}" for inner in _untyped(node.get("items", {}), components, seen)]
+    return found
+
+
+def test_every_json_answer_is_typed(schema):
+    components = schema["components"]["schemas"]
+    untyped = {}
+    for path, operations in schema["paths"].items():
+        for method, operation in operations.items():
+            for status, response in operation["responses"].items():
+                body = response.get("content", {}).get("application/json", {}).get("schema")
+                if body is None or (method, path) in UNTYPED:
+                    continue
+                if found := _untyped(body, components):
+                    untyped[f"{method.upper()} {path} {status}"] = found
+    assert not untyped, untyped
+
+
+def test_the_untyped_allowance_lists_only_operations_that_exist(schema):
+    assert all(path in schema["paths"] and method in schema["paths"][path] for method, path in UNTYPED)
+
+
+def _answer(user, url: str):
+    client = APIClient()
+    client.force_authenticate(user)
+    response = client.get(url)
+    assert response.status_code == 200, response.content[:500]
+    return response.json()
+
+
+STATISTICS = "/api/v1/benchmarks/{benchmark_id}/statistics"
+
+
+def test_a_rich_sets_statistics_match_their_schema(schema, db):
+    benchmark = make_set(study_data())
+    body = _answer(factories.make_user("analyst"), f"/api/v1/benchmarks/{benchmark.pk}/statistics")
+    assert body["study"]["originality"]["comparison"]["dimensions"], "the rich set reaches the deepest sections"
+    problems = answer_problems(schema, STATISTICS, "get", 200, body)
+    assert problems == [], "\n".join(problems)
+
+
+def test_an_empty_sets_statistics_match_their_schema(schema, db):
+    benchmark = make_set()
+    body = _answer(factories.make_user("coordinator"), f"/api/v1/benchmarks/{benchmark.pk}/statistics")
+    assert body["hypotheses"] == 0
+    problems = answer_problems(schema, STATISTICS, "get", 200, body)
+    assert problems == [], "\n".join(problems)
