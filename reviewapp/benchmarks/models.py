@@ -113,6 +113,10 @@ class Direction(models.TextChoices):
     UNFAVOURABLE = "unfavourable", "unfavourable"
 
 
+# The generation method of a hypothesis whose method is blank: the set's runs generate in one request.
+ONE_REQUEST = "one request"
+
+
 class BenchmarkHypothesis(models.Model):
     """One hypothesis of a set: a screening run's (read through `hypothesis`) or imported with its forecasts.
 
@@ -146,6 +150,11 @@ class BenchmarkHypothesis(models.Model):
     # null; and, for a statement of a 50/50 set, the favourable-direction rule's label (blank: unlabelled).
     instruction_forecasts = models.JSONField(default=dict, blank=True)
     direction = models.CharField(max_length=20, choices=Direction.choices, blank=True)
+    # Imported for the generation methods (docs/analysis.md#generation-methods): how the hypothesis was generated
+    # (blank: one request, as the set's runs generate) and in which generation round (blank: the first; 2 and on
+    # re-generations of the same requests).
+    method = models.CharField(max_length=200, blank=True, help_text="generation method")
+    generation_round = models.PositiveSmallIntegerField(null=True, blank=True, help_text="1 first, 2… re-generation")
     content_sha256 = models.CharField(max_length=64, blank=True)
     import_batch = models.ForeignKey(BenchmarkImport, null=True, blank=True, on_delete=models.SET_NULL)
 
@@ -309,3 +318,31 @@ class TaskSelectionRecord(models.Model):
 
     def __str__(self):
         return f"{self.pmid} ({self.status})"
+
+
+class ExcludedGenerationSet(models.Model):
+    """One generator's set of hypotheses for one task, method and generation round, left out of the generation
+    methods' sensitivity rows with its reason (docs/analysis.md#generation-methods). Hidden from reviewers."""
+
+    class Reason(models.TextChoices):
+        REFUSAL = "refusal", "The model refused to generate the set in every attempt"
+        CUT_REPLY = "cut_reply", "A stored step holds a refusal or a reply cut off by a safety classifier"
+
+    benchmark_task = models.ForeignKey(BenchmarkTask, on_delete=models.CASCADE, related_name="excluded_sets")
+    generator = models.CharField(max_length=200)
+    method = models.CharField(max_length=200, blank=True)
+    generation_round = models.PositiveSmallIntegerField(default=1)
+    reason = models.CharField(max_length=10, choices=Reason.choices)
+    note = models.TextField(blank=True)
+    import_batch = models.ForeignKey(BenchmarkImport, null=True, blank=True, on_delete=models.SET_NULL)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["benchmark_task", "generator", "method", "generation_round"], name="one_exclusion_per_set"
+            )
+        ]
+        ordering = ["benchmark_task", "generator", "generation_round", "method"]
+
+    def __str__(self):
+        return f"{self.benchmark_task} / {self.generator} / {self.method or ONE_REQUEST} / {self.generation_round}"

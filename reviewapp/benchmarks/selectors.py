@@ -19,10 +19,12 @@ from literature.hooks import TaskGroup
 from reviewapp import analysis
 from reviewapp.analysis import JudgeOutcome
 from reviewapp.benchmarks.models import (
+    ONE_REQUEST,
     BenchmarkHypothesis,
     BenchmarkImport,
     BenchmarkSet,
     BenchmarkTask,
+    ExcludedGenerationSet,
     Forecaster,
     Judge,
     JudgeScore,
@@ -31,7 +33,13 @@ from reviewapp.benchmarks.models import (
     TaskSelectionLog,
 )
 from reviewapp.benchmarks.statistics import BenchmarkStatistics, HypothesisRow, compute_statistics, statistics_key
-from reviewapp.benchmarks.study import SelectionLogInputs, SelectionRecordInput, StudyInputs, TaskInputs
+from reviewapp.benchmarks.study import (
+    ExcludedSetInput,
+    SelectionLogInputs,
+    SelectionRecordInput,
+    StudyInputs,
+    TaskInputs,
+)
 from reviewapp.core import roles
 from reviewapp.core.errors import Forbidden, NotFound, ServiceError
 from screening.llm.models import ModelCall
@@ -335,6 +343,8 @@ def benchmark_rows(benchmark: BenchmarkSet, judges: list[Judge] | None = None) -
                 "repeat_forecasts": dict(record.repeat_forecasts),
                 "instruction_forecasts": {name: dict(given) for name, given in record.instruction_forecasts.items()},
                 "direction": record.direction,
+                "method": record.method or ONE_REQUEST,
+                "generation_round": record.generation_round or 1,
             }
         given = scores_of.get(record.pk, {})
         scores = {judge.name: given.get(judge.name) for judge in judges}
@@ -441,6 +451,14 @@ def benchmark_study_inputs(benchmark: BenchmarkSet, rows: list[HypothesisRow], j
         selection_log=selection_log,
         quality_scores=dict(quality),
         forecast_rounds=benchmark_forecast_rounds(rows),
+        excluded_sets=tuple(
+            ExcludedSetInput(task, generator, method or ONE_REQUEST, round_, reason, note)
+            for task, generator, method, round_, reason, note in ExcludedGenerationSet.objects.filter(
+                benchmark_task__benchmark=benchmark
+            )
+            .order_by("benchmark_task__position", "generator", "generation_round", "method", "pk")
+            .values_list("benchmark_task__task__key", "generator", "method", "generation_round", "reason", "note")
+        ),
     )
 
 

@@ -10,7 +10,7 @@ from threadpoolctl import threadpool_limits
 
 from reviewapp import analysis
 from reviewapp.analysis import JudgeOutcome
-from reviewapp.benchmarks.models import Judge
+from reviewapp.benchmarks.models import ONE_REQUEST, Judge
 from reviewapp.benchmarks.study import StudyInputs, StudyStatistics, compute_study
 from screening.prompts import hypothesis_text
 
@@ -51,6 +51,9 @@ class HypothesisRow:
     # The forecasts under each instruction ("short", "detailed", "single"): instruction → model → True, False or None.
     instruction_forecasts: dict = field(default_factory=dict)
     direction: str = ""  # a statement's favourable-direction label: "favourable", "unfavourable" or "" (unlabelled)
+    # How and in which round the hypothesis was generated (docs/analysis.md#generation-methods).
+    method: str = ONE_REQUEST
+    generation_round: int = 1
 
     @property
     def text(self) -> str:
@@ -237,10 +240,20 @@ def compute_statistics(
         )
 
 
+def main_generation(rows: list[HypothesisRow]) -> list[HypothesisRow]:
+    """The hypotheses every analysis but the comparison of generation methods reads: the first round's one-request
+    generation, or the whole first round where it has no one-request hypothesis
+    (docs/analysis.md#generation-methods)."""
+    first_round = [row for row in rows if row.generation_round == 1]
+    one_request = [row for row in first_round if row.method == ONE_REQUEST]
+    return one_request if one_request or not first_round else first_round
+
+
 def _compute_statistics(
     benchmark_id, rows, judges, *, resamples, data_version, inputs, seeds, design
 ) -> BenchmarkStatistics:
     seed = seeds["selection"]
+    every_generation, rows = rows, main_generation(rows)
     by_generator = defaultdict(list)
     for row in rows:
         by_generator[(row.generator, row.generator_company)].append(row)
@@ -286,6 +299,7 @@ def _compute_statistics(
             inputs or StudyInputs(judge_companies=judge_company),
             seeds=seeds,
             resamples=resamples,
+            generation_rows=every_generation,
         ),
     )
 

@@ -46,6 +46,19 @@ class SelectionLogInputs:
 
 
 @dataclass(frozen=True)
+class ExcludedSetInput:
+    """One generator's set of hypotheses for one task, method and round, left out with its reason
+    (docs/analysis.md#generation-methods)."""
+
+    task_key: str
+    generator: str
+    method: str
+    generation_round: int
+    reason: str  # "refusal" or "cut_reply"
+    note: str = ""
+
+
+@dataclass(frozen=True)
 class StudyInputs:
     """What the analyses read besides the hypothesis rows.
 
@@ -60,6 +73,7 @@ class StudyInputs:
     selection_log: SelectionLogInputs | None = None
     quality_scores: Mapping[int, Mapping[str, Mapping[str, int]]] = field(default_factory=dict)
     forecast_rounds: Mapping[str, Mapping[tuple[int, str], bool | None]] = field(default_factory=dict)
+    excluded_sets: tuple[ExcludedSetInput, ...] = ()
 
 
 # Results ---------------------------------------------------------------------------------------------------------
@@ -322,6 +336,86 @@ class DesignForecasts:
     forecasts: int
 
 
+ALL_SETS, WITHOUT_EXCLUDED = "all sets", "without left-out sets"
+# The benchmark's generation methods in the order its tables give them; any other method follows, by name.
+METHODS = ("one request", "multi-step", "Omega Point")
+
+
+@dataclass(frozen=True)
+class MethodRate:
+    """The match rate of one generator's hypotheses of one method and generation round."""
+
+    generator: str
+    generation_round: int
+    method: str
+    sets: str  # ALL_SETS, or WITHOUT_EXCLUDED: the hypotheses of the left-out sets taken away
+    tasks: int
+    hypotheses: int  # judged
+    matches: int
+    rate: Estimate
+
+
+@dataclass(frozen=True)
+class TaskMethodShare:
+    """The match share of one task's hypotheses of one generator, method and generation round."""
+
+    generator: str
+    generation_round: int
+    method: str
+    task: str
+    hypotheses: int  # judged
+    matches: int
+
+
+@dataclass(frozen=True)
+class GenerationComparison:
+    """Two generations of one generator on the tasks both have judged hypotheses for: two methods of one round, or
+    one method's later round against its first (a re-generation of the same requests)."""
+
+    generator: str
+    sets: str
+    first_method: str
+    first_round: int
+    second_method: str
+    second_round: int
+    tasks: int
+    first_rate: float
+    second_rate: float
+    # Tasks where the first generation's match share was higher, lower or the same as the second's.
+    first_better: int
+    first_worse: int
+    same: int
+    difference: Estimate  # first minus second, joint task resamples
+    test: analysis.PermutationTest
+    holm_p_value: float | None  # Holm over the family named by holm_family
+    holm_family: int  # how many comparisons the family holds
+    # Method comparisons only: Holm over every method comparison of the round's generators (None for rounds).
+    round_holm_p_value: float | None = None
+    round_holm_family: int = 0
+
+
+@dataclass(frozen=True)
+class ExcludedSet:
+    task: str
+    generator: str
+    method: str
+    generation_round: int
+    reason: str
+    note: str
+    hypotheses: int  # of the set's hypotheses held by the set (judged or not)
+
+
+@dataclass(frozen=True)
+class GenerationMethods:
+    """Generation methods and rounds compared (docs/analysis.md#generation-methods)."""
+
+    rates: tuple[MethodRate, ...]
+    task_shares: tuple[TaskMethodShare, ...]
+    method_comparisons: tuple[GenerationComparison, ...]
+    round_comparisons: tuple[GenerationComparison, ...]
+    excluded: tuple[ExcludedSet, ...]
+
+
 @dataclass(frozen=True)
 class StudyStatistics:
     seeds: dict[str, int]
@@ -342,6 +436,7 @@ class StudyStatistics:
     direction_rule: DirectionRule | None = None
     forecast_counts: tuple[ForecastCount, ...] = ()
     design_forecasts: tuple[DesignForecasts, ...] = ()
+    generation_methods: GenerationMethods | None = None
 
 
 # Helpers ---------------------------------------------------------------------------------------------------------
@@ -565,37 +660,206 @@ def _generation(by_generator, rows, resamples, seed) -> tuple[GenerationRate, ..
     return tuple(rates)
 
 
+def _rate_difference(first_rows, second_rows, resamples: int, seed: int) -> dict | None:
+    """Two sets of judged hypotheses on the tasks both have: each one's match rate, the difference with joint task
+    resamples, and the within-task permutation test; None without a common task."""
+    common = {r.task_key for r in first_rows} & {r.task_key for r in second_rows}
+    if not common:
+        return None
+    a = [(r.task_key, True, r.primary) for r in first_rows if r.task_key in common]
+    b = [(r.task_key, True, r.primary) for r in second_rows if r.task_key in common]
+    tasks = [task for task, _, _ in a] + [task for task, _, _ in b]
+    columns = [(1, int(m), 0, 0) for _, _, m in a] + [(0, 0, 1, int(m)) for _, _, m in b]
+    order, sums = task_sums(tasks, columns)
+    totals = sums.sum(axis=0)
+    resampled = None
+    if resamples:
+        drawn = resample_counts(len(sums), resamples, seed) @ sums
+        resampled = ratio(drawn[:, 1], drawn[:, 0]) - ratio(drawn[:, 3], drawn[:, 2])
+    first_rate, second_rate = totals[1] / totals[0], totals[3] / totals[2]
+    first_shares, second_shares = sums[:, 1] / sums[:, 0], sums[:, 3] / sums[:, 2]
+    return dict(
+        tasks=len(common),
+        first_rate=float(first_rate),
+        second_rate=float(second_rate),
+        first_better=int(np.sum(first_shares > second_shares)),
+        first_worse=int(np.sum(first_shares < second_shares)),
+        same=int(np.sum(first_shares == second_shares)),
+        difference=estimate(first_rate - second_rate, resampled),
+        test=analysis.permutation_test_within_tasks(a, b, seed=seed),
+    )
+
+
 def _comparisons(by_generator, resamples, seed) -> tuple[GeneratorComparison, ...]:
     judged = {name: [row for row in members if row.primary is not None] for (name, _), members in by_generator.items()}
     found = []
     for first, second in itertools.combinations(sorted(judged), 2):
-        common = {r.task_key for r in judged[first]} & {r.task_key for r in judged[second]}
-        a = [(r.task_key, True, r.primary) for r in judged[first] if r.task_key in common]
-        b = [(r.task_key, True, r.primary) for r in judged[second] if r.task_key in common]
-        if not common:
+        compared = _rate_difference(judged[first], judged[second], resamples, seed)
+        if compared is None:
             continue
-        tasks = [task for task, _, _ in a] + [task for task, _, _ in b]
-        columns = [(1, int(m), 0, 0) for _, _, m in a] + [(0, 0, 1, int(m)) for _, _, m in b]
-        _, sums = task_sums(tasks, columns)
-        totals = sums.sum(axis=0)
-        resampled = None
-        if resamples:
-            drawn = resample_counts(len(sums), resamples, seed) @ sums
-            resampled = ratio(drawn[:, 1], drawn[:, 0]) - ratio(drawn[:, 3], drawn[:, 2])
-        first_rate, second_rate = totals[1] / totals[0], totals[3] / totals[2]
         found.append(
             dict(
                 first=first,
                 second=second,
-                tasks=len(common),
-                first_rate=float(first_rate),
-                second_rate=float(second_rate),
-                difference=estimate(first_rate - second_rate, resampled),
-                test=analysis.permutation_test_within_tasks(a, b, seed=seed),
+                **{name: compared[name] for name in ("tasks", "first_rate", "second_rate", "difference", "test")},
             )
         )
     adjusted = _holm([item["test"].p_value for item in found])
     return tuple(GeneratorComparison(**item, holm_p_value=p) for item, p in zip(found, adjusted, strict=True))
+
+
+def _method_rates(groups: Mapping, sets: str, resamples: int, seed: int) -> list[MethodRate]:
+    rates = []
+    for (generator, round_, method), members in groups.items():
+        if members:
+            summary = analysis.selection_summary([(r.task_key, True, r.primary) for r in members], resamples, seed)
+            rates.append(
+                MethodRate(
+                    generator,
+                    round_,
+                    method,
+                    sets,
+                    summary.tasks,
+                    summary.hypotheses,
+                    summary.matches,
+                    summary.base_rate,
+                )
+            )
+    return rates
+
+
+def _generation_comparisons(groups: Mapping, sets: str, resamples: int, seed: int):
+    """Each generator's methods compared within each round (Holm within the generator and round, and over the
+    round's generators), and each method's later rounds against its first (Holm over the generator's
+    comparisons)."""
+    methods_of: defaultdict = defaultdict(list)  # (generator, round) → methods
+    rounds_of: defaultdict = defaultdict(list)  # (generator, method) → rounds
+    for generator, round_, method in groups:
+        methods_of[(generator, round_)].append(method)
+        rounds_of[(generator, method)].append(round_)
+    by_method = []
+    for (generator, round_), methods in methods_of.items():
+        for first, second in itertools.combinations(methods, 2):
+            found = _rate_difference(
+                groups[(generator, round_, first)], groups[(generator, round_, second)], resamples, seed
+            )
+            if found is not None:
+                by_method.append(
+                    dict(
+                        generator=generator,
+                        sets=sets,
+                        first_method=first,
+                        first_round=round_,
+                        second_method=second,
+                        second_round=round_,
+                        **found,
+                    )
+                )
+    by_round = []
+    for (generator, method), rounds in rounds_of.items():
+        for later in rounds[1:]:
+            found = _rate_difference(
+                groups[(generator, later, method)], groups[(generator, rounds[0], method)], resamples, seed
+            )
+            if found is not None:
+                by_round.append(
+                    dict(
+                        generator=generator,
+                        sets=sets,
+                        first_method=method,
+                        first_round=later,
+                        second_method=method,
+                        second_round=rounds[0],
+                        **found,
+                    )
+                )
+    return (
+        _with_holm(by_method, lambda c: (c["generator"], c["first_round"]), lambda c: c["first_round"]),
+        _with_holm(by_round, lambda c: c["generator"], None),
+    )
+
+
+def _with_holm(items: list[dict], family_of, wider_family_of) -> list[GenerationComparison]:
+    """Holm over each family of comparisons, and over each wider family when one is named."""
+
+    def adjusted(key_of) -> tuple[list, list]:
+        families: defaultdict = defaultdict(list)
+        for index, item in enumerate(items):
+            families[key_of(item)].append(index)
+        p_values: list[float | None] = [None] * len(items)
+        sizes = [0] * len(items)
+        for members in families.values():
+            for index, p in zip(members, analysis.holm([items[i]["test"].p_value for i in members]), strict=True):
+                p_values[index], sizes[index] = p, len(members)
+        return p_values, sizes
+
+    holm, sizes = adjusted(family_of)
+    wider, wider_sizes = adjusted(wider_family_of) if wider_family_of else ([None] * len(items), [0] * len(items))
+    return [
+        GenerationComparison(**item, holm_p_value=p, holm_family=n, round_holm_p_value=q, round_holm_family=m)
+        for item, p, n, q, m in zip(items, holm, sizes, wider, wider_sizes, strict=True)
+    ]
+
+
+def _method_order(method: str) -> tuple[int, str]:
+    return (METHODS.index(method) if method in METHODS else len(METHODS), method)
+
+
+def _generation_methods(rows, excluded: Sequence[ExcludedSetInput], resamples, seed) -> GenerationMethods | None:
+    """Generation methods and rounds of each generator compared (docs/analysis.md#generation-methods); None unless
+    some generator has hypotheses of two methods or two rounds."""
+    judged = [row for row in rows if row.primary is not None]
+    groups: defaultdict = defaultdict(list)  # (generator, round, method) → judged rows
+    for row in judged:
+        groups[(row.generator, row.generation_round, row.method)].append(row)
+    generations: defaultdict = defaultdict(set)
+    for generator, round_, method in groups:
+        generations[generator].add((round_, method))
+    if not any(len(found) > 1 for found in generations.values()):
+        return None
+    ordered = dict(sorted(groups.items(), key=lambda item: (item[0][0], item[0][1], _method_order(item[0][2]))))
+    left_out = {(e.task_key, e.generator, e.method, e.generation_round) for e in excluded}
+    kept = {
+        key: [r for r in members if (r.task_key, r.generator, r.method, r.generation_round) not in left_out]
+        for key, members in ordered.items()
+    }
+    variants = [(ALL_SETS, ordered)] + ([(WITHOUT_EXCLUDED, kept)] if left_out else [])
+    rates, by_method, by_round = [], [], []
+    for sets, chosen in variants:
+        rates += _method_rates(chosen, sets, resamples, seed)
+        methods, rounds = _generation_comparisons(chosen, sets, resamples, seed)
+        by_method += methods
+        by_round += rounds
+    shares: defaultdict = defaultdict(lambda: [0, 0])
+    for (generator, round_, method), members in ordered.items():
+        for row in members:
+            counts = shares[(generator, round_, method, row.task_key)]
+            counts[0] += 1
+            counts[1] += row.primary
+    held: defaultdict[tuple, int] = defaultdict(int)
+    for row in rows:
+        held[(row.task_key, row.generator, row.method, row.generation_round)] += 1
+    return GenerationMethods(
+        rates=tuple(rates),
+        task_shares=tuple(
+            TaskMethodShare(generator, round_, method, task, n, m)
+            for (generator, round_, method, task), (n, m) in shares.items()
+        ),
+        method_comparisons=tuple(by_method),
+        round_comparisons=tuple(by_round),
+        excluded=tuple(
+            ExcludedSet(
+                e.task_key,
+                e.generator,
+                e.method,
+                e.generation_round,
+                e.reason,
+                e.note,
+                held[(e.task_key, e.generator, e.method, e.generation_round)],
+            )
+            for e in excluded
+        ),
+    )
 
 
 def _balanced_accuracy(rows, resamples, seed) -> tuple[BalancedRule, ...]:
@@ -998,7 +1262,11 @@ def _hints(rows, tasks: Mapping[str, TaskInputs], resamples, seed) -> Hints | No
     return Hints(items, correlation)
 
 
-def compute_study(rows, inputs: StudyInputs, *, seeds: Mapping[str, int], resamples: int) -> StudyStatistics:
+def compute_study(
+    rows, inputs: StudyInputs, *, seeds: Mapping[str, int], resamples: int, generation_rows=None
+) -> StudyStatistics:
+    """The appendices' analyses of ``rows``, the set's main generation (docs/analysis.md#generation-methods);
+    ``generation_rows``, every hypothesis of every method and round, feed the comparison of generation methods."""
     seeds = {**analysis.SEEDS, **seeds}
     by_generator: defaultdict = defaultdict(list)
     for row in rows:
@@ -1040,4 +1308,7 @@ def compute_study(rows, inputs: StudyInputs, *, seeds: Mapping[str, int], resamp
         direction_rule=_direction_rule(rows, resamples, seeds["further"]),
         forecast_counts=forecast_counts,
         design_forecasts=design_forecasts,
+        generation_methods=_generation_methods(
+            rows if generation_rows is None else generation_rows, inputs.excluded_sets, resamples, seeds["generation"]
+        ),
     )

@@ -204,6 +204,228 @@ def generator_comparisons_table(statistics: BenchmarkStatistics) -> Table:
     return Table(columns, rows, () if rows else ("Comparisons need two generators with judged hypotheses.",))
 
 
+# Н.1, Н.3: generation methods and re-generation ----------------------------------------------------------------
+
+_NO_METHODS = (
+    "No generator has hypotheses of two generation methods or two generation rounds (import hypotheses with method "
+    "and generation_round)."
+)
+
+
+def _methods(statistics: BenchmarkStatistics):
+    study = _study(statistics)
+    return study.generation_methods if study else None
+
+
+def generation_methods_table(statistics: BenchmarkStatistics) -> Table:
+    columns = (
+        Column("generator", "Generator"),
+        Column("generation_round", "Round", INT),
+        Column("method", "Method"),
+        Column("sets", "Sets"),
+        Column("tasks", "Tasks", INT),
+        Column("judged", "Judged", INT),
+        Column("matches", "Matches", INT),
+        Column("match_rate", "Match rate", ESTIMATE_SHARE),
+        SEED,
+    )
+    methods = _methods(statistics)
+    if methods is None:
+        return Table(columns, [], (_NO_METHODS,))
+    rows = [
+        {
+            "generator": rate.generator,
+            "generation_round": rate.generation_round,
+            "method": rate.method,
+            "sets": rate.sets,
+            "tasks": rate.tasks,
+            "judged": rate.hypotheses,
+            "matches": rate.matches,
+            "match_rate": rate.rate,
+            "seed": _seed(statistics, "generation"),
+        }
+        for rate in methods.rates
+    ]
+    return Table(columns, rows)
+
+
+_COMPARED = (
+    Column("tasks", "Common tasks", INT),
+    Column("first_rate", "First's match rate", SHARE),
+    Column("second_rate", "Second's match rate", SHARE),
+    Column("first_better", "Tasks first higher", INT),
+    Column("first_worse", "Tasks first lower", INT),
+    Column("same", "Tasks the same", INT),
+    Column("difference", "Difference", ESTIMATE_SHARE),
+    Column("p_value", "p", P),
+    Column("test", "test"),
+    Column("differing_tasks", "tasks differing", INT),
+    Column("smallest_p", "smallest attainable p", P),
+    Column("holm_p_value", "p (Holm)", P),
+    Column("holm_family", "Holm family", INT),
+)
+
+
+def _compared(item, statistics: BenchmarkStatistics) -> dict:
+    return {
+        "generator": item.generator,
+        "sets": item.sets,
+        "tasks": item.tasks,
+        "first_rate": item.first_rate,
+        "second_rate": item.second_rate,
+        "first_better": item.first_better,
+        "first_worse": item.first_worse,
+        "same": item.same,
+        "difference": item.difference,
+        "p_value": item.test.p_value,
+        "test": item.test.method,
+        "differing_tasks": item.test.differing_tasks,
+        "smallest_p": item.test.smallest_p,
+        "holm_p_value": item.holm_p_value,
+        "holm_family": item.holm_family,
+        "seed": _seed(statistics, "generation"),
+    }
+
+
+def generation_method_comparisons_table(statistics: BenchmarkStatistics) -> Table:
+    """Two methods of one generator and round; Holm within the generator and round, and over the round's
+    generators."""
+    columns = (
+        Column("generator", "Generator"),
+        Column("generation_round", "Round", INT),
+        Column("sets", "Sets"),
+        Column("first_method", "First"),
+        Column("second_method", "Second"),
+        *_COMPARED,
+        Column("round_holm_p_value", "p (Holm, the round's generators)", P),
+        Column("round_holm_family", "Its family", INT),
+        SEED,
+    )
+    methods = _methods(statistics)
+    if methods is None:
+        return Table(columns, [], (_NO_METHODS,))
+    rows = [
+        {
+            **_compared(item, statistics),
+            "generation_round": item.first_round,
+            "first_method": item.first_method,
+            "second_method": item.second_method,
+            "round_holm_p_value": item.round_holm_p_value,
+            "round_holm_family": item.round_holm_family,
+        }
+        for item in methods.method_comparisons
+    ]
+    return Table(columns, rows, () if rows else ("No generator has two methods in one round.",))
+
+
+def regeneration_table(statistics: BenchmarkStatistics) -> Table:
+    """A method's later round (first) against its first round (second); Holm over the generator's comparisons."""
+    columns = (
+        Column("generator", "Generator"),
+        Column("method", "Method"),
+        Column("generation_round", "Re-generation round", INT),
+        Column("against_round", "Against round", INT),
+        Column("sets", "Sets"),
+        *_COMPARED,
+        SEED,
+    )
+    methods = _methods(statistics)
+    if methods is None:
+        return Table(columns, [], (_NO_METHODS,))
+    rows = [
+        {
+            **_compared(item, statistics),
+            "method": item.first_method,
+            "generation_round": item.first_round,
+            "against_round": item.second_round,
+        }
+        for item in methods.round_comparisons
+    ]
+    return Table(columns, rows, () if rows else ("No generator has a re-generation of a method.",))
+
+
+def generation_task_shares_table(statistics: BenchmarkStatistics) -> Table:
+    columns = (
+        Column("generator", "Generator"),
+        Column("generation_round", "Round", INT),
+        Column("method", "Method"),
+        Column("task", "Task"),
+        Column("judged", "Judged", INT),
+        Column("matches", "Matches", INT),
+        Column("match_share", "Match share", SHARE),
+    )
+    methods = _methods(statistics)
+    if methods is None:
+        return Table(columns, [], (_NO_METHODS,))
+    rows = [
+        {
+            "generator": item.generator,
+            "generation_round": item.generation_round,
+            "method": item.method,
+            "task": item.task,
+            "judged": item.hypotheses,
+            "matches": item.matches,
+            "match_share": item.matches / item.hypotheses,
+        }
+        for item in methods.task_shares
+    ]
+    return Table(columns, rows)
+
+
+def excluded_sets_table(statistics: BenchmarkStatistics) -> Table:
+    columns = (
+        Column("task", "Task"),
+        Column("generator", "Generator"),
+        Column("method", "Method"),
+        Column("generation_round", "Round", INT),
+        Column("reason", "Reason"),
+        Column("note", "Note"),
+        Column("hypotheses", "Hypotheses held", INT),
+    )
+    methods = _methods(statistics)
+    rows = [
+        {
+            "task": item.task,
+            "generator": item.generator,
+            "method": item.method,
+            "generation_round": item.generation_round,
+            "reason": EXCLUSION_REASONS.get(item.reason, item.reason),
+            "note": item.note,
+            "hypotheses": item.hypotheses,
+        }
+        for item in (methods.excluded if methods else ())
+    ]
+    return Table(columns, rows, () if rows else ("No generation set is left out (import the excluded_sets table).",))
+
+
+EXCLUSION_REASONS = {"refusal": "refused in every attempt", "cut_reply": "refusal or cut reply in a stored step"}
+
+
+def generation_methods_plot(statistics: BenchmarkStatistics):
+    table = generation_methods_table(statistics)
+    rows = [row for row in table.rows if row["match_rate"].value is not None]
+    figure = new_figure(7.5, 1.4 + 0.36 * max(1, len(rows)))
+    axes = figure.add_subplot()
+    if not rows:
+        return no_data(figure, axes, "No generator has two generation methods or rounds.")
+    for index, row in enumerate(rows):
+        value = row["match_rate"]
+        low = value.value - value.low if value.low is not None else 0
+        high = value.high - value.value if value.high is not None else 0
+        colour = COLOURS[0] if row["sets"] == rows[0]["sets"] else COLOURS[1]
+        axes.errorbar(value.value * 100, index, xerr=[[low * 100], [high * 100]], fmt="o", color=colour, capsize=3)
+    labels = [
+        f"{row['generator']} · round {row['generation_round']} · {row['method']}"
+        + ("" if row["sets"] == rows[0]["sets"] else " (without left-out sets)")
+        for row in rows
+    ]
+    axes.set_yticks(range(len(rows)), labels, fontsize=8)
+    axes.invert_yaxis()
+    axes.set_xlabel(f"Match rate, % (95% interval over task resamples, seed {_seed(statistics, 'generation')})")
+    axes.set_title("Generation methods and rounds", fontsize=11)
+    return figure
+
+
 # Д: majority and unanimity -------------------------------------------------------------------------------------
 
 _SELECTION_COLUMNS = (
@@ -1422,6 +1644,30 @@ SECTIONS = (
         ),
         needs="judge scores of the set's hypotheses",
         imports=("scores",),
+        seed_source="Appendix М.6: generation intervals 20261025.",
+    ),
+    Section(
+        "generation-methods",
+        "Generation methods and re-generation",
+        "Н.1, Н.3, М.6",
+        "Where a generator's hypotheses come from several generation methods (one request, multi-step, Omega Point) "
+        "or rounds (a re-generation of the same requests): each one's match rate with task-resampled intervals and "
+        "its per-task match shares; two methods of a round, and a re-generation against the first round, compared "
+        "on the tasks both have: tasks where the first did better, worse or the same, the difference with joint "
+        "task resamples, the within-task permutation test (exact when at most 20 tasks differ, with the smallest p "
+        "the tasks allow), Holm within the generator's comparisons and, for methods, over the round's generators. "
+        "Sets left out for refusals or cut replies are listed with their reason, and every figure is given again "
+        "without them.",
+        "generation",
+        (
+            TableSpec("generation-methods", "Match rates", generation_methods_table, generation_methods_plot),
+            TableSpec("generation-method-comparisons", "Methods compared", generation_method_comparisons_table),
+            TableSpec("regeneration", "Re-generation against the first round", regeneration_table),
+            TableSpec("excluded-sets", "Sets left out", excluded_sets_table),
+            TableSpec("generation-task-shares", "Match shares per task", generation_task_shares_table),
+        ),
+        needs="hypotheses of several generation methods or rounds, with judge scores",
+        imports=("hypotheses", "excluded_sets"),
         seed_source="Appendix М.6: generation intervals 20261025.",
     ),
     Section(

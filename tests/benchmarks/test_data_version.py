@@ -46,6 +46,7 @@ EXAMPLES: dict[str, list[dict]] = {
     ],
     "selection_log": [{"query": "aging[MeSH Terms]", "salt": "a salt", "found": 3}],
     "selection_records": [{"pmid": "41000001", "status": "excluded", "reason": "review article"}],
+    "excluded_sets": [{"task": "T1", "generator": "Gen Alpha", "method": "Omega Point", "reason": "cut_reply"}],
 }
 # What an import must hold besides the table itself (the selection records need their log).
 NEEDS = {"selection_records": {"selection_log": EXAMPLES["selection_log"]}}
@@ -82,6 +83,8 @@ NOT_WRITERS = {
     "clean_probability": "cleans an imported value",
     "clean_number": "cleans an imported value",
     "clean_whole": "cleans an imported value",
+    "clean_round": "cleans a value",
+    "excluded_set_key": "names a record",
     "clean_quality": "cleans an imported value",
     "clean_status": "cleans an imported value",
     "clean_instruction": "cleans an imported value",

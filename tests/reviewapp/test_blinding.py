@@ -20,7 +20,14 @@ from django.contrib.auth.models import User
 from django.urls import URLPattern, URLResolver, get_resolver, resolve, reverse
 from django.urls.exceptions import Resolver404
 
-from reviewapp.benchmarks.models import BenchmarkHypothesis, BenchmarkSet, BenchmarkTask, Judge, JudgeScore
+from reviewapp.benchmarks.models import (
+    BenchmarkHypothesis,
+    BenchmarkSet,
+    BenchmarkTask,
+    ExcludedGenerationSet,
+    Judge,
+    JudgeScore,
+)
 from reviewapp.models import (
     Assignment,
     BackgroundJob,
@@ -159,6 +166,18 @@ def _benchmark_field(record: str, field: str):
         target.save(update_fields=[field])
 
     return plant
+
+
+def _excluded_set_note(world, value):
+    """A generation set left out of the generation methods, with its note (docs/analysis.md#generation-methods)."""
+    hypothesis = _benchmark_records(world)["hypothesis"]
+    ExcludedGenerationSet.objects.update_or_create(
+        benchmark_task=hypothesis.benchmark_task,
+        generator=hypothesis.generator,
+        method="Omega Point",
+        generation_round=2,
+        defaults={"reason": ExcludedGenerationSet.Reason.REFUSAL, "note": value},
+    )
 
 
 def _panel_subject(world) -> PanelSubject:
@@ -334,6 +353,8 @@ CANARIES = [
         "benchmark hypothesis statement", "cnry-benchmark-statement-9f7a", _benchmark_field("hypothesis", "statement")
     ),
     Canary("benchmark generator", "cnry-benchmark-generator-8a4c", _benchmark_field("hypothesis", "generator")),
+    Canary("benchmark generation method", "cnry-benchmark-method-2c6e", _benchmark_field("hypothesis", "method")),
+    Canary("left-out generation set note", "cnry-excluded-set-note-7d3b", _excluded_set_note),
     Canary("AI panel rationale", "cnry-panel-rationale-6e2f", _panel_review("rubric_judge", "rationale")),
     Canary("AI panel score", "cnry-panel-score-3b7d", _panel_review("domain_scientist", "scores")),
     Canary("AI panel failure", "cnry-panel-error-8c1a", _panel_review("methods_reviewer", "error")),

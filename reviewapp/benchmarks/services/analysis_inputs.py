@@ -2,6 +2,9 @@
 forecasters' companies, numerical forecasts, the forecasts of a re-run, the forecasts under each instruction, the
 statements' direction labels, task hint scores, key elements of the reference statements,
 originality/feasibility/clarity scores and the task-selection log.
+forecasters' companies, numerical forecasts, the forecasts of a re-run, task hint scores, key elements of the
+reference statements, originality/feasibility/clarity scores, the task-selection log and the generation sets left out
+for refusals or cut replies.
 
 reviewapp.benchmarks.services.imports reads, cleans and checks the file as a whole and calls the plan here inside
 its transaction: every problem found here joins the file's problems, so a file with any problem imports nothing.
@@ -14,11 +17,13 @@ from dataclasses import dataclass, field
 from reviewapp.analysis.judges import company_key
 from reviewapp.analysis.originality import DIMENSIONS, QUALITY_SCALE
 from reviewapp.benchmarks.models import (
+    ONE_REQUEST,
     BenchmarkHypothesis,
     BenchmarkImport,
     BenchmarkSet,
     BenchmarkTask,
     Direction,
+    ExcludedGenerationSet,
     Forecaster,
     Judge,
     QualityScore,
@@ -37,6 +42,7 @@ KEY_ELEMENTS = "key_elements"
 QUALITY_SCORES = "quality_scores"
 SELECTION_LOG = "selection_log"
 SELECTION_RECORDS = "selection_records"
+EXCLUDED_SETS = "excluded_sets"
 ANALYSIS_FIELDS = {
     FORECASTERS: ("model", "company"),
     PROBABILITIES: ("task", "hypothesis", "model", "probability"),
@@ -48,6 +54,7 @@ ANALYSIS_FIELDS = {
     QUALITY_SCORES: ("task", "hypothesis", "judge", "judge_company", *DIMENSIONS),
     SELECTION_LOG: ("query", "salt", "found", "searched_on"),
     SELECTION_RECORDS: ("pmid", "status", "reason", "position", "final", "task"),
+    EXCLUDED_SETS: ("task", "generator", "method", "generation_round", "reason", "note"),
 }
 ANALYSIS_REQUIRED = {
     FORECASTERS: ("model", "company"),
@@ -60,11 +67,13 @@ ANALYSIS_REQUIRED = {
     QUALITY_SCORES: ("task", "hypothesis", "judge", *DIMENSIONS),
     SELECTION_LOG: ("query", "salt", "found"),
     SELECTION_RECORDS: ("pmid", "status"),
+    EXCLUDED_SETS: ("task", "generator", "reason"),
 }
 # The columns that tell a CSV file holds the table, checked before the main tables' (their columns overlap).
 ANALYSIS_CSV_TABLES = (
     (SELECTION_RECORDS, frozenset({"pmid", "status"})),
     (SELECTION_LOG, frozenset({"query", "salt", "found"})),
+    (EXCLUDED_SETS, frozenset({"task", "generator", "reason"})),
     (QUALITY_SCORES, frozenset({"hypothesis", "judge", "originality"})),
     (PROBABILITIES, frozenset({"hypothesis", "model", "probability"})),
     (INSTRUCTION_FORECASTS, frozenset({"hypothesis", "instruction", "model"})),
@@ -75,12 +84,13 @@ ANALYSIS_CSV_TABLES = (
     (FORECASTERS, frozenset({"model", "company"})),
 )
 # The fields whose values are free text (the rest are ids, names and companies).
-ANALYSIS_FREE_TEXT = {"query", "element", "reason"}
+ANALYSIS_FREE_TEXT = {"query", "element", "reason", "note"}
 STATUSES = tuple(TaskSelectionRecord.Status.values)
 # The forecast instructions (docs/protocol.md#forecast-designs): the short question (five hypotheses a request), the
 # detailed instruction and the single-hypothesis question.
 INSTRUCTIONS = ("short", "detailed", "single")
 UNLABELLED = "unlabelled"
+EXCLUSION_REASONS = tuple(ExcludedGenerationSet.Reason.values)
 
 
 def clean_probability(value):
@@ -114,6 +124,21 @@ def clean_whole(value):
     if number != int(number) or number < 0:
         return None, f"“{value}” is not a whole number of 0 or more."
     return int(number), None
+
+
+def clean_round(value):
+    """A generation round: a whole number from 1 (the first generation); blank is None."""
+    number, message = clean_whole(value)
+    if message or number is None:
+        return None, message
+    if number < 1:
+        return None, f"“{value}” is not a generation round; write 1 for the first generation, 2 for a re-generation."
+    return number, None
+
+
+def excluded_set_key(record: dict) -> tuple[str, str, str, int]:
+    """(task, generator, method, round) of an excluded_sets record: blank method one request, blank round the first."""
+    return record["task"], record["generator"], record["method"] or ONE_REQUEST, record["generation_round"] or 1
 
 
 def clean_quality(value):
@@ -179,6 +204,7 @@ class AnalysisInputsPlan:
         self._check_hints(problems)
         self._check_key_elements(problems)
         self._check_selection_log(problems)
+        self._check_excluded_sets(problems)
         return problems
 
     def _known_task(self, table: str, record: dict, problems: list) -> bool:
@@ -350,6 +376,32 @@ class AnalysisInputsPlan:
             message = f"The log already has the record {record['pmid']} with other values; it is never overwritten."
             problems.append(problem(SELECTION_RECORDS, row, "pmid", message))
 
+    def _check_excluded_sets(self, problems: list) -> None:
+        stored = {
+            (e.benchmark_task.task.key, e.generator, e.method or ONE_REQUEST, e.generation_round): e
+            for e in ExcludedGenerationSet.objects.filter(benchmark_task__benchmark=self.benchmark).select_related(
+                "benchmark_task__task"
+            )
+        }
+        self.new[EXCLUDED_SETS] = []
+        for record in self.records[EXCLUDED_SETS]:
+            row = record["row"]
+            if record["reason"] and record["reason"] not in EXCLUSION_REASONS:
+                message = (
+                    f"“{record['reason']}” is not a reason for leaving a set out; write "
+                    f"{' or '.join(EXCLUSION_REASONS)}."
+                )
+                problems.append(problem(EXCLUDED_SETS, row, "reason", message))
+                continue
+            if not self._known_task(EXCLUDED_SETS, record, problems) or not record["task"]:
+                continue
+            present = stored.get(excluded_set_key(record))
+            if present is None:
+                self.new[EXCLUDED_SETS].append(record)
+            elif (present.reason, present.note) != (record["reason"], record["note"]):
+                message = "The set already lists this generation set as left out, with another reason or note."
+                problems.append(problem(EXCLUDED_SETS, row, "reason", message))
+
     def write(self, batch: BenchmarkImport, hypothesis_pks: dict[tuple[str, str], int]) -> int:
         """Write what is new; returns the number of records written."""
         written = 0
@@ -414,6 +466,19 @@ class AnalysisInputsPlan:
                 for r in self.new[SELECTION_RECORDS]
             )
             written += len(self.new[SELECTION_RECORDS])
+        ExcludedGenerationSet.objects.bulk_create(
+            ExcludedGenerationSet(
+                benchmark_task=tasks[r["task"]],
+                generator=r["generator"],
+                method=r["method"],
+                generation_round=r["generation_round"] or 1,
+                reason=r["reason"],
+                note=r["note"],
+                import_batch=batch,
+            )
+            for r in self.new[EXCLUDED_SETS]
+        )
+        written += len(self.new[EXCLUDED_SETS])
         return written
 
 

@@ -5,14 +5,17 @@ One file (JSON, CSV or XLSX) holds any of three tables:
 - ``tasks``: the cohort import's task table (key, question, background, reference_statement, published, dataset,
   and optionally sources, the PMIDs and DOIs of the task's source publications); a benchmark task needs its
   reference statement.
-- ``hypotheses``: task, id, generator, generator_company, statement, mechanism, prediction, first_stage, selected
-  and the forecasts per model (JSON: ``"forecasts": {"model": true}``; CSV and XLSX: one ``forecast:<model>``
+- ``hypotheses``: task, id, generator, generator_company, statement, mechanism, prediction, first_stage, selected,
+  optionally confirmed, method and generation_round (how and in which round the hypothesis was generated), and the
+  forecasts per model (JSON: ``"forecasts": {"model": true}``; CSV and XLSX: one ``forecast:<model>``
   column per model, empty for no vote).
 - ``scores``: task, hypothesis, judge, score (0–5), and optionally judge_company (names the company of a judge
   the set does not have yet, which the import then adds) and reason;
 - the tables only the analyses read (reviewapp.benchmarks.services.analysis_inputs): forecasters, probabilities,
   repeat_forecasts, instruction_forecasts, directions, hints, key_elements, quality_scores (judges as for scores),
   selection_log, selection_records.
+  repeat_forecasts, hints, key_elements, quality_scores (judges as for scores), selection_log, selection_records,
+  excluded_sets.
 
 As for cohorts (reviewapp.services.imports, whose task validation this reuses): the whole file is validated before
 anything is written, a file with any problem imports nothing and every problem comes back with its table, row and
@@ -29,6 +32,7 @@ from django.db.models import Max
 from reviewapp.analysis.judges import company_key, judge_score
 from reviewapp.analysis.originality import DIMENSIONS
 from reviewapp.benchmarks.models import (
+    ONE_REQUEST,
     BenchmarkHypothesis,
     BenchmarkImport,
     BenchmarkSet,
@@ -43,6 +47,7 @@ from reviewapp.benchmarks.services.analysis_inputs import (
     ANALYSIS_FREE_TEXT,
     ANALYSIS_REQUIRED,
     DIRECTIONS,
+    EXCLUDED_SETS,
     FORECASTERS,
     HINTS,
     INSTRUCTION_FORECASTS,
@@ -56,8 +61,10 @@ from reviewapp.benchmarks.services.analysis_inputs import (
     clean_number,
     clean_probability,
     clean_quality,
+    clean_round,
     clean_status,
     clean_whole,
+    excluded_set_key,
     quality_scores_write,
 )
 from reviewapp.benchmarks.services.versions import benchmark_set_touch
@@ -99,16 +106,19 @@ HYPOTHESIS_FIELDS = (
     "first_stage",
     "selected",
     "confirmed",
+    "method",
+    "generation_round",
     "forecasts",
 )
 # Fields a hypothesis's content fingerprint covers only when given, so that the fingerprints of hypotheses imported
 # before the field existed stay what they were.
-_FINGERPRINT_WHEN_GIVEN = ("confirmed",)
+_FINGERPRINT_WHEN_GIVEN = ("confirmed", "method", "generation_round")
 SCORE_FIELDS = ("task", "hypothesis", "judge", "judge_company", "score", "reason")
 FIELDS = {TASKS: TASK_FIELDS, HYPOTHESES: HYPOTHESIS_FIELDS, SCORES: SCORE_FIELDS, **ANALYSIS_FIELDS}
 REQUIRED = {
     TASKS: ("key", "question", "reference_statement"),
-    HYPOTHESES: ("task", "id", "generator", "generator_company", "statement", "selected"),
+    # selected too, for the hypotheses of the main generation (_check_selected).
+    HYPOTHESES: ("task", "id", "generator", "generator_company", "statement"),
     SCORES: ("task", "hypothesis", "judge", "score"),
     **ANALYSIS_REQUIRED,
 }
@@ -162,7 +172,7 @@ def hypothesis_content_sha256(record: dict) -> str:
         {
             name: record[name]
             for name in HYPOTHESIS_FIELDS
-            if name not in _FINGERPRINT_WHEN_GIVEN or record.get(name) is not None
+            if name not in _FINGERPRINT_WHEN_GIVEN or record.get(name) not in (None, "")
         }
     )
 
@@ -229,6 +239,7 @@ def _read_and_check_file(filename: str, content: bytes):
     records = {TASKS: _clean_tasks(rows.get(TASKS, []), problems)}
     for table in TABLES[1:]:
         records[table] = _clean_rows(table, rows.get(table, []), problems)
+    _check_selected(records[HYPOTHESES], problems)
     _check_within_file(records, problems)
     return file_format, records, problems
 
@@ -306,6 +317,7 @@ _CLEANERS = {
     "instruction": clean_instruction,
     "direction": clean_direction,
     "hint_score": clean_number,
+    "generation_round": clean_round,
     **dict.fromkeys(DIMENSIONS, clean_quality),
     "found": clean_whole,
     "position": clean_whole,
@@ -334,6 +346,21 @@ def _by_hypothesis(*names: str):
     return lambda r: (r["task"], r["hypothesis"], *(r[name] for name in names))
 
 
+def _check_selected(records: list[dict], problems: list) -> None:
+    """A hypothesis of the first round's one-request generation needs its selection; one of another method or a
+    re-generation, which only the comparison of generation methods reads, may leave it empty
+    (docs/analysis.md#generation-methods)."""
+    flagged = {(p["row"], p["field"]) for p in problems if p["table"] == HYPOTHESES}
+    for record in records:
+        main = record["method"] in ("", ONE_REQUEST) and record["generation_round"] in (None, 1)
+        if main and record["selected"] is None and (record["row"], "selected") not in flagged:
+            message = (
+                "selected is required (a hypothesis of another generation method or a re-generation may leave it "
+                "empty)."
+            )
+            problems.append(problem(HYPOTHESES, record["row"], "selected", message))
+
+
 def _check_within_file(records: dict, problems: list) -> None:
     of_hypothesis = "for hypothesis “{0[1]}” of task “{0[0]}”"
     keyed = (
@@ -353,9 +380,15 @@ def _check_within_file(records: dict, problems: list) -> None:
         (FORECASTERS, lambda r: r["model"], "model", "The forecaster “{}”"),
         (HINTS, lambda r: r["task"], "task", "The hint score of task “{}”"),
         (SELECTION_RECORDS, lambda r: r["pmid"], "pmid", "The record “{}”"),
+        (
+            EXCLUDED_SETS,
+            excluded_set_key,
+            "generator",
+            "The left-out set of “{0[1]}” ({0[2]}, round {0[3]}) for task “{0[0]}”",
+        ),
     )
     for table, key_of, field, subject in keyed:
-        first_row: dict[str | tuple[str, ...], int] = {}  # key → the row it is first on
+        first_row: dict[str | tuple, int] = {}  # key → the row it is first on
         for record in records[table]:
             key = key_of(record)
             if all(key if isinstance(key, tuple) else (key,)) and key in first_row:
@@ -535,6 +568,8 @@ class _Plan:
                     first_stage=record["first_stage"],
                     selected=record["selected"],
                     confirmed=record["confirmed"],
+                    method=record["method"],
+                    generation_round=record["generation_round"],
                     content_sha256=hypothesis_content_sha256(record),
                     import_batch=batch,
                 )
