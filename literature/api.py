@@ -10,23 +10,20 @@ import csv
 import itertools
 
 from django.http import StreamingHttpResponse
-from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
 from rest_framework.parsers import MultiPartParser
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from literature.models import CitationEdge, CitationWave, NoveltyCheck
+from literature import selectors
 from literature.novelty import proposal_novelty_check_request
-from literature.selectors import citation_waves_recent
 from literature.services import FORMATS, ImportInvalid, references_import
 from literature.waves import MAX_ANCHORS, citation_wave_begin
 from reviewapp.core.errors import InputInvalid, ServiceError, validated
 from reviewapp.core.paging import PageFilter, page_data
 from reviewapp.core.roles import CanReadAll, IsCoordinator
 from reviewapp.core.schema import file_response
-from reviewapp.models import Proposal
 from screening import llm
 from screening.llm.models import RosterMember
 
@@ -122,9 +119,7 @@ class NoveltyCheckCreateApi(APIView):
 
     def post(self, request):
         data = validated(self.InputSerializer, request.data)
-        proposal = Proposal.objects.select_related("task").filter(external_id=data["proposal"]).first()
-        if proposal is None:
-            raise ServiceError(f"No proposal has the id “{data['proposal']}”.", code="unknown_proposal")
+        proposal = selectors.proposal_for_check(data["proposal"])
         endpoint = llm.roster_endpoint(RosterMember.Role.NOVELTY)
         if endpoint is None:
             raise ServiceError("The default roster names no literature judge.", code="not_configured", status=503)
@@ -141,7 +136,7 @@ class NoveltyCheckDetailApi(APIView):
     OutputSerializer = NoveltyCheckOutputSerializer
 
     def get(self, request, check_id: int):
-        check = get_object_or_404(NoveltyCheck.objects.select_related("proposal"), pk=check_id, proposal__isnull=False)
+        check = selectors.proposal_novelty_check_get(check_id=check_id)
         return Response(NoveltyCheckOutputSerializer(check).data)
 
 
@@ -223,7 +218,7 @@ class CitationWaveListApi(APIView):
 
     def get(self, request):
         return Response(
-            page_data(CitationWaveOutputSerializer, citation_waves_recent(limit=None), request.query_params)
+            page_data(CitationWaveOutputSerializer, selectors.citation_waves_recent(limit=None), request.query_params)
         )
 
 
@@ -234,7 +229,7 @@ class CitationWaveDetailApi(APIView):
     OutputSerializer = CitationWaveOutputSerializer
 
     def get(self, request, wave_id: int):
-        return Response(CitationWaveOutputSerializer(get_object_or_404(CitationWave, pk=wave_id)).data)
+        return Response(CitationWaveOutputSerializer(selectors.citation_wave_get(wave_id=wave_id)).data)
 
 
 class _Echo:
@@ -249,10 +244,10 @@ class CitationWaveEdgesApi(APIView):
 
     @extend_schema(responses=file_response("text/csv", "Every edge of the wave: citing, cited, direction."))
     def get(self, request, wave_id: int):
-        wave = get_object_or_404(CitationWave, pk=wave_id)
+        wave = selectors.citation_wave_get(wave_id=wave_id)
         writer = csv.writer(_Echo())
-        rows = CitationEdge.objects.filter(wave=wave).order_by("pk").values_list("citing", "cited", "direction")
-        body = (writer.writerow(row) for row in itertools.chain([("citing", "cited", "direction")], rows.iterator()))
+        rows = selectors.citation_wave_edges(wave)
+        body = (writer.writerow(row) for row in itertools.chain([("citing", "cited", "direction")], rows))
         response = StreamingHttpResponse(body, content_type="text/csv; charset=utf-8")
         response["Content-Disposition"] = f'attachment; filename="citation-wave-{wave.pk}-edges.csv"'
         return response

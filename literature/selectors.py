@@ -10,8 +10,9 @@ from django.urls import reverse
 
 from literature import retrieval
 from literature.hooks import ReferenceUse, TaskGroup, registered_uses
-from literature.models import CitationWave, NoveltyCheck, Reference, ReferenceImport
-from reviewapp.models import Cohort, ResearchTask
+from literature.models import CitationEdge, CitationWave, NoveltyCheck, Reference, ReferenceImport
+from reviewapp.core.errors import NotFound, ServiceError
+from reviewapp.models import Cohort, Proposal, ResearchTask
 
 # Searching reads at most this many ranked references; browsing pages through them.
 SEARCH_DEPTH = 500
@@ -132,3 +133,40 @@ def cohort_task_group(cohort_id: int) -> TaskGroup | None:
 
 def cohort_choices() -> list[tuple[int, str]]:
     return list(Cohort.objects.order_by("name").values_list("pk", "name"))
+
+
+def reference_get(*, reference_id: int) -> Reference:
+    """One reference; NotFound when there is none."""
+    reference = Reference.objects.filter(pk=reference_id).first()
+    if reference is None:
+        raise NotFound(f"There is no reference {reference_id}.")
+    return reference
+
+
+def citation_wave_get(*, wave_id: int) -> CitationWave:
+    """One citation wave; NotFound when there is none."""
+    wave = CitationWave.objects.filter(pk=wave_id).first()
+    if wave is None:
+        raise NotFound(f"There is no citation wave {wave_id}.")
+    return wave
+
+
+def citation_wave_edges(wave: CitationWave):
+    """Every edge of the wave in the order found, as (citing, cited, direction) rows, read in chunks."""
+    return CitationEdge.objects.filter(wave=wave).order_by("pk").values_list("citing", "cited", "direction").iterator()
+
+
+def proposal_novelty_check_get(*, check_id: int) -> NoveltyCheck:
+    """One novelty check of a proposal, with its proposal; NotFound when there is none (a run's checks included)."""
+    check = NoveltyCheck.objects.select_related("proposal").filter(pk=check_id, proposal__isnull=False).first()
+    if check is None:
+        raise NotFound(f"There is no novelty check {check_id}.")
+    return check
+
+
+def proposal_for_check(external_id: str) -> Proposal:
+    """The proposal with this imported id, with its task; a refusal (unknown_proposal) when there is none."""
+    proposal = Proposal.objects.select_related("task").filter(external_id=external_id).first()
+    if proposal is None:
+        raise ServiceError(f"No proposal has the id “{external_id}”.", code="unknown_proposal")
+    return proposal

@@ -5,7 +5,7 @@ from datetime import timedelta
 
 from django.conf import settings
 from django.contrib.auth.decorators import login_required
-from django.shortcuts import get_object_or_404, redirect, render
+from django.shortcuts import redirect, render
 from django.utils import timezone
 from django.views.decorators.http import require_http_methods
 from rest_framework import serializers
@@ -103,7 +103,7 @@ def corpus_page(request):
 @login_required
 def reference_page(request, reference_id: int):
     roles.require_read_all(request.user)
-    reference = get_object_or_404(Reference, pk=reference_id)
+    reference = selectors.reference_get(reference_id=reference_id)
     context = {"reference": reference, "uses": selectors.reference_uses(reference)}
     return render(request, "literature/reference.html", context)
 
@@ -142,7 +142,7 @@ def citation_wave_list(request):
 @login_required
 def citation_wave_page(request, wave_id: int):
     roles.require_read_all(request.user)
-    wave = get_object_or_404(CitationWave, pk=wave_id)
+    wave = selectors.citation_wave_get(wave_id=wave_id)
     waited = timezone.now() - wave.created_at
     context = {
         "wave": wave,

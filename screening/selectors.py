@@ -11,13 +11,6 @@ from reviewapp.core import roles
 from screening.llm.models import ModelCall, ModelEndpoint, Roster, RosterMember
 from screening.models import STEPS, Forecast, Hypothesis, Run, RunBody, Translation
 
-_DELIVERED = (
-    Q(hypotheses__selected=True)
-    & ~Q(hypotheses__literature_verdict="")
-    & ~Q(hypotheses__literature_verdict__in=Hypothesis.NOT_DELIVERED_VERDICTS)
-)
-
-
 def run_role_endpoint(run: Run, role: str, slot: int = 0) -> ModelEndpoint | None:
     """The endpoint the run's roster snapshot names for a role (None when it names none or it was deleted since)."""
     members = run.roster["roles"].get(role, [])
@@ -138,7 +131,7 @@ def run_list():
         discarded=Count("hypotheses", filter=Q(hypotheses__stage1=Hypothesis.Stage1.DISCARDED)),
         kept=Count("hypotheses", filter=Q(hypotheses__stage1=Hypothesis.Stage1.KEPT)),
         selected=Count("hypotheses", filter=Q(hypotheses__selected=True)),
-        delivered=Count("hypotheses", filter=_DELIVERED),
+        delivered=Count("hypotheses", filter=Hypothesis.delivered_condition("hypotheses__")),
     )
 
 

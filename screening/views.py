@@ -23,6 +23,7 @@ from reviewapp.core import roles
 from reviewapp.core.errors import InputInvalid, page_errors, validated
 from reviewapp.core.requests import client_address
 from reviewapp.core.throttling import anonymous_polls_throttled
+from reviewapp.selectors.cohorts import cohort_proposal_count
 from screening import selectors
 from screening.api.runs import BACKGROUND_MAX, QUESTION_MAX, QUESTION_MIN, RunCallsApi, RunCreateApi, run_representation
 from screening.llm.providers import call_transcript
@@ -253,7 +254,7 @@ def run_cohort_create(request, run_id):
             seed=values["seed"],
             user=request.user,
         )
-        count = cohort.proposals.count()
+        count = cohort_proposal_count(cohort)
         messages.success(request, f"Cohort “{cohort.name}” created as a draft with {count} proposals.")
         return redirect("cohort-detail", cohort.pk)
     return redirect("screening-run-list")

@@ -157,3 +157,83 @@ def test_services_raise_only_service_errors():
                     raised.append(f"{path.relative_to(ROOT)}:{node.lineno} {name}")
     assert len(services_modules()) > 10
     assert raised == []
+
+
+# What only a model's manager, a queryset or the shortcuts over them answer. A page or an API view that calls one reads
+# or writes the database itself instead of through a selector or a service. (`get`, `values`, `count`, `first` are
+# also dict, list or file methods, so they are left out: the names below have no other meaning in these modules.)
+QUERYSET_METHODS = {
+    "objects",
+    "select_related",
+    "prefetch_related",
+    "annotate",
+    "aggregate",
+    "order_by",
+    "values_list",
+    "filter",
+    "exclude",
+    "only",
+    "defer",
+    "distinct",
+    "get_or_create",
+    "update_or_create",
+    "bulk_create",
+    "bulk_update",
+    "in_bulk",
+    "raw",
+}
+QUERY_SHORTCUTS = {"get_object_or_404", "get_list_or_404"}
+
+
+def view_modules() -> list[Path]:
+    """Every page and API module: `views.py`, `api.py` (and `views_*`, `api_*`) or a module of a `views` or `api`
+    package, in each room."""
+    return sorted(
+        path
+        for package in PACKAGES
+        for path in (ROOT / package).rglob("*.py")
+        if "migrations" not in path.parts
+        and (path.stem.split("_")[0] in ("views", "api") or path.parent.name in ("views", "api"))
+    )
+
+
+def direct_queries(source: str) -> list[str]:
+    """Where a module's code queries the database itself, line by line: a manager (`X.objects`), a queryset method,
+    a shortcut, or a count or existence test asked without arguments (a list's or a string's count takes one)."""
+    found: dict[int, set[str]] = {}
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Attribute) and node.attr in QUERYSET_METHODS:
+            found.setdefault(node.lineno, set()).add(f".{node.attr}")
+        elif isinstance(node, ast.Name) and node.id in QUERY_SHORTCUTS:
+            found.setdefault(node.lineno, set()).add(node.id)
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr in ("count", "exists")
+            and not node.args
+            and not node.keywords
+        ):
+            found.setdefault(node.lineno, set()).add(f".{node.func.attr}()")
+    return [f"{line} {' '.join(sorted(names))}" for line, names in sorted(found.items())]
+
+
+def test_the_scan_finds_a_direct_query():
+    source = (
+        "from django.shortcuts import get_object_or_404\n"
+        "def page(request, pk):\n"
+        "    cohort = get_object_or_404(Cohort, pk=pk)\n"
+        "    return list(cohort.assignments.filter(reviewer=request.user)), Cohort.objects.all()\n"
+    )
+    assert direct_queries(source) == ["3 get_object_or_404", "4 .filter .objects"]
+    assert direct_queries("rows.count('x')\nnames = dict(a=1).get('a')\nkept = filter(None, rows)\n") == []
+    assert direct_queries("n = cohort.proposals.count()\n") == ["1 .count()"]
+
+
+def test_pages_and_the_api_read_through_selectors():
+    """docs/architecture.md, "Inside a room": pages and the API validate and call services or selectors; no view
+    queries the database itself."""
+    found = [
+        f"{path.relative_to(ROOT)}:{where}" for path in view_modules() for where in direct_queries(path.read_text())
+    ]
+    assert len(view_modules()) > 15
+    assert found == []

@@ -4,22 +4,18 @@ GET /api/v1/inspiration/cutoffs; PUT/DELETE /api/v1/inspiration/cutoffs/{group}
 GET/POST /api/v1/inspiration/audits; GET /api/v1/inspiration/audits/{id}
 """
 
-from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import serializers
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from reviewapp.benchmarks.models import BenchmarkSet
-from reviewapp.core.errors import ServiceError, problem, validated, validated_query
+from reviewapp.core.errors import validated, validated_query
 from reviewapp.core.fields import IdField
 from reviewapp.core.paging import PageFilter, page_data
 from reviewapp.core.roles import CanReadAll, IsCoordinator
 from reviewapp.inspiration import selectors, services
-from reviewapp.inspiration.models import InspirationAudit, InspirationCutoff, InspirationItem
-from reviewapp.models import Cohort
-from screening.models import Run
+from reviewapp.inspiration.models import InspirationAudit, InspirationItem
 
 OUTCOMES = ["not_retrieved", "positive", "negative", "failed", "pending"]
 
@@ -53,7 +49,7 @@ class CutoffListApi(APIView):
     paged = True
 
     def get(self, request):
-        return Response(page_data(CutoffOutputSerializer, InspirationCutoff.objects.all(), request.query_params))
+        return Response(page_data(CutoffOutputSerializer, selectors.cutoff_list(), request.query_params))
 
 
 class CutoffSetApi(APIView):
@@ -89,40 +85,6 @@ class AuditInput(serializers.Serializer):
     )
     title_diagnostic = serializers.BooleanField(required=False, default=False)
     replay = IdField(required=False, allow_null=True, help_text="an earlier audit's id")
-
-
-def audit_population(data: dict) -> dict:
-    """The audit_create keywords of a validated AuditInput: the records it names, or a refusal naming the one
-    that does not exist."""
-    values: dict = {
-        "window_start": data.get("window_start"),
-        "window_end": data.get("window_end"),
-        "title_diagnostic": data.get("title_diagnostic", False),
-    }
-    if data.get("cohort") is not None:
-        values["cohort"] = Cohort.objects.filter(pk=data["cohort"]).first()
-        if values["cohort"] is None:
-            raise ServiceError(f"No cohort has the id {data['cohort']}.", code="unknown_cohort")
-    if data.get("benchmark") is not None:
-        values["benchmark"] = BenchmarkSet.objects.filter(pk=data["benchmark"]).first()
-        if values["benchmark"] is None:
-            raise ServiceError(f"No benchmark set has the id {data['benchmark']}.", code="unknown_benchmark")
-    if data.get("runs"):
-        wanted = list(dict.fromkeys(data["runs"]))
-        runs = {run.public_id: run for run in Run.objects.filter(public_id__in=wanted)}
-        unknown = [str(run_id) for run_id in wanted if run_id not in runs]
-        if unknown:
-            raise ServiceError(
-                f"No run has the id {', '.join(unknown)}.",
-                code="unknown_run",
-                problems=[problem(f"No run has the id {run_id}.", field="runs") for run_id in unknown],
-            )
-        values["runs"] = [runs[run_id] for run_id in wanted]
-    if data.get("replay") is not None:
-        values["replay_of"] = InspirationAudit.objects.filter(pk=data["replay"]).first()
-        if values["replay_of"] is None:
-            raise ServiceError(f"No audit has the id {data['replay']}.", code="unknown_audit")
-    return values
 
 
 class AuditListOutputSerializer(serializers.Serializer):
@@ -177,7 +139,7 @@ class AuditCreateApi(APIView):
 
     def post(self, request):
         data = validated(AuditInput, request.data)
-        audit = services.audit_create(**audit_population(data), user=request.user)
+        audit = services.audit_create(**selectors.audit_population(data), user=request.user)
         return Response({"id": audit.pk, "state": audit.state}, status=202)
 
 
@@ -224,7 +186,7 @@ def audit_data(audit: InspirationAudit, items) -> dict:
         "population": audit.population,
         "cohort": audit.cohort_id,
         "benchmark": audit.benchmark_id,
-        "runs": [str(run_id) for run_id in audit.runs.values_list("public_id", flat=True)],
+        "runs": [str(run_id) for run_id in selectors.audit_run_ids(audit)],
         "window_start": audit.window_start,
         "window_end": audit.window_end,
         "title_diagnostic": audit.title_diagnostic,
@@ -277,7 +239,7 @@ class AuditDetailApi(APIView):
         )
     )
     def get(self, request, audit_id: int):
-        audit = get_object_or_404(InspirationAudit, pk=audit_id)
+        audit = selectors.audit_get(audit_id=audit_id)
         query = validated_query(AuditItemsQuery, request.query_params)
         items = selectors.audit_items(audit, group=query.get("group", ""), outcome=query.get("judgment", ""))
         return Response(audit_data(audit, items))

@@ -8,12 +8,13 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import date
 
-from django.db.models import Q
+from django.db.models import Q, QuerySet
 from django.urls import reverse
 
 from literature.hooks import ReferenceUse
 from literature.models import Reference
 from reviewapp.benchmarks.models import BenchmarkHypothesis, BenchmarkSet
+from reviewapp.core.errors import NotFound, ServiceError, problem
 from reviewapp.inspiration.cutoffs import Cutoff
 from reviewapp.inspiration.models import InspirationAudit, InspirationCutoff, InspirationItem, InspirationJudgment
 from reviewapp.models import Cohort, Proposal
@@ -396,3 +397,60 @@ def reference_uses(reference_ids: Iterable[int]) -> dict[int, list[ReferenceUse]
             )
         )
     return dict(uses)
+
+
+def audit_population(data: dict) -> dict:
+    """The audit_create keywords of a validated audit request (reviewapp.inspiration.api.AuditInput): the records it
+    names, or a refusal naming the one that does not exist."""
+    values: dict = {
+        "window_start": data.get("window_start"),
+        "window_end": data.get("window_end"),
+        "title_diagnostic": data.get("title_diagnostic", False),
+    }
+    if data.get("cohort") is not None:
+        values["cohort"] = Cohort.objects.filter(pk=data["cohort"]).first()
+        if values["cohort"] is None:
+            raise ServiceError(f"No cohort has the id {data['cohort']}.", code="unknown_cohort")
+    if data.get("benchmark") is not None:
+        values["benchmark"] = BenchmarkSet.objects.filter(pk=data["benchmark"]).first()
+        if values["benchmark"] is None:
+            raise ServiceError(f"No benchmark set has the id {data['benchmark']}.", code="unknown_benchmark")
+    if data.get("runs"):
+        wanted = list(dict.fromkeys(data["runs"]))
+        runs = {run.public_id: run for run in Run.objects.filter(public_id__in=wanted)}
+        unknown = [str(run_id) for run_id in wanted if run_id not in runs]
+        if unknown:
+            raise ServiceError(
+                f"No run has the id {', '.join(unknown)}.",
+                code="unknown_run",
+                problems=[problem(f"No run has the id {run_id}.", field="runs") for run_id in unknown],
+            )
+        values["runs"] = [runs[run_id] for run_id in wanted]
+    if data.get("replay") is not None:
+        values["replay_of"] = InspirationAudit.objects.filter(pk=data["replay"]).first()
+        if values["replay_of"] is None:
+            raise ServiceError(f"No audit has the id {data['replay']}.", code="unknown_audit")
+    return values
+
+
+def cutoff_list() -> QuerySet[InspirationCutoff]:
+    """Every group's cutoff."""
+    return InspirationCutoff.objects.all()
+
+
+def audit_run_ids(audit: InspirationAudit) -> list:
+    """The public ids of the runs an audit of runs covers."""
+    return list(audit.runs.values_list("public_id", flat=True))
+
+
+def audit_get(*, audit_id: int) -> InspirationAudit:
+    """One audit with its cohort and benchmark set; NotFound when there is none."""
+    audit = InspirationAudit.objects.select_related("cohort", "benchmark").filter(pk=audit_id).first()
+    if audit is None:
+        raise NotFound(f"There is no audit {audit_id}.")
+    return audit
+
+
+def audit_population_choices() -> dict:
+    """What an audit can cover, for the form: the cohorts and the benchmark sets, by name."""
+    return {"cohorts": Cohort.objects.order_by("name"), "benchmarks": BenchmarkSet.objects.order_by("name")}

@@ -3,16 +3,14 @@ the audits, the cutoffs per group, and one audit with its counts and items."""
 
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
-from django.shortcuts import get_object_or_404, redirect, render
+from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 
-from reviewapp.benchmarks.models import BenchmarkSet
 from reviewapp.core import roles
 from reviewapp.core.errors import page_errors, validated
 from reviewapp.inspiration import selectors, services
-from reviewapp.inspiration.api import OUTCOMES, AuditInput, AuditItemsQuery, CutoffInput, audit_population, item_data
+from reviewapp.inspiration.api import OUTCOMES, AuditInput, AuditItemsQuery, CutoffInput, item_data
 from reviewapp.inspiration.models import InspirationAudit
-from reviewapp.models import Cohort
 
 ITEMS_PER_PAGE = 100
 
@@ -41,7 +39,7 @@ def inspiration_home(request):
         roles.require_coordinator(request.user)
         with page_errors(into=errors) as outcome:
             data = validated(AuditInput, _form_values(request.POST))
-            audit = services.audit_create(**audit_population(data), user=request.user)
+            audit = services.audit_create(**selectors.audit_population(data), user=request.user)
             return redirect("inspiration-audit", audit.pk)
         # Refused for groups without a cutoff: the form says where to record them.
         cutoffs_missing = outcome.error is not None and outcome.error.code == "missing_cutoffs"
@@ -49,8 +47,7 @@ def inspiration_home(request):
     context = {
         "audits": [(audit, selectors.audit_population_label(audit)) for audit in audits],
         "finished": [audit for audit in audits if audit.state == InspirationAudit.State.DONE],
-        "cohorts": Cohort.objects.order_by("name"),
-        "benchmarks": BenchmarkSet.objects.order_by("name"),
+        **selectors.audit_population_choices(),
         "errors": errors,
         "cutoffs_missing": cutoffs_missing,
         "form": request.POST,
@@ -84,7 +81,7 @@ def inspiration_cutoffs(request):
 @login_required
 def inspiration_audit(request, audit_id: int):
     roles.require_read_all(request.user)
-    audit = get_object_or_404(InspirationAudit.objects.select_related("cohort", "benchmark"), pk=audit_id)
+    audit = selectors.audit_get(audit_id=audit_id)
     filters: list[str] = []
     query: dict = {}
     with page_errors(into=filters):

@@ -79,6 +79,10 @@ def assignment_get(*, assignment_id: int, cohort_id: int | None = None) -> Assig
     return assignment
 
 
+def cohort_proposal_count(cohort: Cohort) -> int:
+    return cohort.proposals.count()
+
+
 def cohort_import_batches(cohort: Cohort) -> QuerySet[ImportBatch]:
     """The cohort's imports, newest first, with who made them."""
     return cohort.imports.select_related("created_by").order_by("-created_at")

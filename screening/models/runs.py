@@ -203,12 +203,24 @@ class Hypothesis(models.Model):
     def __str__(self):
         return f"{self.label or self.source}: {self.statement[:60]}"
 
+    # The one rule of delivery, in Python for a loaded hypothesis and as a condition for the database;
+    # tests/screening/test_runs_api.py holds the two to the same answer for every state.
     @property
     def delivered(self) -> bool:
         return (
             self.selected
             and self.literature_verdict != ""
             and self.literature_verdict not in self.NOT_DELIVERED_VERDICTS
+        )
+
+    @classmethod
+    def delivered_condition(cls, prefix: str = "") -> Q:
+        """`delivered` as a query condition, on the hypotheses themselves or (prefix "hypotheses__") through a
+        relation."""
+        return (
+            Q(**{f"{prefix}selected": True})
+            & ~Q(**{f"{prefix}literature_verdict": ""})
+            & ~Q(**{f"{prefix}literature_verdict__in": cls.NOT_DELIVERED_VERDICTS})
         )
 
     @property

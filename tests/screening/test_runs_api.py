@@ -11,7 +11,8 @@ from django.test import Client
 from django.utils import timezone
 
 from screening.llm.models import ModelCall
-from screening.models import Run
+from screening.models import Hypothesis, Run
+from screening.selectors import run_list
 from tests.screening_support import (
     drive,
     make_roster,
@@ -318,6 +319,20 @@ def test_a_selected_hypothesis_is_not_delivered_before_its_literature_verdict(cl
     body = client.get(f"{RUNS}/{run.public_id}").json()
     assert {h["label"] for h in body["hypotheses"] if h["delivered"]} == {"H1", "H2"}
     assert body["counts"]["delivered"] == 2
+
+
+def test_delivered_reads_the_same_in_python_and_in_the_database_for_every_state(client, roster):
+    run = drive(Run.objects.get(public_id=start_run(client).json()["id"]))
+    states = [(selected, verdict) for selected in (True, False) for verdict in ["", *Hypothesis.Verdict.values]]
+    hypotheses = list(run.hypotheses.order_by("pk"))
+    assert len(hypotheses) >= len(states)
+    for hypothesis, (selected, verdict) in zip(hypotheses, states, strict=False):
+        Hypothesis.objects.filter(pk=hypothesis.pk).update(selected=selected, literature_verdict=verdict)
+    in_python = {h.pk for h in run.hypotheses.all() if h.delivered}
+    in_the_database = set(run.hypotheses.filter(Hypothesis.delivered_condition()).values_list("pk", flat=True))
+    assert in_python == in_the_database
+    assert len(in_python) >= 3  # not_reported, components_reported and unresolved deliver a selected hypothesis
+    assert next(row for row in run_list() if row.pk == run.pk).delivered == len(in_python)
 
 
 def test_unknown_and_malformed_run_ids_are_404(client, db):
