@@ -11,6 +11,7 @@ from reviewapp.core import roles
 from screening.llm.models import ModelCall, ModelEndpoint, Roster, RosterMember
 from screening.models import STEPS, Forecast, Hypothesis, Run, RunBody, Translation
 
+
 def run_role_endpoint(run: Run, role: str, slot: int = 0) -> ModelEndpoint | None:
     """The endpoint the run's roster snapshot names for a role (None when it names none or it was deleted since)."""
     members = run.roster["roles"].get(role, [])
