@@ -139,7 +139,20 @@ def test_a_worker_turns_the_demo_into_real_work_for_every_role(needs_postgres, s
     analyst = Client()
     analyst.force_login(User.objects.get(username="demo-analyst"))
     statistics = analyst.get(f"/api/v1/benchmarks/{benchmark.pk}/statistics").json()
-    assert statistics["judged"] == hypotheses
+    # Every hypothesis is judged; the statistics read the runs' one-request generation, the imported methods and
+    # re-generation only the comparison of generation methods.
+    assert (
+        statistics["judged"]
+        == BenchmarkHypothesis.objects.filter(benchmark=benchmark, hypothesis__isnull=False).count()
+    )
+    methods = statistics["study"]["generation_methods"]
+    assert {(rate["method"], rate["generation_round"]) for rate in methods["rates"]} == {
+        ("one request", 1),
+        ("multi-step", 1),
+        ("Omega Point", 1),
+        ("one request", 2),
+    }
+    assert methods["round_comparisons"] and methods["excluded"][0]["reason"] == "cut_reply"
     assert all(generator["primary"] is not None for generator in statistics["generators"])
     assert any(generator["drawn_control"] is not None for generator in statistics["generators"])
     for suffix in ("table-s.xlsx", "bundle.zip"):
@@ -148,7 +161,8 @@ def test_a_worker_turns_the_demo_into_real_work_for_every_role(needs_postgres, s
     page = analyst.get(f"/benchmarks/{benchmark.pk}/statistics/").content.decode()
     # The demo's data fill the sections that need the full matrix and the imported tables that need no hypothesis.
     contents = page[page.index('<nav class="contents-bar"') : page.index("</nav>", page.index('class="contents-bar"'))]
-    for slug in ("forecast-rules", "rule-enumeration", "task-selection", "key-elements", "hint-degree"):
+    filled = ("forecast-rules", "rule-enumeration", "task-selection", "key-elements", "hint-degree")
+    for slug in (*filled, "generation-methods", "originality"):
         entry = contents[contents.index(f'href="#{slug}"') :]
         assert entry[: entry.index("</li>")].endswith("filled</span>"), slug
     # Everyone: one completed public run, labelled simulated.

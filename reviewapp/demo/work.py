@@ -7,6 +7,8 @@ provider's money) and only once: each piece is recognised by its name or questio
 nothing new. The work itself goes through the product's own services and the worker, as a coordinator's would.
 """
 
+import hashlib
+import itertools
 import json
 import logging
 from dataclasses import dataclass, field
@@ -15,7 +17,8 @@ from django.contrib.auth.models import User
 from django.db import transaction
 
 from reviewapp import analysis
-from reviewapp.benchmarks.models import BenchmarkSet, BenchmarkTask
+from reviewapp.analysis import DIMENSIONS
+from reviewapp.benchmarks.models import BenchmarkHypothesis, BenchmarkSet, BenchmarkTask
 from reviewapp.benchmarks.services.imports import benchmark_import_file
 from reviewapp.benchmarks.services.judging import judging_start
 from reviewapp.benchmarks.services.sets import benchmark_create, benchmark_run, judge_add
@@ -189,6 +192,80 @@ def demo_benchmark_start(coordinator: User) -> BenchmarkSet | None:
     return benchmark
 
 
+# Demonstration generations besides the runs' own (not research data): for each generator and task, hypotheses of two
+# more generation methods and a re-generation of the one request, judged with the runs' hypotheses by the simulated
+# judges; one set listed as left out for a cut reply (docs/analysis.md#generation-methods).
+DEMO_GENERATIONS = (("multi-step", 1), ("Omega Point", 1), ("", 2))
+DEMO_GENERATION_COUNT = 5
+DEMO_GENERATION_ANGLES = (
+    "through the reference finding's own factor and outcome",
+    "through an inflammatory signal of the aged tissue",
+    "through a metabolic shift of the aged stem cells",
+    "through the extracellular matrix of the niche",
+    "through a circulating factor of young blood",
+)
+
+
+def _demo_number(*parts: str, low: int, high: int) -> int:
+    """A demonstration value from low to high, fixed by its parts (the same on every load)."""
+    digest = hashlib.sha256("\u241f".join(parts).encode()).digest()
+    return low + digest[0] % (high - low + 1)
+
+
+def _demo_generations_file(benchmark: BenchmarkSet) -> bytes:
+    """The demonstration tables that need the runs' hypotheses: the other generation methods and the re-generation,
+    the set left out, and originality, feasibility and clarity scores of the runs' hypotheses by the set's judges."""
+    pooled = list(
+        BenchmarkHypothesis.objects.filter(benchmark=benchmark, hypothesis__isnull=False)
+        .select_related("benchmark_task__task", "hypothesis")
+        .order_by("benchmark_task__position", "position")
+    )
+    generators = sorted({(h.hypothesis.author_name, h.hypothesis.author_company) for h in pooled})
+    tasks = list(benchmark.benchmark_tasks.select_related("task").order_by("position"))
+    hypotheses = []
+    for benchmark_task in tasks:
+        task = benchmark_task.task
+        for (generator, company), (method, round_) in itertools.product(generators, DEMO_GENERATIONS):
+            label = f"{method or 'one request'}, round {round_}"
+            for number, angle in enumerate(DEMO_GENERATION_ANGLES[:DEMO_GENERATION_COUNT], 1):
+                hypotheses.append(
+                    {
+                        "task": task.key,
+                        "id": f"{generator} {label} {number}",
+                        "generator": generator,
+                        "generator_company": company,
+                        "method": method,
+                        "generation_round": round_,
+                        "statement": f"Demonstration hypothesis ({label}, simulated, not research data): the "
+                        f"finding of “{task.question}” arises {angle}.",
+                    }
+                )
+    judges = list(benchmark.judges.order_by("position"))
+    quality = [
+        {
+            "task": h.benchmark_task.task.key,
+            "hypothesis": h.key,
+            "judge": judge.name,
+            **{d: _demo_number(judge.name, h.benchmark_task.task.key, h.key, d, low=3, high=9) for d in DIMENSIONS},
+        }
+        for h in pooled
+        for judge in judges
+    ]
+    excluded = []
+    if tasks and generators:
+        excluded.append(
+            {
+                "task": tasks[-1].task.key,
+                "generator": generators[0][0],
+                "method": "Omega Point",
+                "reason": "cut_reply",
+                "note": "Demonstration entry: no reply was cut; it shows how a left-out set is reported.",
+            }
+        )
+    content = {"hypotheses": hypotheses, "quality_scores": quality, "excluded_sets": excluded}
+    return json.dumps(content, ensure_ascii=False, sort_keys=True).encode()
+
+
 def demo_benchmark_pooled(sender, run: Run, **kwargs) -> None:
     """When the last run of the demo set has pooled its hypotheses, start the set's judging (the judges score the
     pooled hypotheses while the runs go on forecasting). Sent inside the run's pooling transaction: the set's row
@@ -204,6 +281,13 @@ def demo_benchmark_pooled(sender, run: Run, **kwargs) -> None:
                 return
             if BackgroundJob.objects.filter(kind="benchmark_judging", params__benchmark_id=benchmark.pk).exists():
                 return
+            # Imported before the judging starts, so the judges score these hypotheses with the runs'.
+            benchmark_import_file(
+                benchmark=benchmark,
+                filename="demo-benchmark-generations.json",
+                content=_demo_generations_file(benchmark),
+                user=benchmark.created_by,
+            )
             judging_start(benchmark=benchmark, user=benchmark.created_by)
     except ServiceError:
         logger.exception("The demo benchmark set's judging could not be started; start it from the set's page")
