@@ -57,12 +57,18 @@ class Reference(models.Model):
 
 
 class ReferenceImport(models.Model):
-    """One file imported, or one online search fetched, into the corpus (written only when it succeeded)."""
+    """One file imported, or one online search fetched, into the corpus (written when it succeeded; on SQLite a
+    large file's import is written as it begins, in the phase `staging`, see literature.services)."""
 
     class Origin(models.TextChoices):
         FILE = "file", "File"
         EUROPE_PMC = "europepmc", "Europe PMC search"
         PUBMED = "pubmed", "PubMed search"
+
+    class Phase(models.TextChoices):
+        STAGING = "staging", "Reading the file into the stage"
+        APPLYING = "applying", "Writing the stage into the corpus"
+        DONE = "done", "Done"
 
     origin = models.CharField(max_length=20, choices=Origin.choices)
     file_format = models.CharField(max_length=20, blank=True, help_text="pubmed_xml, medline, ris, wos, bibtex or csv")
@@ -76,11 +82,41 @@ class ReferenceImport(models.Model):
     skipped_records = models.JSONField(default=list, blank=True, help_text='[{"record", "id", "reason"}]')
     warnings = models.JSONField(default=list, blank=True, help_text='[{"record", "id", "field", "message"}]')
     seconds = models.FloatField(default=0)
+    phase = models.CharField(max_length=10, choices=Phase.choices, default=Phase.DONE)
+    heartbeat_at = models.DateTimeField(
+        null=True, blank=True, help_text="when a staged import last wrote a step (its process is alive)"
+    )
     created_by = models.ForeignKey("auth.User", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     created_at = models.DateTimeField(auto_now_add=True)
 
     def __str__(self):
         return f"{self.get_origin_display()} {self.name[:60]}"
+
+
+class StagedReference(models.Model):
+    """A reference a staged file import (SQLite, see literature.services) has read and not yet written into the corpus.
+    Nothing that reads the corpus reads this table: the import's references become visible only when its stage is
+    applied, and then this row is deleted. The columns are those of Reference that an import writes."""
+
+    reference_import = models.ForeignKey(ReferenceImport, on_delete=models.CASCADE, related_name="+")
+    source = models.CharField(max_length=20)
+    source_id = models.CharField(max_length=200)
+    pmid = models.CharField(max_length=20, blank=True)
+    doi = models.CharField(max_length=200, blank=True)
+    title = models.TextField()
+    abstract = models.TextField(blank=True)
+    journal = models.CharField(max_length=500, blank=True)
+    authors = models.JSONField(default=list, blank=True)
+    published = models.DateField(null=True, blank=True)
+    published_precision = models.CharField(max_length=5, blank=True)
+    raw = models.TextField(blank=True)
+    raw_md5 = models.CharField(max_length=32, blank=True)
+    raw_warned = models.BooleanField(null=True)
+    content_sha256 = models.CharField(max_length=64)
+    is_demo = models.BooleanField(default=False)
+
+    def __str__(self):
+        return f"staged {self.source}:{self.source_id}"
 
 
 class SourceResponse(models.Model):

@@ -32,7 +32,9 @@ def corpus_size_by_source() -> list[dict]:
 
 
 def reference_imports_recent(*, limit: int = 20) -> list[ReferenceImport]:
-    return list(ReferenceImport.objects.select_related("created_by").order_by("-created_at", "-pk")[:limit])
+    """The imports done, the most recent first (a staged import in progress is not yet one of them)."""
+    imports = ReferenceImport.objects.filter(phase=ReferenceImport.Phase.DONE).select_related("created_by")
+    return list(imports.order_by("-created_at", "-pk")[:limit])
 
 
 @dataclass(frozen=True)

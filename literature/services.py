@@ -9,6 +9,20 @@ records) is refused as a whole, and then nothing is written. A reference is uniq
 importing it again updates it when its content hash changed and leaves it alone otherwise, never duplicating it. A
 record the corpus holds byte for byte (PubMed XML on PostgreSQL, MEDLINE and RIS everywhere: the digest of its raw
 record) is counted unchanged without being parsed again.
+
+Staged imports on SQLite, whose one write lock every reviewer's autosave waits on: a file larger than
+STAGE_ABOVE_BYTES is not written in one transaction but in short committed steps of STAGE_ROWS references each, the
+database left free between them. While the file is read, the references whose content the corpus does not hold are
+written into the stage (StagedReference rows of the import's ReferenceImport, in the phase `staging`), which nothing
+that reads the corpus reads. A file that turns out unreadable, or any other failure, removes the stage and the import:
+the corpus is as before. Once the whole file is read the import enters the phase `applying` and its stage is moved
+into the corpus, a few thousand references a step in file order, each step upserting its references, deleting them from
+the stage and adding to the import's counts in one transaction. While that lasts a reader sees some of the file's new
+and changed references and not yet the others (each reference whole, old or new); the import itself is listed only
+once it is done. An apply that stops part-way is finished, never undone: by the next staged import before it applies
+its own (so imports apply in the order they began), or by the sweeper (`reference_imports_sweep`), which also
+removes an import whose process died while it was still reading (no heartbeat for OH_SILENT_SECONDS). On
+PostgreSQL, whose writers do not wait on each other, an import is one transaction whatever its size.
 """
 
 import io
@@ -23,15 +37,17 @@ from pathlib import Path, PurePath
 from typing import Any
 
 import psycopg
+from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import Value
+from django.db.models import F, Value
 from django.utils import timezone
 
 from literature.importers import bibtex, csv_table, detection, medline, pubmed_xml, ris, wos
 from literature.importers.csv_table import MappingInvalid, parse_mapping
 from literature.importers.records import FileUnreadable, Parsed, ParsedReference, Problem, StoredRecord
-from literature.models import Reference, ReferenceImport
+from literature.models import Reference, ReferenceImport, StagedReference
 from literature.sources import europepmc, eutils
+from reviewapp.core.claims import silent_since
 from reviewapp.core.errors import ServiceError, as_problems
 
 logger = logging.getLogger(__name__)
@@ -466,6 +482,18 @@ def references_upsert(*, references: Iterable[ParsedReference]) -> ReferenceWrit
     return writer
 
 
+# Staged imports (SQLite, see the module docs). A step of STAGE_ROWS references holds the write lock for a few hundred
+# milliseconds; between steps the import waits longer than SQLite's busy handler sleeps at most (100 ms), so that
+# writers waiting meanwhile (autosaves) get the lock before its next step. A file up to STAGE_ABOVE_BYTES (a few
+# thousand references) is written in one transaction of about a second.
+STAGE_ROWS = 500
+STAGE_ABOVE_BYTES = 4 << 20
+_STEP_PAUSE_SECONDS = 0.15
+# Moving rows within the database is cheaper than writing them from Python: a stage is applied (or removed) this many
+# references a step (about 0.1 s).
+_MOVE_ROWS = 4 * STAGE_ROWS
+
+
 def references_import(
     *,
     file,
@@ -485,44 +513,48 @@ def references_import(
     """
     started = time.monotonic()
     with _binary(file) as opened:
+        staged = connection.vendor == "sqlite" and (_size(opened) or STAGE_ABOVE_BYTES + 1) > STAGE_ABOVE_BYTES
         head, stream = _peeked(opened)
         declared = format
         format = _format_of(declared, detection.detect(head))
         read = _reader(format, column_mapping)
         name = name or _file_name(file)
-        with transaction.atomic():
-            with ReferenceWriter(distinct_keys=True) as writer:
-                outcome = _write_file(read(stream), writer, progress)
-                writer.flush()
-            batch = ReferenceImport.objects.create(
-                origin=ReferenceImport.Origin.FILE,
-                file_format=format,
-                name=name[:500],
-                records=outcome.records,
-                created=writer.created,
-                updated=writer.updated,
-                unchanged=writer.unchanged,
-                skipped=outcome.repeated + len(outcome.skipped),
-                skipped_records=outcome.skipped[:LISTED_AT_MOST],
-                warnings=outcome.warnings[:LISTED_AT_MOST],
-                seconds=time.monotonic() - started,
-                created_by=user if user is not None and user.is_authenticated else None,
-            )
+        described = {
+            "origin": ReferenceImport.Origin.FILE,
+            "file_format": format,
+            "name": name[:500],
+            "created_by": user if user is not None and user.is_authenticated else None,
+        }
+        if staged:
+            outcome, batch = _import_staged(read(stream), progress, described)
+        else:
+            with transaction.atomic():
+                with ReferenceWriter(distinct_keys=True) as writer:
+                    outcome = _write_file(read(stream), writer, progress)
+                    writer.flush()
+                batch = ReferenceImport.objects.create(
+                    **described,
+                    **_outcome_fields(outcome),
+                    created=writer.created,
+                    updated=writer.updated,
+                    unchanged=writer.unchanged,
+                    seconds=time.monotonic() - started,
+                )
     logger.info(
         "imported %s (%s): %s references, %s new, %s updated, %s unusable skipped",
         name,
         format,
         outcome.records,
-        writer.created,
-        writer.updated,
+        batch.created,
+        batch.updated,
         len(outcome.skipped),
     )
     return ImportSummary(
         format=format,
         records=outcome.records,
-        created=writer.created,
-        updated=writer.updated,
-        unchanged=writer.unchanged,
+        created=batch.created,
+        updated=batch.updated,
+        unchanged=batch.unchanged,
         repeated=outcome.repeated,
         seconds=batch.seconds,
         import_id=batch.pk,
@@ -532,6 +564,204 @@ def references_import(
         warning_count=len(outcome.warnings),
         format_detected=not declared,
     )
+
+
+def _outcome_fields(outcome: "_FileOutcome") -> dict:
+    """What a file import's ReferenceImport records of the records read."""
+    return {
+        "records": outcome.records,
+        "skipped": outcome.repeated + len(outcome.skipped),
+        "skipped_records": outcome.skipped[:LISTED_AT_MOST],
+        "warnings": outcome.warnings[:LISTED_AT_MOST],
+    }
+
+
+def _size(stream) -> int | None:
+    """The bytes left to read in a binary stream from its position; None when it cannot seek."""
+    if not stream.seekable():
+        return None
+    position = stream.tell()
+    size = stream.seek(0, io.SEEK_END) - position
+    stream.seek(position)
+    return size
+
+
+def _import_staged(
+    parsed_records: Iterator[Parsed], progress, described: dict
+) -> tuple["_FileOutcome", ReferenceImport]:
+    """A staged import (SQLite, see the module docs): the file read into the stage, then the stage applied. Any
+    failure while reading removes the stage and the import; the corpus is then unchanged."""
+    batch = ReferenceImport.objects.create(
+        **described, phase=ReferenceImport.Phase.STAGING, heartbeat_at=timezone.now()
+    )
+    try:
+        writer = _StagingWriter(batch)
+        outcome = _write_file(parsed_records, writer, progress)
+        writer.flush()
+        with _step():
+            ReferenceImport.objects.filter(pk=batch.pk).update(
+                **_outcome_fields(outcome),
+                unchanged=writer.unchanged,
+                phase=ReferenceImport.Phase.APPLYING,
+                heartbeat_at=timezone.now(),
+            )
+    except BaseException:
+        _unstage(batch.pk)
+        raise
+    # Imports that began applying before this one (whose process stopped, or still at it) are applied first.
+    earlier = ReferenceImport.objects.filter(phase=ReferenceImport.Phase.APPLYING, pk__lt=batch.pk).order_by("pk")
+    for pk in earlier.values_list("pk", flat=True):
+        _apply_stage(pk)
+    _apply_stage(batch.pk)
+    batch.refresh_from_db()
+    return outcome, batch
+
+
+class _StagingWriter:
+    """The writer of a staged import while it reads its file: references whose content the corpus does not hold are
+    written into the stage STAGE_ROWS at a time, each batch one committed step; the others are counted unchanged."""
+
+    def __init__(self, batch: ReferenceImport):
+        self.batch = batch
+        self.pending: list[ParsedReference] = []
+        self.unchanged = 0
+        self._alive_at = time.monotonic()
+
+    def add(self, reference: ParsedReference) -> None:
+        self.pending.append(reference)
+        if len(self.pending) >= STAGE_ROWS:
+            self.flush()
+
+    def count_unchanged(self) -> None:
+        """A reference the corpus holds exactly so already (a KnownRecord): nothing to write."""
+        self.unchanged += 1
+        if time.monotonic() - self._alive_at > settings.OH_HEARTBEAT_SECONDS:
+            self._step([])
+
+    def flush(self) -> None:
+        batch, self.pending = self.pending, []
+        if not batch:
+            return
+        stored = _known_hashes(batch)
+        rows = [
+            _staged_reference(reference, self.batch)
+            for reference in batch
+            if stored.get((reference.source, reference.source_id)) != reference.content_sha256
+        ]
+        self.unchanged += len(batch) - len(rows)
+        if rows or time.monotonic() - self._alive_at > settings.OH_HEARTBEAT_SECONDS:
+            self._step(rows)
+
+    def _step(self, rows: list[StagedReference]) -> None:
+        with _step():
+            StagedReference.objects.bulk_create(rows)
+            _heartbeat(self.batch.pk)
+        self._alive_at = time.monotonic()
+
+
+def _staged_reference(reference: ParsedReference, batch: ReferenceImport) -> StagedReference:
+    values = {name: getattr(reference, name) for name in _PARSED_FIELDS}
+    return StagedReference(
+        reference_import=batch, **values, raw_md5=reference.raw_md5, content_sha256=reference.content_sha256
+    )
+
+
+def _apply_stage(import_id: int) -> None:
+    """Move an import's stage into the corpus, _MOVE_ROWS references a committed step in file order, then mark the
+    import done. A step upserts its references, deletes them from the stage and adds to the import's counts in one
+    transaction: an apply that stops part-way is finished by calling this again (two at once take turns safely)."""
+    while True:
+        with _step():
+            stage = StagedReference.objects.filter(reference_import_id=import_id)
+            ids = list(stage.order_by("pk").values_list("pk", flat=True)[:_MOVE_ROWS])
+            if not ids:
+                begun = ReferenceImport.objects.filter(pk=import_id).values_list("created_at", flat=True).first()
+                now = timezone.now()
+                ReferenceImport.objects.filter(pk=import_id, phase=ReferenceImport.Phase.APPLYING).update(
+                    phase=ReferenceImport.Phase.DONE,
+                    heartbeat_at=now,
+                    seconds=(now - begun).total_seconds() if begun else 0,
+                )
+                return
+            created, updated, unchanged = _stage_upsert(import_id, ids[-1])
+            stage.filter(pk__lte=ids[-1]).delete()
+            ReferenceImport.objects.filter(pk=import_id).update(
+                created=F("created") + created,
+                updated=F("updated") + updated,
+                unchanged=F("unchanged") + unchanged,
+                heartbeat_at=timezone.now(),
+            )
+
+
+def _stage_upsert(import_id: int, last_id: int) -> tuple[int, int, int]:
+    """Upsert an import's staged references up to last_id into the corpus in one statement, as _Stage.upsert does on
+    PostgreSQL: new ones inserted, changed ones updated, identical ones left alone. Counted first, in the same
+    transaction (which on SQLite no other writer shares): (created, updated, unchanged)."""
+    corpus = connection.ops.quote_name(Reference._meta.db_table)
+    stage = connection.ops.quote_name(StagedReference._meta.db_table)
+    changed = ", ".join(f"{column} = excluded.{column}" for column in (*_STAGED_COLUMNS[2:], "updated_at"))
+    chosen = "s.reference_import_id = %s AND s.id <= %s"
+    now = connection.ops.adapt_datetimefield_value(timezone.now())
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT count(*), count(r.id), count(CASE WHEN r.content_sha256 <> s.content_sha256 THEN 1 END) "
+            f"FROM {stage} s LEFT JOIN {corpus} r ON r.source = s.source AND r.source_id = s.source_id WHERE {chosen}",
+            [import_id, last_id],
+        )
+        staged, stored, updated = cursor.fetchone()
+        cursor.execute(
+            f"INSERT INTO {corpus} ({', '.join(_STAGED_COLUMNS)}, created_at, updated_at) "
+            f"SELECT {', '.join(f's.{column}' for column in _STAGED_COLUMNS)}, %s, %s FROM {stage} s "
+            f"WHERE {chosen} ORDER BY s.id "
+            f"ON CONFLICT (source, source_id) DO UPDATE SET {changed} "
+            f"WHERE {corpus}.content_sha256 <> excluded.content_sha256",
+            [now, now, import_id, last_id],
+        )
+    return staged - stored, updated, stored - updated
+
+
+def _unstage(import_id: int) -> None:
+    """Remove an import that will not be applied: its stage a step at a time, then the import."""
+    while True:
+        with _step():
+            stage = StagedReference.objects.filter(reference_import_id=import_id)
+            ids = list(stage.order_by("pk").values_list("pk", flat=True)[:_MOVE_ROWS])
+            if ids:
+                stage.filter(pk__lte=ids[-1]).delete()
+            if len(ids) < _MOVE_ROWS:
+                ReferenceImport.objects.filter(pk=import_id).delete()
+                return
+
+
+def reference_imports_sweep() -> int:
+    """The sweeper's part: staged imports whose process stopped (no heartbeat for OH_SILENT_SECONDS; a live one beats
+    at every step, and every OH_HEARTBEAT_SECONDS while it reads records the corpus holds) are removed when they were
+    still reading their file and finished when they were applying it. Returns how many."""
+    left = list(
+        ReferenceImport.objects.exclude(phase=ReferenceImport.Phase.DONE)
+        .filter(heartbeat_at__lt=silent_since())
+        .order_by("pk")
+    )
+    for batch in left:
+        if batch.phase == ReferenceImport.Phase.STAGING:
+            logger.warning("Removing the import of %s begun at %s: its process stopped", batch.name, batch.created_at)
+            _unstage(batch.pk)
+        else:
+            logger.warning("Finishing the import of %s begun at %s: its process stopped", batch.name, batch.created_at)
+            _apply_stage(batch.pk)
+    return len(left)
+
+
+def _heartbeat(import_id: int) -> None:
+    ReferenceImport.objects.filter(pk=import_id).update(heartbeat_at=timezone.now())
+
+
+@contextmanager
+def _step():
+    """One committed step of a staged import, then a pause for the writers that waited on it."""
+    with transaction.atomic():
+        yield
+    time.sleep(_STEP_PAUSE_SECONDS)
 
 
 def references_fetch(
@@ -667,7 +897,7 @@ class _FileOutcome:
     warnings: list[dict] = field(default_factory=list)
 
 
-def _write_file(parsed_records: Iterator[Parsed], writer: ReferenceWriter, progress) -> _FileOutcome:
+def _write_file(parsed_records: Iterator[Parsed], writer: "ReferenceWriter | _StagingWriter", progress) -> _FileOutcome:
     """Feed the writer every usable record; collect the skipped ones and the warnings. A file that stops being
     readable raises ImportInvalid (the caller's transaction then writes nothing)."""
     outcome = _FileOutcome()
