@@ -33,8 +33,8 @@ _CONTINUATION = "      "
 # start of a first line that is a tag line.
 _UNTAGGED = re.compile(r"\n(?![A-Z][A-Z0-9]{1,3} {0,2}-| {6})")
 _TAGGED = re.compile(r"[A-Z][A-Z0-9]{1,3} {0,2}-")
-# A tag line and the continuation lines after it, in a record's text whose lines are all one or the other.
-_FIELD = re.compile(r"^([A-Z][A-Z0-9]{1,3}) {0,2}- ?(.*(?:\n {6}.*)*)", re.MULTILINE)
+# A tag line and its value, in a record's text whose continuation lines are joined to their tag lines already.
+_FIELD = re.compile(r"^([A-Z][A-Z0-9]{1,3}) {0,2}- ?(.*)", re.MULTILINE)
 _CONTINUED = "\n" + _CONTINUATION
 
 
@@ -98,14 +98,17 @@ def _decided(pending: list[_Record], known: StoredDigests | None) -> Iterator[Pa
 
 
 def _fields(record: _Record) -> tuple[dict[str, list[str]], list[Problem]]:
-    """The record's values by tag (continuation lines joined to their value), and a warning per line left out."""
+    """The record's values by tag (continuation lines joined to their value), and a warning per line left out. A
+    value may keep spaces at its ends and inside: every value is read through clean(), which collapses them."""
     fields: dict[str, list[str]] = {}
     warnings: list[Problem] = []
-    if _TAGGED.match(record.raw) and not _UNTAGGED.search(record.raw):  # no line to leave out: one pattern reads all
-        for tag, value in _FIELD.findall(record.raw):
-            # A value's lines joined at their line feeds and indents: every value is read through clean(), which
-            # collapses the whitespace left.
-            fields.setdefault(tag, []).append(value.replace(_CONTINUED, " ").strip())
+    # Every continuation joined to the line before it at once; then when each line is a tag line (a match per line),
+    # no line is left out and a value is a tag line's rest.
+    joined = record.raw.replace(_CONTINUED, " ")
+    found = _FIELD.findall(joined)
+    if len(found) == joined.count("\n") + 1:
+        for tag, value in found:
+            fields.setdefault(tag, []).append(value)
         return fields, warnings
     last_tag = None
     for line_number, line in enumerate(record.lines, record.first_line):

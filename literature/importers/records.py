@@ -270,12 +270,12 @@ def problems_of(
         value = getattr(reference, name)
         if len(value) > limit:
             problem(name, f"The {name} has {len(value)} characters; at most {limit} fit.")
-    texts = [(name, getattr(reference, name)) for name in _TEXT_FIELDS]
-    texts += [("authors", author) for author in reference.authors]
-    # One look over all of them before naming the field that holds one: text that is printable (nearly all) holds
+    # One look over all the texts before naming the field that holds one: text that is printable (nearly all) holds
     # none, which str.isprintable() tells several times faster than a search.
-    joined = " ".join(value for _, value in texts)
+    joined = " ".join([*(getattr(reference, name) for name in _TEXT_FIELDS), *reference.authors])
     if not joined.isprintable() and control_character_problem(joined):
+        texts = [(name, getattr(reference, name)) for name in _TEXT_FIELDS]
+        texts += [("authors", author) for author in reference.authors]
         for name, value in texts:
             if message := control_character_problem(value):
                 problem(name, f"The {name}: {message[0].lower()}{message[1:]}")
