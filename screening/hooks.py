@@ -7,6 +7,8 @@
 - `run_pooled`: sent in the same transaction once the hypotheses are shuffled and numbered (the pool is frozen,
   `run.pooled_at`), before any forecast is asked (kwargs: `run`). Receivers record what must be fixed before
   forecasting; a benchmark set records its hypotheses and gives each its drawn answer in pool order.
+- `run_selection_made`: sent in the transaction that records a run's selection, as the run moves on to its
+  literature step (kwargs: `run`). Receivers may ask for what needs the selection, such as the forecasts asked again.
 - The literature step: the literature room registers the function that checks one selected hypothesis
   (`literature_step_register`); the pipeline claims, records and moves on each such work item as it does its own.
   Without a registered check the step's items fail with a reason the run shows.
@@ -18,6 +20,7 @@ from django.dispatch import Signal
 
 run_pooling = Signal()
 run_pooled = Signal()
+run_selection_made = Signal()
 
 _literature_step: list[Callable] = []
 

@@ -15,7 +15,7 @@ from reviewapp.demo.work import DEMO_BENCHMARK_NAME, DEMO_BENCHMARK_TASKS, DEMO_
 from reviewapp.inspiration.models import InspirationAudit
 from reviewapp.models import Assignment, BackgroundJob, Cohort, Review
 from screening.management.commands.setup_roster import roster_setup_default
-from screening.models import Run
+from screening.models import Run, RunWorkItem
 from tests.screening_support import (
     PROVIDER_KEYS,
     simulated_default_roster,
@@ -113,8 +113,10 @@ def _all_done() -> bool:
     runs = set(Run.objects.values_list("status", flat=True))
     audits = set(InspirationAudit.objects.values_list("state", flat=True))
     judging = BackgroundJob.objects.filter(kind="benchmark_judging").count()
+    repeating = RunWorkItem.objects.filter(step=RunWorkItem.Step.REPEAT).exclude(state__in=("done", "failed"))
     return (
         judging == len(DEMO_JUDGES)
+        and not repeating.exists()
         and jobs <= {"succeeded", "failed"}
         and runs <= {"completed"}
         and (audits <= {"done", "failed"})
@@ -162,7 +164,7 @@ def test_a_worker_turns_the_demo_into_real_work_for_every_role(needs_postgres, s
     # The demo's data fill the sections that need the full matrix and the imported tables that need no hypothesis.
     contents = page[page.index('<nav class="contents-bar"') : page.index("</nav>", page.index('class="contents-bar"'))]
     filled = ("forecast-rules", "rule-enumeration", "task-selection", "key-elements", "hint-degree")
-    for slug in (*filled, "generation-methods", "originality"):
+    for slug in (*filled, "generation-methods", "originality", "rerun"):
         entry = contents[contents.index(f'href="#{slug}"') :]
         assert entry[: entry.index("</li>")].endswith("filled</span>"), slug
     # Everyone: one completed public run, labelled simulated.

@@ -21,7 +21,12 @@ from reviewapp.analysis import DIMENSIONS
 from reviewapp.benchmarks.models import BenchmarkHypothesis, BenchmarkSet, BenchmarkTask
 from reviewapp.benchmarks.services.imports import benchmark_import_file
 from reviewapp.benchmarks.services.judging import judging_start
-from reviewapp.benchmarks.services.sets import benchmark_create, benchmark_run, judge_add
+from reviewapp.benchmarks.services.sets import (
+    benchmark_create,
+    benchmark_forecasts_repeat,
+    benchmark_run,
+    judge_add,
+)
 from reviewapp.core.errors import ServiceError
 from reviewapp.demo.cohort import DEMO_COHORT_FILE, DEMO_COORDINATOR, DEMO_SEED
 from reviewapp.inspiration.models import InspirationAudit
@@ -291,6 +296,19 @@ def demo_benchmark_pooled(sender, run: Run, **kwargs) -> None:
             judging_start(benchmark=benchmark, user=benchmark.created_by)
     except ServiceError:
         logger.exception("The demo benchmark set's judging could not be started; start it from the set's page")
+
+
+def demo_benchmark_selection_made(sender, run: Run, **kwargs) -> None:
+    """When a run of the demo set has made its selection, ask its forecasts again (the simulated models answer the
+    same requests a second time), so that the set's re-run agreement is filled. A refusal never fails the run."""
+    benchmark_task = BenchmarkTask.objects.filter(run=run, benchmark__name=DEMO_BENCHMARK_NAME).first()
+    if benchmark_task is None:
+        return
+    try:
+        with transaction.atomic():
+            benchmark_forecasts_repeat(benchmark=benchmark_task.benchmark)
+    except ServiceError:
+        logger.exception("The demo benchmark set's forecasts could not be asked again; ask from the set's page")
 
 
 def demo_public_run_start() -> Run | None:

@@ -95,6 +95,7 @@ def _finish_stage1(run: Run, items) -> None:
         # Nothing kept: stage 2 has nothing to ask.
         elif _move(run, S.SCREENING_STAGE1, S.CHECKING_NOVELTY, end="stage1", skip="stage2", start="novelty"):
             _start_novelty(run)
+            hooks.run_selection_made.send(sender=Run, run=run)
 
 
 def _finish_stage2(run: Run, items) -> None:
@@ -116,6 +117,7 @@ def _finish_stage2(run: Run, items) -> None:
         elif _move(run, S.SCREENING_STAGE2, S.CHECKING_NOVELTY, end="stage2", start="novelty"):
             _select(run)
             _start_novelty(run)
+            hooks.run_selection_made.send(sender=Run, run=run)
 
 
 def _start_novelty(run: Run) -> None:
