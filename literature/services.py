@@ -899,7 +899,8 @@ class _FileOutcome:
 
 def _write_file(parsed_records: Iterator[Parsed], writer: "ReferenceWriter | _StagingWriter", progress) -> _FileOutcome:
     """Feed the writer every usable record; collect the skipped ones and the warnings. A file that stops being
-    readable raises ImportInvalid (the caller's transaction then writes nothing)."""
+    readable raises ImportInvalid (the caller's transaction then writes nothing, or a staged import removes its
+    stage)."""
     outcome = _FileOutcome()
     seen: dict[str, tuple[int, str]] = {}  # source id → (first record number, content hash)
     read = 0

@@ -47,9 +47,8 @@ def died_while_running(job: BackgroundJob, attempts: int = 1) -> None:
 
 
 def test_every_room_registers_its_sweep_and_one_periodic_task_runs_them(db):
-    assert {"background jobs", "screening runs", "novelty checks", "citation waves", "inspiration audits"} <= set(
-        SWEEPS
-    )
+    rooms = {"background jobs", "screening runs", "novelty checks", "citation waves", "inspiration audits"}
+    assert rooms | {"staged imports", "staged reference imports"} <= set(SWEEPS)
     assert [entry["task"] for entry in django_settings.CELERY_BEAT_SCHEDULE.values()] == ["reviewapp.sweep"]
     assert set(sweep_all()) == set(SWEEPS)
 
