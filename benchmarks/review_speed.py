@@ -4,9 +4,10 @@
 
 On the PostgreSQL server named by DATABASE_URL it creates a scratch database (named from oh_bench_review), builds a
 10,000-proposal cohort with 300 reviewers, and measures: assigning 3 reviewers per proposal; the queue page and the
-review page for a reviewer with 100 assignments (queries, the same as for 5 assignments; median server time against a
-login-required page with a tiny template, ≤ 2.5×, and against the same page as an ordinary Django developer would write
-it, `select_related` and a template looping over the rows and the protocol's form, ≤ 0.6×: benchmarks/floor_urls.py);
+review page for a reviewer with 100 assignments (queries, the same as for 5 assignments; the median CPU time spent
+serving it, in this process and its PostgreSQL backend, against a login-required page with a tiny template, ≤ 2.5×, and
+against the same page as an ordinary Django developer would write it, `select_related` and a template looping over the
+rows and the protocol's form, ≤ 0.6×: benchmarks/floor_urls.py; the wall times for information);
 the CSV export of 30,000 submitted reviews against COPY of the export's own SELECT (≤ 2×); the XLSX export in a child
 process against the same export without lxml (≤ 0.85×) and against openpyxl writing the rows from a list, and its peak
 memory (≤ 300 MB) after a warm-up export. The scratch database is dropped at the end; no other database is touched. Exit
@@ -28,9 +29,11 @@ from support import (
     Results,
     child_figures,
     interleaved,
+    load_average,
     measure_page,
     postgres_server,
     scratch_database,
+    serving_cpu_seconds,
     setup_django,
 )
 
@@ -255,17 +258,17 @@ def copy_seconds(cohort) -> float:
     return time.perf_counter() - started
 
 
-def measure_pages(client, url: str, floor_url: str) -> tuple[list[float], list[float]]:
+def measure_pages(client, url: str, floor_url: str, clock=time.perf_counter) -> tuple[list[float], list[float]]:
     """Median seconds of the page and of the floor page (or another reference), block by block: PAGE_BLOCKS blocks of
-    PAGE_REQUESTS requests of each, taken in turn."""
+    PAGE_REQUESTS requests of each, taken in turn; by `clock` (wall time, or support.serving_cpu_seconds)."""
     pages, floors = [], []
     for _ in range(PAGE_BLOCKS):
         page_times, floor_times = [], []
         for _ in range(PAGE_REQUESTS):
             for address, times in ((floor_url, floor_times), (url, page_times)):
-                started = time.perf_counter()
+                started = clock()
                 response = client.get(address)
-                times.append(time.perf_counter() - started)
+                times.append(clock() - started)
                 assert response.status_code == 200, (address, response.status_code)
         pages.append(statistics.median(page_times))
         floors.append(statistics.median(floor_times))
@@ -328,29 +331,37 @@ def run(scratch_url: str, xlsx_repeats: int, *, pages_only: bool = False) -> Res
             queries <= 10 and queries == small_queries,
             f"(5 assignments: {small_queries})",
         )
-        page_seconds, floor_seconds = measure_pages(client, url_for(big_reviewer), floor_url)
-        results.ratio(
-            f"{name}, {REVIEWER_LOAD} assignments: median server time",
-            page_seconds,
-            floor_seconds,
-            "ms",
-            PAGE_GOAL,
-            floor_name="a login-required page with a tiny template",
-            scale=1e3,
-            note=f"({PAGE_BLOCKS} blocks of {PAGE_REQUESTS} requests)",
-        )
         plain_queries, _ = measure_page(client, plain_url_for(big_reviewer), 3)
-        page_seconds, plain_seconds = measure_pages(client, url_for(big_reviewer), plain_url_for(big_reviewer))
-        results.ratio(
-            f"{name}, {REVIEWER_LOAD} assignments: to the plain view",
-            page_seconds,
-            plain_seconds,
-            "ms",
-            PLAIN_PAGE_GOAL,
-            floor_name="the plain select_related + template view",
-            scale=1e3,
-            note=f"({PAGE_BLOCKS} blocks of {PAGE_REQUESTS} requests; the plain view takes {plain_queries} queries)",
-        )
+        # The goals bound the CPU spent serving the pages (support.serving_cpu_seconds), which the other processes of
+        # a busy machine do not lengthen; the wall times follow for information.
+        for clock, kind, goals in ((serving_cpu_seconds, "CPU", True), (time.perf_counter, "wall", False)):
+            page_seconds, floor_seconds = measure_pages(client, url_for(big_reviewer), floor_url, clock)
+            results.ratio(
+                f"{name}, {REVIEWER_LOAD} assignments: {kind} time",
+                page_seconds,
+                floor_seconds,
+                "ms",
+                PAGE_GOAL if goals else None,
+                floor_name="a login-required page with a tiny template",
+                scale=1e3,
+                note=f"({PAGE_BLOCKS} blocks of {PAGE_REQUESTS} requests; load average {load_average()})",
+            )
+            page_seconds, plain_seconds = measure_pages(
+                client, url_for(big_reviewer), plain_url_for(big_reviewer), clock
+            )
+            results.ratio(
+                f"{name}, {REVIEWER_LOAD} assignments: {kind} time to the plain view",
+                page_seconds,
+                plain_seconds,
+                "ms",
+                PLAIN_PAGE_GOAL if goals else None,
+                floor_name="the plain select_related + template view",
+                scale=1e3,
+                note=(
+                    f"({PAGE_BLOCKS} blocks of {PAGE_REQUESTS} requests; the plain view takes {plain_queries} "
+                    f"queries; load average {load_average()})"
+                ),
+            )
 
     if pages_only:
         return results

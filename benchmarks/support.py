@@ -277,15 +277,40 @@ def median_and_spread(values: list[float]) -> tuple[float, float, float]:
     return statistics.median(values), min(values), max(values)
 
 
-def interleaved(figure, floor, repeats: int) -> tuple[list[float], list[float]]:
+def load_average() -> str:
+    """The machine's load averages over 1, 5 and 15 minutes, to print beside figures measured on a shared machine."""
+    try:
+        return " ".join(Path("/proc/loadavg").read_text().split()[:3])
+    except OSError:
+        return "unknown"
+
+
+def serving_cpu_seconds() -> float:
+    """A clock of the CPU time spent serving requests in this thread, which the other processes of a busy machine do
+    not lengthen as they do wall time: this thread's own CPU (time.thread_time; with SQLite the database's work is in
+    it) plus, when Django's connection is to a PostgreSQL server on this machine, the CPU of that connection's backend
+    process (/proc/<pid>/schedstat, nanoseconds on the CPU). Differences of it are meaningful while the connection
+    stays open, as it does across the requests of Django's test client."""
+    from django.db import connection
+
+    seconds = time.thread_time()
+    if connection.vendor == "postgresql" and connection.connection is not None:
+        if connection.settings_dict["HOST"] in ("127.0.0.1", "localhost", "::1", ""):
+            pid = connection.connection.info.backend_pid
+            seconds += int(Path(f"/proc/{pid}/schedstat").read_text().split()[0]) / 1e9
+    return seconds
+
+
+def interleaved(figure, floor, repeats: int, clock=time.perf_counter) -> tuple[list[float], list[float]]:
     """Seconds of figure() and of floor() (each a callable), taken in turn `repeats` times, so that whatever else
-    the machine does falls on both alike."""
+    the machine does falls on both alike. `clock` is wall time by default; `serving_cpu_seconds` counts the CPU spent
+    serving requests in this thread (Django's test client), robust on a busy machine."""
     figure_seconds, floor_seconds = [], []
     for _ in range(repeats):
         for call, seconds in ((floor, floor_seconds), (figure, figure_seconds)):
-            started = time.perf_counter()
+            started = clock()
             call()
-            seconds.append(time.perf_counter() - started)
+            seconds.append(clock() - started)
     return figure_seconds, floor_seconds
 
 

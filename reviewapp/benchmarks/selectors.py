@@ -73,15 +73,17 @@ def benchmark_list_with_rosters():
     return benchmark_list().select_related("roster")
 
 
-def benchmark_for_user(*, user, benchmark_id: int, coordinate: bool = False) -> BenchmarkSet:
-    """The set with its counts for a user who may read every set (a coordinator or an analyst; a coordinator only,
-    with `coordinate`). Anyone else is refused (Forbidden, 403) before the set is looked up; a set that does not exist
-    is NotFound (404). Pages and the API both answer these (`reviewapp.core.errors`)."""
+def benchmark_for_user(*, user, benchmark_id: int, coordinate: bool = False, counts: bool = True) -> BenchmarkSet:
+    """The set with its counts (unless `counts` is false: they count every hypothesis of the set) for a user who may
+    read every set (a coordinator or an analyst; a coordinator only, with `coordinate`). Anyone else is refused
+    (Forbidden, 403) before the set is looked up; a set that does not exist is NotFound (404). Pages and the API both
+    answer these (`reviewapp.core.errors`)."""
     if coordinate and not roles.can_coordinate(user):
         raise Forbidden("Only coordinators may do this.")
     if not roles.can_read_all(user):
         raise Forbidden("Only coordinators and analysts may see this.")
-    benchmark = benchmark_list_with_rosters().filter(pk=benchmark_id).first()
+    sets = benchmark_list_with_rosters() if counts else BenchmarkSet.objects.select_related("roster")
+    benchmark = sets.filter(pk=benchmark_id).first()
     if benchmark is None:
         raise NotFound(f"There is no benchmark set {benchmark_id}.")
     return benchmark

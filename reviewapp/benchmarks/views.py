@@ -15,6 +15,7 @@ from django.core.paginator import Paginator
 from django.http import Http404, HttpResponseBadRequest
 from django.shortcuts import redirect, render
 from django.urls import path
+from django.utils.functional import cached_property
 from django.utils.text import slugify
 from django.views.decorators.http import require_http_methods, require_POST
 
@@ -32,6 +33,7 @@ from reviewapp.benchmarks.models import BenchmarkSet
 from reviewapp.benchmarks.services import sets as services
 from reviewapp.benchmarks.services.imports import FIELDS, FORECAST_COLUMN_PREFIX, REQUIRED, benchmark_import_file
 from reviewapp.benchmarks.services.judging import judging_jobs, judging_start
+from reviewapp.benchmarks.statistics import statistics_key
 from reviewapp.benchmarks.study_tables import SECTIONS
 from reviewapp.core import roles
 from reviewapp.core.errors import InputInvalid, page_errors, validated
@@ -384,31 +386,30 @@ def _selection_sections(statistics, votes: list, pairs: list) -> dict[str, dict]
     }
 
 
-def _contents(selection: dict[str, dict], sections: list[dict], cohorts) -> list[dict]:
-    """Every section of the page in order, with whether its data are there (the contents bar)."""
-    entries = [{"slug": item["slug"], "title": item["title"], "filled": item["filled"]} for item in selection.values()]
-    entries += [{"slug": i["section"].slug, "title": i["section"].title, "filled": i["filled"]} for i in sections]
-    entries.append({"slug": "human-review", "title": "Human review", "filled": bool(cohorts)})
-    return entries
+class StatisticsPage:
+    """What the statistics page shows of a set's statistics at one data version and seeds. The template draws the
+    parts made from the statistics in {% cache %} blocks keyed by `key`, so a page drawn before for this version and
+    these seeds reads neither the statistics nor their tables: each part below is made only when a block is drawn."""
 
+    def __init__(self, benchmark: BenchmarkSet, seeds: dict[str, int]):
+        self.benchmark, self.seeds = benchmark, seeds
+        self.data_version = selectors.benchmark_data_version(benchmark.pk)
+        self.key = statistics_key(benchmark.pk, benchmark.design, self.data_version, selectors.PAGE_RESAMPLES, seeds)
+        # Figures carry the version of the data they show: a cached one is served without reading the data again.
+        self.figure_query = "?" + urlencode({**_changed_seeds(seeds), "v": self.data_version})
 
-@login_required
-def benchmark_statistics(request, benchmark_id: int):
-    benchmark = selectors.benchmark_for_user(user=request.user, benchmark_id=benchmark_id)
-    errors: list[str] = []
-    seeds = dict(SEEDS)
-    with page_errors(into=errors):
-        seeds = statistics_seeds(request.GET)
-    statistics = selectors.benchmark_statistics(benchmark, seeds=seeds)
-    agreement = statistics.agreement
-    seed_query = _seed_query(seeds)
-    # Figures carry the version of the data they show: a cached one is served without reading the data again.
-    figure_query = urlencode({**_changed_seeds(seeds), "v": statistics.data_version})
-    context = {
-        "benchmark": benchmark,
-        "statistics": statistics,
-        "enrichment_rows": _enrichment_rows(statistics),
-        "pairs": [
+    @cached_property
+    def statistics(self):
+        return selectors.benchmark_statistics(self.benchmark, seeds=self.seeds, data_version=self.data_version)
+
+    @cached_property
+    def enrichment_rows(self) -> list[dict]:
+        return _enrichment_rows(self.statistics)
+
+    @cached_property
+    def pairs(self) -> list[dict]:
+        agreement = self.statistics.agreement
+        return [
             {
                 "pair": pair,
                 "kappa": _ratio(pair.kappa),
@@ -416,20 +417,52 @@ def benchmark_statistics(request, benchmark_id: int):
                 "weighted_kappa": _ratio(pair.weighted_kappa),
             }
             for pair in (agreement.pairs if agreement else ())
-        ],
-        "votes": [votes for votes in (statistics.votes_primary, statistics.votes_strict) if votes is not None],
-        "figures": BENCHMARK_FIGURES,
+        ]
+
+    @cached_property
+    def votes(self) -> list:
+        statistics = self.statistics
+        return [votes for votes in (statistics.votes_primary, statistics.votes_strict) if votes is not None]
+
+    @cached_property
+    def sections(self) -> list[dict]:
+        return _sections(self.statistics)
+
+    @cached_property
+    def selection_sections(self) -> dict[str, dict]:
+        return _selection_sections(self.statistics, self.votes, self.pairs)
+
+    @cached_property
+    def contents(self) -> list[dict]:
+        """The sections drawn from the statistics in order, with whether their data are there (the contents bar,
+        which ends with the human review)."""
+        entries = [
+            {"slug": i["slug"], "title": i["title"], "filled": i["filled"]} for i in self.selection_sections.values()
+        ]
+        return entries + [
+            {"slug": i["section"].slug, "title": i["section"].title, "filled": i["filled"]} for i in self.sections
+        ]
+
+
+@login_required
+def benchmark_statistics(request, benchmark_id: int):
+    benchmark = selectors.benchmark_for_user(user=request.user, benchmark_id=benchmark_id, counts=False)
+    errors: list[str] = []
+    seeds = dict(SEEDS)
+    with page_errors(into=errors):
+        seeds = statistics_seeds(request.GET)
+    seed_query = _seed_query(seeds)
+    context = {
+        "benchmark": benchmark,
+        "page": StatisticsPage(benchmark, seeds),
+        "cache_seconds": selectors.STATISTICS_CACHE_SECONDS,
         "cohorts": cohorts_recent(),
-        "sections": _sections(statistics),
         "seed_fields": [(key, family, seeds[family], SEEDS[family]) for key, family in SEED_PARAMETERS.items()],
         "seed_query": f"?{seed_query}" if seed_query else "",
-        "figure_query": f"?{figure_query}",
         # Appendix Л's seed for the strict enrichment, computed with the selection's (docs/analysis.md#seeds).
         "strict_seed_query": _other_seed_query(seeds, "selection", SEEDS["further"]),
         "seed_errors": errors,
     }
-    context["selection_sections"] = _selection_sections(statistics, context["votes"], context["pairs"])
-    context["contents"] = _contents(context["selection_sections"], context["sections"], context["cohorts"])
     return render(request, "benchmarks/benchmark_statistics.html", context, status=400 if errors else 200)
 
 
@@ -455,7 +488,7 @@ def benchmark_figure(request, benchmark_id: int, figure: str, file_format: str):
     """A figure's file. The page names the version of the data its figures were drawn from (``v``, the set's data
     version): a figure already drawn for that version and these seeds is served as it was, without reading the
     set's data again; any other request computes (or reads from the cache) the statistics of the data as they are."""
-    benchmark = selectors.benchmark_for_user(user=request.user, benchmark_id=benchmark_id)
+    benchmark = selectors.benchmark_for_user(user=request.user, benchmark_id=benchmark_id, counts=False)
     spec = BENCHMARK_FIGURES.get(figure)
     if spec is None or file_format not in FORMATS or (file_format != "csv" and spec.plot is None):
         raise Http404("This set has no such figure or file.")

@@ -8,10 +8,9 @@ import pytest
 from scipy.stats import hypergeom
 from sklearn.metrics import cohen_kappa_score
 
-from reviewapp.benchmarks.models import JudgeScore
 from reviewapp.services.reviews import review_submit
 from tests import factories
-from tests.benchmark_support import hypothesis, make_set, scores, task
+from tests.benchmark_support import hypothesis, import_json, make_set, scores, task
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
@@ -149,8 +148,10 @@ def test_an_empty_set_still_has_its_pages_and_plots(db, client, analyst):
 def test_new_scores_change_the_statistics(benchmark, client, analyst):
     client.force_login(analyst)
     before = _csv(client.get(f"/benchmarks/{benchmark.pk}/figures/enrichment.csv"))[0]
-    JudgeScore.objects.filter(hypothesis__key="a3", judge__name="Judge Beta").update(score=5)
-    JudgeScore.objects.filter(hypothesis__key="a3", judge__name="Judge Gamma").update(score=5)
+    import_json(
+        benchmark,
+        {"hypotheses": [hypothesis("T2", "a5", selected=True)], "scores": scores("T2", "a5", [0, 4, 4, 4])},
+    )
     after = _csv(client.get(f"/benchmarks/{benchmark.pk}/figures/enrichment.csv"))[0]
     assert (before["selected_matches"], after["selected_matches"]) == ("1", "2")
 
