@@ -7,6 +7,8 @@ import re
 
 import pytest
 from django.core.cache import cache
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from reviewapp.benchmarks import services
 from reviewapp.benchmarks.models import BenchmarkSet
@@ -197,3 +199,17 @@ def test_running_pooling_forecasting_repeating_and_running_again_each_move_the_v
     Run.objects.filter(pk=run.pk).update(status=Run.Status.FAILED_AT_NOVELTY)
     benchmark_task_rerun(benchmark=benchmark, task_key="T1")  # the failed run's hypotheses go
     assert not benchmark.hypotheses.exists() and moved()
+
+
+def test_a_statistics_page_drawn_before_reads_the_version_and_none_of_the_sets_data(db, client):
+    cache.clear()
+    client.force_login(factories.make_user("analyst"))
+    benchmark = judged_set()
+    first = statistics_page(client, benchmark)
+    with CaptureQueriesContext(connection) as queries:
+        again = statistics_page(client, benchmark)
+    assert again == first
+    read = " ".join(query["sql"] for query in queries)
+    for table in ("benchmarkhypothesis", "judge", "judgescore", "qualityscore", "randomcontroldraw"):
+        assert f'"reviewapp_{table}"' not in read
+    assert len(queries) <= 8
