@@ -88,6 +88,52 @@ def test_the_demo_set_holds_the_analyses_optional_tables_that_need_no_hypothesis
     assert all(task.key_elements for task in benchmark.benchmark_tasks.all())
 
 
+def test_the_demo_holds_a_labelled_50_50_set_whose_sections_are_filled(simulated_roster, client):
+    from reviewapp.benchmarks.selectors import benchmark_statistics
+    from reviewapp.demo.forecast_tables import DEMO_STATEMENTS_NAME
+
+    load_demo()
+    statements = BenchmarkSet.objects.get(name=DEMO_STATEMENTS_NAME)
+    assert "demonstration data" in statements.name and "Not research data" in statements.description
+    study = benchmark_statistics(statements).study
+    assert study.balanced_accuracy and study.pair_decisions[0].pairs == DEMO_BENCHMARK_TASKS
+    rule = study.direction_rule
+    assert rule is not None and rule.labels.statements == 2 * DEMO_BENCHMARK_TASKS and rule.labelled_pairs == 2
+    client.force_login(User.objects.get(username="demo-analyst"))
+    page = client.get(f"/benchmarks/{statements.pk}/statistics/").content.decode()
+    contents = page[page.index('<nav class="contents-bar"') : page.index("</nav>", page.index('class="contents-bar"'))]
+    for slug in ("balanced-accuracy", "pair-decisions", "direction-rule"):
+        entry = contents[contents.index(f'href="#{slug}"') :]
+        assert entry[: entry.index("</li>")].endswith("filled</span>"), slug
+
+
+def test_the_demo_set_gets_answers_under_the_other_instructions_for_every_pooled_hypothesis(simulated_roster):
+    from reviewapp.benchmarks.selectors import benchmark_statistics
+    from reviewapp.demo.forecast_tables import demo_forecast_tables_import, forecasting_models
+    from screening.llm.models import Roster
+    from tests.benchmark_support import hypothesis, make_set, scores, task
+
+    roster = Roster.objects.get(is_default=True)
+    benchmark = make_set(
+        {
+            "tasks": [task("T1"), task("T2")],
+            "hypotheses": [hypothesis(key, f"{key}-{n}") for key in ("T1", "T2") for n in range(3)],
+            "scores": [row for n in range(3) for row in scores("T1", f"T1-{n}", [0, 4, 4 - 3 * (n % 2), 1])]
+            + [row for n in range(3) for row in scores("T2", f"T2-{n}", [0, 1 + 3 * (n % 2), 4, 1])],
+        },
+        roster=roster,
+    )
+    demo_forecast_tables_import(benchmark)
+    models = forecasting_models(roster)
+    for stored in BenchmarkHypothesis.objects.filter(benchmark=benchmark):
+        assert set(stored.instruction_forecasts) == {"detailed", "single"}
+        assert all(set(answers) == set(models) for answers in stored.instruction_forecasts.values())
+        assert set(stored.probabilities) == set(models)
+    study = benchmark_statistics(benchmark).study
+    assert study.instruction_comparison is not None and study.instruction_comparison.pairs
+    assert {ranking.model for generator in study.generators for ranking in generator.ranking} == set(models)
+
+
 def test_load_demo_queues_nothing_for_a_real_provider(db, monkeypatch):
     for name in PROVIDER_KEYS:
         monkeypatch.delenv(name, raising=False)
@@ -164,7 +210,8 @@ def test_a_worker_turns_the_demo_into_real_work_for_every_role(needs_postgres, s
     # The demo's data fill the sections that need the full matrix and the imported tables that need no hypothesis.
     contents = page[page.index('<nav class="contents-bar"') : page.index("</nav>", page.index('class="contents-bar"'))]
     filled = ("forecast-rules", "rule-enumeration", "task-selection", "key-elements", "hint-degree")
-    for slug in (*filled, "generation-methods", "originality", "rerun"):
+    # …and the demonstration's answers under the other instructions with their probabilities, imported once pooled.
+    for slug in (*filled, "generation-methods", "originality", "rerun", "instruction-comparison", "ranking"):
         entry = contents[contents.index(f'href="#{slug}"') :]
         assert entry[: entry.index("</li>")].endswith("filled</span>"), slug
     # Everyone: one completed public run, labelled simulated.

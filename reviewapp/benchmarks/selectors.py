@@ -296,7 +296,8 @@ def benchmark_rows(benchmark: BenchmarkSet, judges: list[Judge] | None = None) -
         if screened is not None:
             run = benchmark_task.run
             rounds: dict[int, dict] = {1: {}, 2: {}}
-            probabilities = {}
+            # Imported numbers and answers under other instructions join the run's own, which come first.
+            probabilities = dict(record.probabilities)
             # The run's vote answers its question; the optional modes' answers stand beside it
             # (docs/analysis.md#instruction-comparison).
             question = run.forecast_question if run is not None else Run.Question.SHORT.value
@@ -326,8 +327,8 @@ def benchmark_rows(benchmark: BenchmarkSet, judges: list[Judge] | None = None) -
                 "probabilities": probabilities,
                 "confirmed": None,
                 "repeat_forecasts": rounds[2],
-                "instruction_forecasts": {name: dict(answers) for name, answers in instructions.items() if answers},
-                "direction": "",
+                "instruction_forecasts": _merged_answers(record.instruction_forecasts, instructions),
+                "direction": record.direction,
             }
         else:
             fields = {
@@ -372,6 +373,12 @@ def benchmark_rows(benchmark: BenchmarkSet, judges: list[Judge] | None = None) -
             )
         )
     return rows
+
+
+def _merged_answers(imported: dict, own: dict) -> dict:
+    """{instruction: {model: answer}}: a run's own answers, and imported ones where the run has none."""
+    merged = {name: {**imported.get(name, {}), **own.get(name, {})} for name in dict.fromkeys([*imported, *own])}
+    return {name: answers for name, answers in merged.items() if answers}
 
 
 def generators_of(rows: list[HypothesisRow]) -> list[tuple[str, str]]:

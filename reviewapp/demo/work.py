@@ -29,6 +29,7 @@ from reviewapp.benchmarks.services.sets import (
 )
 from reviewapp.core.errors import ServiceError
 from reviewapp.demo.cohort import DEMO_COHORT_FILE, DEMO_COORDINATOR, DEMO_SEED
+from reviewapp.demo.forecast_tables import demo_forecast_tables_import, demo_statements_set_create
 from reviewapp.inspiration.models import InspirationAudit
 from reviewapp.inspiration.services import audit_create
 from reviewapp.models import BackgroundJob, Cohort
@@ -194,6 +195,8 @@ def demo_benchmark_start(coordinator: User) -> BenchmarkSet | None:
         for endpoint in judges:
             judge_add(benchmark=benchmark, endpoint=endpoint)
         benchmark_run(benchmark=benchmark)
+        tasks = json.loads(DEMO_COHORT_FILE.read_text(encoding="utf-8"))["tasks"][:DEMO_BENCHMARK_TASKS]
+        demo_statements_set_create(tasks=tasks, roster=roster, user=coordinator)
     return benchmark
 
 
@@ -294,6 +297,7 @@ def demo_benchmark_pooled(sender, run: Run, **kwargs) -> None:
                 user=benchmark.created_by,
             )
             judging_start(benchmark=benchmark, user=benchmark.created_by)
+            demo_forecast_tables_import(benchmark)
     except ServiceError:
         logger.exception("The demo benchmark set's judging could not be started; start it from the set's page")
 
