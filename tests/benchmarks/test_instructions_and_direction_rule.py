@@ -341,3 +341,18 @@ def test_instruction_answers_and_labels_are_added_never_overwritten_and_read_fro
     with pytest.raises(ImportInvalid) as refusal:
         benchmark_import_file(benchmark=direction_set, filename="j.csv", content=again.encode(), user=None)
     assert refusal.value.rows[0]["field"] == "answer"
+
+
+# The typed answer ----------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("fixture", ["instructions_set", "direction_set"])
+def test_the_filled_sections_match_the_statistics_schema(fixture, request, db, client):
+    from tests.api_schema_support import answer_problems, api_schema
+
+    benchmark = request.getfixturevalue(fixture)
+    client.force_login(factories.make_user("analyst"))
+    body = client.get(f"/api/v1/benchmarks/{benchmark.pk}/statistics").json()
+    assert body["study"]["instruction_comparison" if fixture == "instructions_set" else "direction_rule"]
+    problems = answer_problems(api_schema(), "/api/v1/benchmarks/{benchmark_id}/statistics", "get", 200, body)
+    assert problems == [], "\n".join(problems)
