@@ -17,6 +17,7 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_http_methods, require_POST
+from rest_framework import serializers
 
 from reviewapp.api.cohorts import CohortCreateApi
 from reviewapp.core import roles
@@ -237,6 +238,15 @@ def run_calls_download(request, run_id):
     return response
 
 
+class RunCohortPageInput(CohortCreateApi.InputSerializer):
+    """The cohort's name and numbers as the cohorts API accepts them, and which of the run's hypotheses it takes."""
+
+    _CHOOSE = "Choose the selected or the delivered hypotheses."
+    hypotheses = serializers.ChoiceField(
+        choices=CHOICES, error_messages={"invalid_choice": _CHOOSE, "required": _CHOOSE}
+    )
+
+
 @login_required
 @require_POST
 def run_cohort_create(request, run_id):
@@ -244,11 +254,10 @@ def run_cohort_create(request, run_id):
     roles.require_coordinator(request.user)
     run = _get_run(request, run_id)
     with page_errors(request):
-        # The cohort's name and numbers as the cohorts API accepts them (the form sends the name).
-        values = validated(CohortCreateApi.InputSerializer, request.POST)
+        values = validated(RunCohortPageInput, request.POST)
         cohort = cohort_create_from_run(
             run=run,
-            hypotheses=request.POST.get("hypotheses", ""),
+            hypotheses=values["hypotheses"],
             name=values["name"],
             reviewers_per_proposal=values["reviewers_per_proposal"],
             seed=values["seed"],

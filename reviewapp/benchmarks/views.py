@@ -18,6 +18,7 @@ from django.urls import path
 from django.utils.functional import cached_property
 from django.utils.text import slugify
 from django.views.decorators.http import require_http_methods, require_POST
+from rest_framework import serializers
 
 from reviewapp.analysis import SEEDS
 from reviewapp.api.imports import import_upload
@@ -37,7 +38,8 @@ from reviewapp.benchmarks.statistics import statistics_key
 from reviewapp.benchmarks.study_tables import SECTIONS
 from reviewapp.core import roles
 from reviewapp.core.errors import InputInvalid, page_errors, validated
-from reviewapp.core.pages import figure_response, int_or_none, posted_import
+from reviewapp.core.fields import IdField
+from reviewapp.core.pages import figure_response, posted_import
 from reviewapp.core.requests import body_limit
 from reviewapp.figures import FORMATS
 from reviewapp.selectors.cohorts import cohorts_recent
@@ -61,6 +63,32 @@ OUTCOME_FILTERS = {
 # Sets ----------------------------------------------------------------------------------------------------------
 
 
+class BenchmarkCreatePageInput(BenchmarkCreateApi.InputSerializer):
+    """The create form names the roster by its id (a blank field: no roster)."""
+
+    roster = IdField(required=False, allow_null=True, default=None)
+
+
+class RosterPageInput(serializers.Serializer):
+    roster = IdField(required=False, allow_null=True, default=None)
+
+
+class TaskRerunPageInput(serializers.Serializer):
+    task = serializers.CharField(max_length=200)
+
+
+class JudgeAddPageInput(JudgeAddApi.InputSerializer):
+    """The judge form names the endpoint by its id (a blank field: a person judges)."""
+
+    endpoint = IdField(required=False, allow_null=True, default=None)
+
+
+class JudgingPageInput(serializers.Serializer):
+    """One judge by its id, or (blank) every judge."""
+
+    judge = IdField(required=False, allow_null=True, default=None)
+
+
 @login_required
 @require_http_methods(["GET", "POST"])
 def benchmark_list(request):
@@ -69,18 +97,17 @@ def benchmark_list(request):
     errors, status = [], 200
     if request.method == "POST":
         roles.require_coordinator(request.user)
-        # A choice left out keeps its default, as in the API.
+        # Shown again as posted; a choice left out shows (and keeps, as in the API) its default.
         form = {
             key: request.POST.get(key, "").strip() or (default if key in CHOICES else "")
             for key, default in form.items()
         }
-        roster_id = int_or_none(form["roster"])
         with page_errors(into=errors):
-            values = validated(BenchmarkCreateApi.InputSerializer, {**form, "roster": "", "seed": form["seed"] or None})
+            values = validated(BenchmarkCreatePageInput, request.POST)
             benchmark = services.benchmark_create(
                 name=values["name"],
                 description=values["description"],
-                roster=roster_with_id(roster_id),
+                roster=roster_with_id(values["roster"]),
                 seed=values["seed"],
                 design=values["design"],
                 forecast_question=values["forecast_question"],
@@ -131,10 +158,10 @@ def benchmark_detail(request, benchmark_id: int):
 @require_POST
 def benchmark_roster(request, benchmark_id: int):
     benchmark = selectors.benchmark_for_user(user=request.user, benchmark_id=benchmark_id, coordinate=True)
-    roster_id = int_or_none(request.POST.get("roster"))
-    roster = roster_with_id(roster_id)
-    services.benchmark_roster_set(benchmark=benchmark, roster=roster)
-    messages.success(request, f"The set's roster is now {roster.name}." if roster else "The set has no roster now.")
+    with page_errors(request):
+        roster = roster_with_id(validated(RosterPageInput, request.POST)["roster"])
+        services.benchmark_roster_set(benchmark=benchmark, roster=roster)
+        messages.success(request, f"The set's roster is now {roster.name}." if roster else "The set has no roster now.")
     return redirect("benchmark-detail", benchmark_id=benchmark.pk)
 
 
@@ -167,8 +194,8 @@ def benchmark_forecasts_repeat(request, benchmark_id: int):
 @require_POST
 def benchmark_task_rerun(request, benchmark_id: int):
     benchmark = selectors.benchmark_for_user(user=request.user, benchmark_id=benchmark_id, coordinate=True)
-    task_key = request.POST.get("task", "")
     with page_errors(request):
+        task_key = validated(TaskRerunPageInput, request.POST)["task"]
         services.benchmark_task_rerun(benchmark=benchmark, task_key=task_key)
         messages.success(request, f"Task {task_key} is running again.")
     return redirect("benchmark-detail", benchmark_id=benchmark.pk)
@@ -178,12 +205,13 @@ def benchmark_task_rerun(request, benchmark_id: int):
 @require_POST
 def benchmark_judge_add(request, benchmark_id: int):
     benchmark = selectors.benchmark_for_user(user=request.user, benchmark_id=benchmark_id, coordinate=True)
-    endpoint_id = int_or_none(request.POST.get("endpoint"))
-    endpoint = endpoint_with_id(endpoint_id)
     with page_errors(request):
-        values = validated(JudgeAddApi.InputSerializer, {**request.POST.dict(), "endpoint": ""})
+        values = validated(JudgeAddPageInput, request.POST)
         judge = services.judge_add(
-            benchmark=benchmark, name=values["name"], company=values["company"], endpoint=endpoint
+            benchmark=benchmark,
+            name=values["name"],
+            company=values["company"],
+            endpoint=endpoint_with_id(values["endpoint"]),
         )
         messages.success(request, f"{judge.name} ({judge.company}) is judge number {judge.position}.")
     return redirect("benchmark-detail", benchmark_id=benchmark.pk)
@@ -193,9 +221,9 @@ def benchmark_judge_add(request, benchmark_id: int):
 @require_POST
 def benchmark_judging(request, benchmark_id: int):
     benchmark = selectors.benchmark_for_user(user=request.user, benchmark_id=benchmark_id, coordinate=True)
-    judge_id = int_or_none(request.POST.get("judge"))
-    judges = selectors.benchmark_judges_with_id(benchmark, judge_id) if judge_id else None
     with page_errors(request):
+        judge_id = validated(JudgingPageInput, request.POST)["judge"]
+        judges = selectors.benchmark_judges_with_id(benchmark, judge_id) if judge_id else None
         jobs = judging_start(benchmark=benchmark, user=request.user, judges=judges)
         if jobs:
             messages.success(

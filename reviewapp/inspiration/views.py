@@ -5,6 +5,7 @@ from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
+from rest_framework import serializers
 
 from reviewapp.core import roles
 from reviewapp.core.errors import page_errors, validated
@@ -27,6 +28,16 @@ def _form_values(post) -> dict:
         if post.get(name):
             values[name] = post[name]
     return values
+
+
+class CutoffGroupPageInput(serializers.Serializer):
+    """The group a cutoff row names (the API names it in the URL)."""
+
+    group = serializers.CharField(max_length=200)
+
+
+class CutoffPageInput(CutoffInput, CutoffGroupPageInput):
+    """A group's cutoff as the API accepts it."""
 
 
 @login_required
@@ -62,15 +73,14 @@ def inspiration_cutoffs(request):
     errors: list[str] = []
     if request.method == "POST":
         roles.require_coordinator(request.user)
-        group = request.POST.get("group", "")
         with page_errors(into=errors):
             if request.POST.get("action") == "delete":
-                services.cutoff_delete(group=group)
+                services.cutoff_delete(group=validated(CutoffGroupPageInput, request.POST)["group"])
             else:
-                data = validated(
-                    CutoffInput, {"cutoff": request.POST.get("cutoff", ""), "note": request.POST.get("note", "")}
+                data = validated(CutoffPageInput, request.POST)
+                services.cutoff_set(
+                    group=data["group"], cutoff=data["cutoff"], note=data.get("note", ""), user=request.user
                 )
-                services.cutoff_set(group=group, cutoff=data["cutoff"], note=data.get("note", ""), user=request.user)
             return redirect("inspiration-cutoffs")
     cutoffs = selectors.cutoffs_by_group()
     groups = sorted(set(selectors.groups_known()) | set(cutoffs))

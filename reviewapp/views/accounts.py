@@ -11,6 +11,7 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_POST
 
 from reviewapp.api.auth import TokenNameInput
+from reviewapp.api.users import UserActiveApi, UserUnlockApi
 from reviewapp.core import roles
 from reviewapp.core.errors import page_errors, validated
 from reviewapp.core.requests import API_PREFIX, api_error
@@ -113,15 +114,14 @@ def token_revoke_page(request, token_id: int):
 def user_unlock_page(request):
     """Unlock a username, or (field `address`) a client address."""
     roles.require_coordinator(request.user)
-    address = request.POST.get("address", "")
-    if address:
-        with page_errors(request):
-            network, _ = address_unlock(address=address, user=request.user)
+    with page_errors(request):
+        values = validated(UserUnlockApi.InputSerializer, request.POST)
+        if "address" in values:
+            network, _ = address_unlock(address=values["address"], user=request.user)
             messages.success(request, f"Logins from {network} are possible again.")
-        return redirect("user-list")
-    username = request.POST.get("username", "")
-    user_unlock(username=username, user=request.user)
-    messages.success(request, f"{username} can log in again.")
+        else:
+            user_unlock(username=values["username"], user=request.user)
+            messages.success(request, f"{values['username']} can log in again.")
     return redirect("user-list")
 
 
@@ -130,7 +130,8 @@ def user_unlock_page(request):
 def user_active_page(request, account_id: int):
     roles.require_coordinator(request.user)
     with page_errors(request):
-        account = user_set_active(account_id=account_id, active=request.POST.get("active") == "true", user=request.user)
+        active = validated(UserActiveApi.InputSerializer, request.POST)["active"]
+        account = user_set_active(account_id=account_id, active=active, user=request.user)
         state = "reactivated" if account.is_active else "deactivated; its API tokens were revoked"
         messages.success(request, f"{account.username} was {state}.")
     return redirect("user-list")

@@ -14,7 +14,13 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_POST
 from rest_framework import serializers
 
-from reviewapp.api.cohorts import AssignmentRules, CohortCreateApi, CohortStatusApi, ConflictCreateApi
+from reviewapp.api.cohorts import (
+    AssignmentReassignApi,
+    AssignmentRules,
+    CohortCreateApi,
+    CohortStatusApi,
+    ConflictCreateApi,
+)
 from reviewapp.api.users import UserCreateApi
 from reviewapp.core import roles
 from reviewapp.core.errors import InputInvalid, ServiceError, page_errors, validated
@@ -42,6 +48,13 @@ class AssignPageInput(AssignmentRules):
     """The assign form names reviewers by their account ids."""
 
     reviewers = serializers.ListField(child=serializers.IntegerField(), allow_empty=False)
+
+
+class AssignmentAddPageInput(serializers.Serializer):
+    """One reviewer (by username) on one proposal of the cohort (by its imported id)."""
+
+    reviewer = serializers.CharField(max_length=150)
+    proposal_id = serializers.CharField(max_length=200)
 
 
 def _field_errors(error: ServiceError) -> list[dict]:
@@ -243,8 +256,11 @@ def cohort_assign(request, cohort_id: int):
 
 def _after_assignment_change(request, cohort_id: int, outcome: page_errors, success: str = ""):
     """htmx: refresh the assignments table and progress in place; otherwise back to the cohort page."""
-    ok = outcome.ok
-    message = success if ok else outcome.error.message
+    ok, error = outcome.ok, outcome.error
+    if error is None:
+        message = success
+    else:
+        message = " ".join(error.sentences()) if isinstance(error, InputInvalid) else error.message
     filters = _filters(request.POST, prefix="filter_")
     if request.htmx:
         cohort = cohort_for_user(user=request.user, cohort_id=cohort_id, counts=True)
@@ -268,16 +284,17 @@ def _after_assignment_change(request, cohort_id: int, outcome: page_errors, succ
 def assignment_add(request, cohort_id: int):
     cohort = cohort_for_user(user=request.user, cohort_id=cohort_id, counts=True)
     roles.require_coordinator(request.user)
-    username, external_id = request.POST.get("reviewer", "").strip(), request.POST.get("proposal_id", "").strip()
-    if _needs_confirmation(request, cohort):
-        fields = [("reviewer", username), ("proposal_id", external_id)]
-        fields += [(f"filter_{key}", value) for key, value in _filters(request.POST, prefix="filter_").items()]
-        what = f"Assign {username} to proposal {external_id} of “{cohort.name}”."
-        return _confirm_opening(
-            request, cohort, action=reverse("assignment-add", args=[cohort.pk]), fields=fields, what=what
-        )
     success = ""
     with page_errors() as outcome:
+        values = validated(AssignmentAddPageInput, request.POST)
+        username, external_id = values["reviewer"], values["proposal_id"]
+        if _needs_confirmation(request, cohort):
+            fields = [("reviewer", username), ("proposal_id", external_id)]
+            fields += [(f"filter_{key}", value) for key, value in _filters(request.POST, prefix="filter_").items()]
+            what = f"Assign {username} to proposal {external_id} of “{cohort.name}”."
+            return _confirm_opening(
+                request, cohort, action=reverse("assignment-add", args=[cohort.pk]), fields=fields, what=what
+            )
         assignment = cohort_services.assignment_add(
             cohort=cohort,
             reviewer=reviewer_named(username),
@@ -302,12 +319,13 @@ def assignment_remove(request, cohort_id: int, assignment_id: int):
 @require_POST
 def assignment_reassign(request, cohort_id: int, assignment_id: int):
     assignment = _get_assignment_for_coordinator(request, cohort_id, assignment_id)
-    username, previous = request.POST.get("reviewer", "").strip(), assignment.reviewer.username
+    previous, success = assignment.reviewer.username, ""
     with page_errors() as outcome:
+        username = validated(AssignmentReassignApi.InputSerializer, request.POST)["reviewer"]
         assignment = cohort_services.assignment_reassign(
             assignment=assignment, reviewer=reviewer_named(username), user=request.user
         )
-    success = f"{assignment.proposal.external_id} moved from {previous} to {username}."
+        success = f"{assignment.proposal.external_id} moved from {previous} to {username}."
     return _after_assignment_change(request, cohort_id, outcome, success)
 
 
