@@ -118,22 +118,30 @@ def _parsed(entry: Entry, number: int) -> Parsed:
     return records.identify(Parsed(number, None if problems else reference, problems, warnings))
 
 
-def _bare(value: str | None) -> str:
+def _unenclosed(value: str | None) -> str:
     """A value without its enclosing braces or quotes (an entry read despite a repeated field keeps them)."""
     value = (value or "").strip()
     if len(value) > 1 and value[0] + value[-1] in ("{}", '""'):
         value = value[1:-1]
-    return clean(value)
+    return value
+
+
+def _bare(value: str | None) -> str:
+    """A value without its enclosing braces or quotes, its whitespace collapsed."""
+    return clean(_unenclosed(value))
 
 
 def _text(value: str | None) -> str:
     """LaTeX decoded, protective braces removed, whitespace collapsed. Accents, letters and escaped characters are
-    decoded here; what else has a command or math goes to pylatexenc's decoder."""
-    value = _bare(value)
-    if "\\" in value:
-        value = _ESCAPED.sub(r"\1", _LETTER.sub(_letter, _ACCENT.sub(_accented, value)))
+    decoded here; what else has a command or math goes to pylatexenc's decoder. Text without either is cleaned
+    once, at the end (removing braces and ties leaves nothing that collapsing whitespace first would change)."""
+    value = _unenclosed(value)
     if "\\" in value or "$" in value:
-        return clean(_latex.latex_to_text(value))
+        value = clean(value)
+        if "\\" in value:
+            value = _ESCAPED.sub(r"\1", _LETTER.sub(_letter, _ACCENT.sub(_accented, value)))
+        if "\\" in value or "$" in value:
+            return clean(_latex.latex_to_text(value))
     if "{" in value or "}" in value:
         value = value.replace("{", "").replace("}", "")
     return clean(value.replace("~", " ") if "~" in value else value)
