@@ -19,6 +19,7 @@ from reviewapp.benchmarks.services.imports import benchmark_import_file
 from reviewapp.benchmarks.study_tables import study_json
 from reviewapp.services.imports import ImportInvalid
 from tests import factories
+from tests.api_schema_support import answer_problems, api_schema
 from tests.benchmark_support import hypothesis, import_json, make_set, scores, task
 
 TASKS = [f"T{i}" for i in range(1, 11)]
@@ -237,6 +238,13 @@ def test_the_page_the_api_and_analysis_json_show_the_section(methods_set, analys
     assert section["seed"] == 20261025 and len(section["tables"]["generation-methods"]["rows"]) == 12
     figure = analyst.get(f"/benchmarks/{methods_set.pk}/figures/generation-methods.png")
     assert figure.status_code == 200 and figure["Content-Type"] == "image/png"
+
+
+def test_the_sections_api_answer_matches_the_schema(methods_set, analyst):
+    body = analyst.get(f"/api/v1/benchmarks/{methods_set.pk}/statistics").json()
+    assert body["study"]["generation_methods"]["method_comparisons"]
+    problems = answer_problems(api_schema(), "/api/v1/benchmarks/{benchmark_id}/statistics", "get", 200, body)
+    assert problems == [], "\n".join(problems)
 
 
 def test_a_set_of_one_method_says_what_to_import(db, analyst):
