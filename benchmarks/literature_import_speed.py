@@ -18,6 +18,8 @@ lines split into tag and value for MEDLINE and RIS), which is the floor. It repo
   writing process's own CPU. A first import does that work besides reading the file, which costs at least the bare
   parse: when that CPU is twice the bare parse or more, the import's goal of 3× is out of reach whatever its reader
   costs. The least a one-process import can take, the bare parse plus that CPU, is printed beside it;
+- beside each import and re-import, the machine's load average over the last minute (the ratios hold figure and
+  floor to the same load, but a shared machine's ratios still spread more when it is busy);
 - the PubMed import's wall time, process start to exit (target ≤ 40 s for 100,000 records) and the peak resident
   memory of the import processes (their own rusage, Django included; ≤ 300 MB).
 
@@ -381,15 +383,17 @@ def measure_format(results: Results, env: dict, folder: Path, format: str, recor
     own_cpu = 1e6 * written["cpu"] / written["records"]
     print(f"Importing {path.name} ({megabytes:,.0f} MB)…", flush=True)
     seconds, wall, peak, output = import_seconds(env, command)
+    load = os.getloadavg()[0]  # the machine's, over the last minute: a busy one slows figure and floor alike
     assert f"Imported {records} references" in output and f"{records} new" in output, output
     floors.append(child("--bare-parse"))
     references.append(child("--reference"))
-    again = []
+    again, repeat_loads = [], []
     for _ in range(repeats):
         print("Importing the same file again…", flush=True)
         repeat_seconds, repeat_wall, repeat_peak, output = import_seconds(env, command)
         assert f"{records} unchanged" in output, output
         again.append((repeat_seconds, repeat_wall, repeat_peak))
+        repeat_loads.append(os.getloadavg()[0])
         floors.append(child("--bare-parse"))
     floor_seconds = statistics.median(floors)
     reference_seconds = statistics.median(references)
@@ -402,7 +406,7 @@ def measure_format(results: Results, env: dict, folder: Path, format: str, recor
         IMPORT_GOAL,
         floor_name=f"{REFERENCE_NAMES[format]} + a psycopg COPY of id, title and abstract (median of 2)",
         scale=per_record,
-        note=f"({megabytes:,.0f} MB file; {wall:.1f} s with the process's start)",
+        note=f"({megabytes:,.0f} MB file; {wall:.1f} s with the process's start; load average {load:.1f})",
     )
     results.ratio(
         f"{format} import, to the bare parse",
@@ -441,6 +445,7 @@ def measure_format(results: Results, env: dict, folder: Path, format: str, recor
         reimport_goal,
         floor_name=reimport_floor,
         scale=per_record,
+        note=f"(load average {', '.join(f'{value:.1f}' for value in repeat_loads)})",
     )
     if format == "pubmed_xml":
         results.record(
