@@ -1545,7 +1545,7 @@ def direction_plot(statistics: BenchmarkStatistics):
     axes.set_xlim(-5, 105)
     axes.set_yticks(range(len(rows)), [row["rule"] for row in rows], fontsize=8)
     axes.invert_yaxis()
-    axes.legend(fontsize=8, loc="lower right")
+    figure.legend(fontsize=8, loc="outside lower center", ncols=2)  # below the axes, never over a point
     axes.set_xlabel("Right answers, percent (95% interval over article resamples)")
     axes.set_title("Accuracy on statements the rule labelled and did not label", fontsize=11)
     return figure
