@@ -488,3 +488,21 @@ def test_a_seed_001_set_has_every_forecasting_models_own_list(db, scripted):
     for generator in statistics.generators:
         assert generator.models_without_full_list == ()
         assert sorted(item.model for item in generator.single_model_lists) == sorted(FORECASTERS)
+
+
+def test_a_runs_votes_answer_its_question_and_imported_answers_under_another_instruction_join_them(db, scripted):
+    from reviewapp.benchmarks.services.imports import benchmark_import_file
+
+    script, server = scripted
+    script.forecast[STAGE1] = lambda items, attempt: forecast_reply({label: True for label, _ in items})
+    benchmark, (run,) = run_seed_001_set(server)
+    assert run.status == Run.Status.COMPLETED, run.error
+    first = benchmark.hypotheses.order_by("pk").first()
+    content = f"task,hypothesis,instruction,model,answer\nT1,{first.key},single,{STAGE1},no\n"
+    benchmark_import_file(benchmark=benchmark, filename="single.csv", content=content.encode(), user=None)
+    rows = {row.key: row for row in benchmark_rows(benchmark)}
+    # The set asks the short question: every row's votes are its answers; the imported one stands beside them.
+    assert all(row.instruction_forecasts["short"] == row.forecasts for row in rows.values())
+    assert rows[first.key].instruction_forecasts["short"][STAGE1] is True
+    assert rows[first.key].instruction_forecasts["single"] == {STAGE1: False}
+    assert all("single" not in row.instruction_forecasts for key, row in rows.items() if key != first.key)
