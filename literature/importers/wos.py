@@ -34,6 +34,7 @@ from literature.models import Reference
 _TAG_LINE = re.compile(r"^([A-Z][A-Z0-9])(?: (.*))?$")
 # Every tag of a record's text and its value, the value's continuation lines kept after their line feeds.
 _FIELD = re.compile(r"^([A-Z][A-Z0-9]) (.*(?:\n(?![A-Z][A-Z0-9](?: |$)).*)*)", re.MULTILINE)
+# Where a value's next line starts, its indent included: a list (AU, AF) split there has its items without indents.
 _CONTINUED = re.compile(r"\n\s*")
 # The tags a record's lines can be warned about, read alone from a record the corpus holds.
 _DATED = re.compile(r"^(PY|PD) (.*)$", re.MULTILINE)
@@ -46,6 +47,7 @@ _PT_ER_EF_OR_BLANK = re.compile(rb"\n(?:ER|PT|EF|[\s\x1c-\x1f]*(?:\n|$))")
 _AFTER_ER = (b" ", b"\n", b"\r", b"")
 _YEAR = re.compile(r"\b(\d{4})\b")
 _DAY = re.compile(r"^\d{1,2}$")
+_DATE_WORD_BREAK = re.compile(r"[\s-]+")
 
 
 @dataclass(slots=True)
@@ -217,7 +219,7 @@ def _parsed(record: _Record | _Span, digest: str | None = None) -> Parsed:
         title=title,
         abstract=abstract,
         journal=_text(fields, "SO"),
-        authors=[name for name in map(clean, names.split("\n")) if name],
+        authors=[name for name in map(clean, _CONTINUED.split(names)) if name],
         published=published,
         published_precision=precision,
         raw=record.raw,
@@ -256,7 +258,7 @@ def _published(py: str, pd: str, number: int, warnings: list[Problem]):
     if not py and not pd:
         return None, records.PRECISION_UNKNOWN
     year = py or next(iter(_YEAR.findall(pd)), "")
-    words = [word for word in re.split(r"[\s-]+", _YEAR.sub(" ", pd)) if word]
+    words = [word for word in _DATE_WORD_BREAK.split(_YEAR.sub(" ", pd)) if word]
     month = words[0] if words and records.month_number(words[0]) else ""
     day = words[1] if month and len(words) > 1 and _DAY.match(words[1]) else ""
     try:
