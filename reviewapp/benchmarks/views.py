@@ -379,7 +379,8 @@ def _sections(statistics) -> list[dict]:
                 "seed": statistics.seeds.get(section.seed_family) if section.seed_family else None,
                 "tables": tables,
                 "filled": any(entry["table"].rows for entry in tables),
-                "notes": [note for entry in tables for note in entry["table"].notes],
+                # Tables of one section that lack the same data say so in the same words: once is enough.
+                "notes": list(dict.fromkeys(note for entry in tables for note in entry["table"].notes)),
                 # The seed another published passage names for this analysis, with the rest of the seeds kept.
                 "other_seed_query": _other_seed_query(statistics.seeds, section.seed_family, section.other_seed)
                 if section.seed_family and section.other_seed is not None

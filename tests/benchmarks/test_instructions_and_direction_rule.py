@@ -356,3 +356,12 @@ def test_the_filled_sections_match_the_statistics_schema(fixture, request, db, c
     assert body["study"]["instruction_comparison" if fixture == "instructions_set" else "direction_rule"]
     problems = answer_problems(api_schema(), "/api/v1/benchmarks/{benchmark_id}/statistics", "get", 200, body)
     assert problems == [], "\n".join(problems)
+
+
+def test_an_empty_sections_reason_shared_by_its_tables_is_said_once(db, client):
+    benchmark = make_set({"tasks": [task("T1")], "hypotheses": [hypothesis("T1", "h1")]})
+    client.force_login(factories.make_user("analyst"))
+    page = client.get(f"/benchmarks/{benchmark.pk}/statistics/").content.decode()
+    section = page[page.index('id="instruction-comparison"') :]
+    section = section[: section.index("</section>")]
+    assert section.count("have answers under fewer than two instructions") == 1
