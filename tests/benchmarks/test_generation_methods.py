@@ -8,6 +8,7 @@ import itertools
 
 import numpy as np
 import pytest
+from django.urls import reverse
 from openpyxl import Workbook
 from scipy.stats import permutation_test
 from statsmodels.stats.multitest import multipletests
@@ -21,6 +22,7 @@ from reviewapp.services.imports import ImportInvalid
 from tests import factories
 from tests.api_schema_support import answer_problems, api_schema
 from tests.benchmark_support import hypothesis, import_json, make_set, scores, task
+from tests.browser_support import assert_page_fits, settle
 
 TASKS = [f"T{i}" for i in range(1, 11)]
 ONE, MULTI, OMEGA = "one request", "multi-step", "Omega Point"
@@ -322,3 +324,22 @@ def test_csv_and_xlsx_files_carry_method_round_and_the_sets_left_out(db):
             "generator", "method", "generation_round", "reason"
         )
     ) == [("Gen Alpha", "multi-step", 2, "cut_reply"), ("Gen Beta", "Omega Point", 1, "refusal")]
+
+
+@pytest.mark.browser
+@pytest.mark.django_db(transaction=True)
+def test_the_filled_section_fits_a_phone_and_a_desktop_and_is_axe_clean(live_server, page, client, monkeypatch):
+    monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")  # the ORM is used beside Playwright's event loop
+    benchmark = make_set(_data())
+    client.force_login(factories.make_user("analyst", username="analyst-methods"))
+    page.context.add_cookies(
+        [{"name": "sessionid", "value": client.cookies["sessionid"].value, "url": live_server.url}]
+    )
+    assert page.goto(live_server.url + reverse("benchmark-statistics", args=[benchmark.pk])).status == 200
+    assert page.locator("nav.contents-bar a[href='#generation-methods'] + .badge").inner_text() == "filled"
+    section = page.locator("section#generation-methods")
+    assert "Seed 001, appendix Н.1" in section.locator("h2").inner_text()
+    assert section.locator("table").count() == 5 and section.locator("img").count() >= 1
+    section.scroll_into_view_if_needed()
+    settle(page)
+    assert_page_fits(page, "statistics page", "generation methods")
