@@ -14,9 +14,6 @@ from tests.benchmarks.test_appendix_analyses import study_data
 
 # Answers still described in prose only; none may be added.
 UNTYPED = {
-    ("get", "/api/v1/cohorts/{cohort_id}/calibration"),
-    ("get", "/api/v1/cohorts/{cohort_id}/ai-panel"),
-    ("get", "/api/v1/ai-panel/subjects/{subject_id}"),
     ("get", "/api/v1/inspiration/audits/{audit_id}"),
     ("get", "/api/v1/cohorts/{cohort_id}/paths"),
     ("get", "/api/v1/cohorts/{cohort_id}/research-runs"),

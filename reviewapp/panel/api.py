@@ -7,8 +7,7 @@ here (and nothing of the panel appears anywhere a reviewer can go).
 """
 
 from django.urls import path, reverse
-from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiResponse, extend_schema
+from drf_spectacular.utils import extend_schema, extend_schema_field
 from rest_framework import serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -54,11 +53,6 @@ JOB_ERRORS = {
     409: ("panel_running", "critique_running"),
     503: ("not_configured", "queue_unavailable"),
 }
-
-
-def _described(description: str):
-    """A computed answer documented by its description (its fields follow the page of the same name)."""
-    return extend_schema(responses=OpenApiResponse(OpenApiTypes.OBJECT, description=description))
 
 
 def _eligible(value: str):
@@ -110,6 +104,103 @@ def revision_as_dict(revision: selectors.RevisionRow | None) -> dict | None:
 DIMENSIONS = [{"key": dimension.key, "weight": dimension.weight} for dimension in rules.DIMENSIONS]
 
 
+@extend_schema_field({"oneOf": [{"type": "boolean"}, {"type": "string", "enum": [rules.UNKNOWN]}], "nullable": True})
+class EligibleField(serializers.Field):
+    """true, false or "unknown"; null for a review that failed."""
+
+    def to_representation(self, value):
+        return value
+
+
+@extend_schema_field(
+    {
+        "oneOf": [
+            {"type": "integer", "minimum": rules.LOWEST, "maximum": rules.HIGHEST},
+            {"type": "string", "enum": list(rules.SCORE_WORDS)},
+        ]
+    }
+)
+class ScoreField(serializers.Field):
+    """A score from 1 to 10, or "unknown" or "inapplicable"."""
+
+    def to_representation(self, value):
+        return value
+
+
+class DimensionSerializer(serializers.Serializer):
+    key = serializers.CharField()
+    weight = serializers.IntegerField(help_text="its weight in Q; the weights sum to 100")
+
+
+class PanelReviewSerializer(serializers.Serializer):
+    role = serializers.CharField()
+    state = serializers.CharField()
+    eligible = EligibleField()
+    scores = serializers.DictField(child=ScoreField(), help_text="dimension → score; empty for a failed review")
+    rationale = serializers.CharField()
+    simulated = serializers.BooleanField()
+    model = serializers.CharField()
+    prompt_version = serializers.CharField()
+    error = serializers.CharField()
+
+
+class CoverageSerializer(serializers.Serializer):
+    reviews = serializers.IntegerField(help_text="roles whose review succeeded")
+    failed_roles = serializers.ListField(child=serializers.CharField())
+    eligible_votes = serializers.IntegerField()
+    medians_known = serializers.IntegerField()
+    inapplicable = serializers.ListField(
+        child=serializers.CharField(), help_text="dimensions most reviewers called inapplicable"
+    )
+
+
+class RevisionSerializer(serializers.Serializer):
+    predecessor = serializers.CharField(help_text="the revised proposal's id")
+    state = serializers.CharField(help_text="done, failed or not_judged")
+    category = serializers.CharField(allow_null=True, help_text="null until judged")
+    rationale = serializers.CharField()
+    delta_q = serializers.FloatField(allow_null=True, help_text="Q of this proposal minus its predecessor's")
+
+
+class ProfileSerializer(serializers.Serializer):
+    """A reviewed hypothesis's profile (docs/protocol.md): its reviews, medians, Q and coverage."""
+
+    reviews = PanelReviewSerializer(many=True)
+    medians = serializers.DictField(
+        child=serializers.FloatField(allow_null=True), help_text="dimension → median; null with fewer than two scores"
+    )
+    q = serializers.FloatField(allow_null=True, help_text="null unless every median exists")
+    complete = serializers.BooleanField(help_text="all three roles reviewed")
+    coverage = CoverageSerializer()
+    revision = RevisionSerializer(allow_null=True, help_text="a revised proposal's revision judgment")
+
+
+class PanelProposalSerializer(ProfileSerializer):
+    id = serializers.CharField(help_text="the proposal's id")
+    task = serializers.CharField()
+
+
+class RevisionsSerializer(serializers.Serializer):
+    judged = serializers.IntegerField()
+    counts = serializers.DictField(child=serializers.IntegerField(), help_text="revision category → judgments")
+    substantive_progress_rate = serializers.FloatField(allow_null=True)
+    useful_step_rate = serializers.FloatField(allow_null=True)
+    repetition_rate = serializers.FloatField(allow_null=True)
+    insufficient_evidence_rate = serializers.FloatField(allow_null=True)
+    delta_q_pairs = serializers.IntegerField()
+    mean_delta_q = serializers.FloatField(allow_null=True)
+
+
+class CohortPanelSerializer(serializers.Serializer):
+    state = serializers.CharField(help_text="the latest panel job's state, or not_started")
+    job = serializers.IntegerField(allow_null=True)
+    prompt_version = serializers.CharField()
+    simulated = serializers.BooleanField()
+    dimensions = DimensionSerializer(many=True)
+    proposals = PanelProposalSerializer(many=True)
+    revisions = RevisionsSerializer()
+
+
 class CohortPanelStartApi(APIView):
     permission_classes = [IsCoordinator]
 
@@ -132,11 +223,8 @@ class CohortPanelStartApi(APIView):
 class CohortPanelApi(APIView):
     permission_classes = [CanReadAll]
 
-    @_described(
-        "`state`, `job`, `prompt_version`, `simulated`, `dimensions` [{key, weight}], `proposals` [{id, task, reviews "
-        "[{role, state, eligible, scores, rationale, simulated, model, prompt_version, error}], medians, q, complete, "
-        "coverage, revision}], `revisions` (counts and rates of the revision judgments)."
-    )
+    OutputSerializer = CohortPanelSerializer
+
     def get(self, request, cohort_id: int):
         cohort = cohort_for_user(user=request.user, cohort_id=cohort_id)
         result = selectors.cohort_panel(cohort, with_rationale=True)
@@ -359,6 +447,25 @@ class CalibrationFigureSerializer(serializers.Serializer):
     undefined_resamples = serializers.IntegerField()
 
 
+class DimensionFigureSerializer(CalibrationFigureSerializer):
+    criterion = serializers.CharField(help_text="the closest human criterion")
+
+
+class WithinTasksFigureSerializer(CalibrationFigureSerializer):
+    tasks = serializers.IntegerField(help_text="tasks with enough proposals")
+
+
+class RejectShareFigureSerializer(CalibrationFigureSerializer):
+    reviews = serializers.IntegerField()
+    rejects = serializers.IntegerField()
+    cut = serializers.FloatField(allow_null=True, help_text="the quarter's Q cut; null without proposals")
+
+
+class RejectSharesSerializer(serializers.Serializer):
+    top_quarter = RejectShareFigureSerializer()
+    bottom_quarter = RejectShareFigureSerializer()
+
+
 class ReferenceDiagnosticsSerializer(serializers.Serializer):
     """The calibration answer's `reference`: development diagnostics of each role against the fresh-context
     reference (docs/protocol.md#fresh-context-references), apart from the human calibration."""
@@ -389,14 +496,20 @@ class ReferenceDiagnosticsSerializer(serializers.Serializer):
 class CalibrationApi(APIView):
     permission_classes = [CanReadAll]
 
-    @_described(
-        "`proposals`, `tasks`, `resamples`, `seed`, `q_vs_overall`, `dimensions` (each with its closest criterion), "
-        "`s_vs_overall_within_tasks`, `reject_share` {top_quarter, bottom_quarter}; each figure "
-        "`{estimate, low, high, n}`. Apart from the human calibration, `reference`: each role against the "
-        "fresh-context reference (ReferenceDiagnosticsSerializer: `configured`, `models`, `simulated`, `reviewed`, "
-        "`failed`, `tasks`, `resamples`, `seed`, `roles` [{role, reviews, weighted, dimensions, "
-        "absolute_difference}])."
-    )
+    class OutputSerializer(serializers.Serializer):
+        """The panel against the human reviews (docs/protocol.md#calibration), and apart from it each role against
+        the fresh-context reference."""
+
+        proposals = serializers.IntegerField()
+        tasks = serializers.IntegerField()
+        resamples = serializers.IntegerField()
+        seed = serializers.IntegerField()
+        q_vs_overall = CalibrationFigureSerializer()
+        dimensions = serializers.DictField(child=DimensionFigureSerializer(), help_text="AI dimension → its figure")
+        s_vs_overall_within_tasks = WithinTasksFigureSerializer()
+        reject_share = RejectSharesSerializer()
+        reference = ReferenceDiagnosticsSerializer()
+
     def get(self, request, cohort_id: int):
         cohort = cohort_for_user(user=request.user, cohort_id=cohort_id)
         return Response(
@@ -485,11 +598,14 @@ class HypothesesPanelStartApi(APIView):
 class SubjectApi(APIView):
     permission_classes = [CanReadAll]
 
-    @_described(
-        "One profile: `id`, `title`, `dimensions`, `reviews` (as in the cohort's panel), `medians`, `q`, `complete`, "
-        "`coverage`, `revision`, `reference` (the fresh-context reference's review, as a review with role "
-        "`reference_reviewer`, or null)."
-    )
+    class OutputSerializer(ProfileSerializer):
+        id = serializers.IntegerField()
+        title = serializers.CharField()
+        dimensions = DimensionSerializer(many=True)
+        reference = PanelReviewSerializer(
+            allow_null=True, help_text="the fresh-context reference's review (role reference_reviewer), or null"
+        )
+
     def get(self, request, subject_id: int):
         found = selectors.subject_profile(subject_id)
         if found is None:

@@ -6,6 +6,7 @@ from rest_framework.test import APIClient
 
 from reviewapp.panel.models import Comparison, PanelSubject
 from reviewapp.panel.profile import DIMENSION_KEYS
+from tests.api_schema_support import answer_problems, api_schema
 from tests.benchmark_support import hypothesis, make_set, task
 from tests.panel.support import make_cohort, proposal, review_reply
 
@@ -15,12 +16,25 @@ def api():
     return APIClient()
 
 
+@pytest.fixture(scope="module")
+def schema(django_db_blocker):
+    with django_db_blocker.unblock():
+        return api_schema()
+
+
 @pytest.fixture
 def cohort(db, coordinator):
     return make_cohort(
         [proposal("p1", "T-A"), proposal("p2", "T-A"), proposal("p3", "T-A", parents=["p1"]), proposal("q1", "T-B")],
         user=coordinator,
     )
+
+
+def api_get(api, user, url: str) -> dict:
+    api.force_authenticate(user)
+    answer = api.get(url)
+    assert answer.status_code == 200, answer.content[:300]
+    return answer.json()
 
 
 def test_starting_the_panel_answers_202_with_the_job(api, models, cohort, coordinator, analyst, reviewer):
@@ -39,7 +53,10 @@ def test_starting_the_panel_answers_202_with_the_job(api, models, cohort, coordi
     assert api.post("/api/v1/cohorts/999999/ai-panel", {}, format="json").status_code == 404
 
 
-def test_the_panel_reads_as_documented(api, models, script, cohort, coordinator, analyst, run_job):
+def test_the_panel_reads_as_documented(api, models, script, cohort, coordinator, analyst, run_job, schema):
+    unstarted = api_get(api, analyst, f"/api/v1/cohorts/{cohort.pk}/ai-panel")
+    assert unstarted["state"] == "not_started" and unstarted["job"] is None
+    assert answer_problems(schema, "/api/v1/cohorts/{cohort_id}/ai-panel", "get", 200, unstarted) == []
     statement = proposal("p2", "T-A")["statement"]
     script.reviews[("rubric_judge", statement)] = [
         review_reply({"novelty": "unknown", "actionability": "inapplicable"}, eligible="unknown")
@@ -79,6 +96,7 @@ def test_the_panel_reads_as_documented(api, models, script, cohort, coordinator,
     )
     assert rows["p3"]["revision"]["delta_q"] == 0.0
     assert body["revisions"]["judged"] == 1 and body["revisions"]["substantive_progress_rate"] == 1.0
+    assert answer_problems(schema, "/api/v1/cohorts/{cohort_id}/ai-panel", "get", 200, body) == []
 
 
 def test_comparisons_import_list_ratings_and_recompute(api, models, cohort, coordinator, analyst):
@@ -138,7 +156,7 @@ def test_starting_the_critique(api, models, cohort, coordinator):
     assert api.post(url, {"per_proposal": 2, "seed": 7}, format="json").json()["error"] == "critique_running"
 
 
-def test_calibration_answers_every_figure_with_its_interval(api, models, cohort, analyst):
+def test_calibration_answers_every_figure_with_its_interval(api, models, cohort, analyst, schema):
     api.force_authenticate(analyst)
     body = api.get(f"/api/v1/cohorts/{cohort.pk}/calibration").json()
     assert body["proposals"] == 0
@@ -152,9 +170,10 @@ def test_calibration_answers_every_figure_with_its_interval(api, models, cohort,
     for figure in figures:
         assert {"estimate", "low", "high", "n"} <= set(figure)
     assert body["dimensions"]["novelty"]["criterion"] == "advance_over_known_work"
+    assert answer_problems(schema, "/api/v1/cohorts/{cohort_id}/calibration", "get", 200, body) == []
 
 
-def test_prompts_and_subjects_and_hypotheses(api, models, script, coordinator, analyst, run_job):
+def test_prompts_and_subjects_and_hypotheses(api, models, script, coordinator, analyst, run_job, schema):
     benchmark = make_set({"tasks": [task("B1")], "hypotheses": [hypothesis("B1", "h1")]}, name="API set")
     api.force_authenticate(coordinator)
     assert (
@@ -169,6 +188,7 @@ def test_prompts_and_subjects_and_hypotheses(api, models, script, coordinator, a
     api.force_authenticate(analyst)
     profile = api.get(f"/api/v1/ai-panel/subjects/{subject.pk}").json()
     assert profile["q"] == 5.0 and profile["title"] == "h1 of API set" and len(profile["reviews"]) == 3
+    assert answer_problems(schema, "/api/v1/ai-panel/subjects/{subject_id}", "get", 200, profile) == []
     assert api.get("/api/v1/ai-panel/subjects/999999").status_code == 404
     prompts = api.get("/api/v1/ai-panel/prompts").json()
     assert prompts["version"] == "panel-v1"
