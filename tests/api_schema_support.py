@@ -55,3 +55,8 @@ def _deepest(error):
 
 def _where(error) -> str:
     return f"{'/'.join(str(part) for part in error.absolute_path)}: {error.message[:300]}"
+
+
+def assert_conforms(schema: dict, path: str, body, *, method: str = "get", status: int = 200) -> None:
+    problems = answer_problems(schema, path, method, status, body)
+    assert not problems, "\n".join(problems)

@@ -4,8 +4,7 @@ GET /api/v1/inspiration/cutoffs; PUT/DELETE /api/v1/inspiration/cutoffs/{group}
 GET/POST /api/v1/inspiration/audits; GET /api/v1/inspiration/audits/{id}
 """
 
-from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiResponse, extend_schema
+from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -197,7 +196,7 @@ def audit_data(audit: InspirationAudit, items) -> dict:
         "created_at": audit.created_at,
         "finished_at": audit.finished_at,
         "cutoffs": audit.cutoffs,
-        "corpus": audit.corpus,
+        "corpus": audit.corpus or None,
         "judge": audit.judge,
         "prompt": {"version": audit.prompt.get("version"), "sha256": audit.prompt.get("sha256")},
         "totals": report["totals"],
@@ -212,6 +211,163 @@ def audit_data(audit: InspirationAudit, items) -> dict:
     }
 
 
+class _Counts(serializers.Serializer):
+    """A population's counts; each share has the counts it is made of beside it."""
+
+    versions = serializers.IntegerField()
+    retrieved = serializers.IntegerField()
+    judged = serializers.IntegerField()
+    failed = serializers.IntegerField()
+    positive = serializers.IntegerField()
+    negative = serializers.IntegerField()
+    unverified = serializers.IntegerField(help_text="judged positive by the model, refused by the quote check")
+    pending = serializers.IntegerField()
+
+
+class _Shares(_Counts):
+    rate = serializers.FloatField(allow_null=True, help_text="positive / versions; null without versions")
+    retrieval_coverage = serializers.FloatField(allow_null=True)
+    positive_given_retrieved = serializers.FloatField(allow_null=True)
+
+
+class AuditTotalsSerializer(_Counts):
+    date_too_coarse = serializers.IntegerField()
+    judgments = serializers.IntegerField()
+    replayed = serializers.IntegerField()
+
+
+class AuditGroupSerializer(_Shares):
+    group = serializers.CharField()
+    cutoff = serializers.CharField(allow_null=True)
+    precision = serializers.CharField(allow_null=True)
+    date_too_coarse = serializers.IntegerField()
+
+
+class AuditDomainSerializer(_Shares):
+    domain = serializers.CharField()
+
+
+class TitleDiagnosticSerializer(serializers.Serializer):
+    versions = serializers.IntegerField()
+    retrieved_with_text = serializers.IntegerField()
+    retrieved_with_title = serializers.IntegerField()
+    change = serializers.IntegerField()
+    coverage_with_text = serializers.FloatField(allow_null=True)
+    coverage_with_title = serializers.FloatField(allow_null=True)
+
+
+class TitleDiagnosticGroupSerializer(TitleDiagnosticSerializer):
+    group = serializers.CharField()
+
+
+class TitleDiagnosticResultSerializer(TitleDiagnosticSerializer):
+    by_group = TitleDiagnosticGroupSerializer(many=True)
+
+
+class CutoffSnapshotSerializer(serializers.Serializer):
+    cutoff = serializers.CharField()
+    precision = serializers.CharField()
+    last_day = serializers.DateField()
+    later_from = serializers.DateField(help_text="the first day of the group's later literature within the window")
+    note = serializers.CharField()
+
+
+class CorpusSnapshotSerializer(serializers.Serializer):
+    references = serializers.IntegerField()
+    dated = serializers.IntegerField()
+    fingerprint = serializers.CharField()
+    window_start = serializers.DateField(allow_null=True)
+    window_end = serializers.DateField(allow_null=True)
+    in_window = serializers.IntegerField(help_text="references whose publication period starts within the window")
+    date_too_coarse = serializers.IntegerField()
+    date_too_coarse_by_group = serializers.DictField(child=serializers.IntegerField())
+
+
+class JudgeSnapshotSerializer(serializers.Serializer):
+    display_name = serializers.CharField()
+    company = serializers.CharField()
+    model_id = serializers.CharField()
+    protocol = serializers.CharField()
+    simulated = serializers.BooleanField()
+    temperature = serializers.FloatField(allow_null=True)
+    request_seed = serializers.IntegerField(allow_null=True)
+    simulator = serializers.DictField(
+        child=serializers.FloatField(allow_null=True),
+        allow_null=True,
+        required=False,
+        help_text="a simulated judge's server settings (seed and fault shares); null when none answered",
+    )
+
+
+class PromptSnapshotSerializer(serializers.Serializer):
+    version = serializers.CharField()
+    sha256 = serializers.CharField()
+
+
+class ReplayCheckSerializer(serializers.Serializer):
+    of = serializers.IntegerField()
+    replayed_fingerprint = serializers.CharField(allow_null=True)
+    corpus_matches = serializers.BooleanField(allow_null=True, help_text="null until both snapshots exist")
+    warning = serializers.CharField()
+
+
+class AuditReferenceSerializer(serializers.Serializer):
+    source = serializers.CharField()
+    id = serializers.CharField()
+    title = serializers.CharField()
+    published = serializers.CharField(allow_null=True, help_text="YYYY, YYYY-MM or YYYY-MM-DD as precise as known")
+
+
+class AuditItemSerializer(serializers.Serializer):
+    hypothesis = serializers.CharField()
+    group = serializers.CharField()
+    domain = serializers.CharField()
+    retrieved = serializers.BooleanField()
+    reference = AuditReferenceSerializer(allow_null=True)
+    shared_terms = serializers.ListField(child=serializers.CharField())
+    judgment = serializers.CharField(help_text="not_retrieved, positive, negative, failed or pending")
+    evidence = serializers.CharField()
+    connection = serializers.CharField()
+    reason = serializers.CharField()
+    title_retrieved = serializers.BooleanField(allow_null=True, help_text="null without the title diagnostic")
+
+
+class AuditSerializer(serializers.Serializer):
+    """An inspiration audit (docs/protocol.md#inspiration-audit): its state, population, window, snapshots, every
+    count and its items."""
+
+    id = serializers.IntegerField()
+    state = serializers.CharField()
+    phase = serializers.CharField()
+    error = serializers.CharField()
+    population = serializers.CharField()
+    cohort = serializers.IntegerField(allow_null=True)
+    benchmark = serializers.IntegerField(allow_null=True)
+    runs = serializers.ListField(child=serializers.UUIDField())
+    window_start = serializers.DateField(allow_null=True, help_text="null where the window is open")
+    window_end = serializers.DateField(allow_null=True)
+    title_diagnostic = serializers.BooleanField()
+    replay_of = serializers.IntegerField(allow_null=True)
+    simulated = serializers.BooleanField()
+    progress = serializers.IntegerField()
+    total = serializers.IntegerField()
+    created_at = serializers.DateTimeField()
+    finished_at = serializers.DateTimeField(allow_null=True)
+    cutoffs = serializers.DictField(child=CutoffSnapshotSerializer(), help_text="group → its cutoff")
+    corpus = CorpusSnapshotSerializer(allow_null=True, help_text="null until the audit starts")
+    judge = JudgeSnapshotSerializer()
+    prompt = PromptSnapshotSerializer()
+    totals = AuditTotalsSerializer()
+    rate = serializers.FloatField(allow_null=True)
+    retrieval_coverage = serializers.FloatField(allow_null=True)
+    positive_given_retrieved = serializers.FloatField(allow_null=True)
+    by_group = AuditGroupSerializer(many=True)
+    by_domain = AuditDomainSerializer(many=True)
+    title_diagnostic_result = TitleDiagnosticResultSerializer(allow_null=True)
+    replay = ReplayCheckSerializer(allow_null=True, help_text="for a replay: whether it searched the same corpus")
+    items = AuditItemSerializer(many=True)
+
+
 class AuditItemsQuery(serializers.Serializer):
     group = serializers.CharField(required=False, allow_blank=True, max_length=200)
     judgment = serializers.ChoiceField(choices=OUTCOMES, required=False)
@@ -224,20 +380,8 @@ class AuditDetailApi(APIView):
     permission_classes = [CanReadAll]
     FilterSerializer = AuditItemsQuery
 
-    @extend_schema(
-        responses=OpenApiResponse(
-            OpenApiTypes.OBJECT,
-            description="The audit: `id`, `state`, `phase`, `error`, its population (`population`, `cohort`, "
-            "`benchmark`, `runs`), `window_start`, `window_end` (the publication window, null where open), "
-            "`title_diagnostic`, `replay_of`, `simulated`, `progress`, `total`, `cutoffs` (per group with "
-            "`later_from`, the first day of its later literature within the window), `corpus` (with `window_start`, "
-            "`window_end` and `in_window`, the references whose publication period starts within the window), "
-            "`judge`, `prompt`; the counts `totals`, `rate`, `retrieval_coverage`, "
-            "`positive_given_retrieved`, `by_group`, `by_domain`, `title_diagnostic_result`; and `items` [{hypothesis, "
-            "group, domain, retrieved, reference, shared_terms, judgment, evidence, connection, reason, "
-            "title_retrieved}].",
-        )
-    )
+    OutputSerializer = AuditSerializer
+
     def get(self, request, audit_id: int):
         audit = selectors.audit_get(audit_id=audit_id)
         query = validated_query(AuditItemsQuery, request.query_params)

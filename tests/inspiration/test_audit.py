@@ -10,6 +10,7 @@ from rest_framework.test import APIClient
 
 from reviewapp.inspiration.models import InspirationAudit, InspirationItem, InspirationJudgment
 from reviewapp.inspiration.services import audit_complete_here, audit_create, cutoff_set
+from tests.api_schema_support import api_schema, assert_conforms
 from tests.inspiration.support import (
     METABOLISM,
     R1_QUOTE,
@@ -21,6 +22,8 @@ from tests.inspiration.support import (
     scripted_judge,
 )
 from tests.screening_support import broker_down
+
+AUDIT = "/api/v1/inspiration/audits/{audit_id}"
 
 
 @pytest.fixture
@@ -186,7 +189,9 @@ def test_a_replay_over_a_changed_corpus_is_warned_on_its_page_and_in_the_api(cli
     assert 'id="replay-warning"' in page and "corpus changed" in page
     api = APIClient()
     api.force_authenticate(coordinator)
-    assert api.get(f"/api/v1/inspiration/audits/{second.pk}").json()["replay"]["corpus_matches"] is False
+    body = api.get(f"/api/v1/inspiration/audits/{second.pk}").json()
+    assert body["replay"]["corpus_matches"] is False
+    assert_conforms(api_schema(), AUDIT, body)
 
 
 def test_an_audit_records_that_its_judge_is_sent_no_seed(client, cohort, judge, coordinator):
@@ -306,6 +311,7 @@ def test_the_window_is_given_reported_and_checked_through_the_api_and_the_pages(
     body = api.get(f"/api/v1/inspiration/audits/{started.json()['id']}").json()
     assert (body["window_start"], body["window_end"]) == ("2025-04-01", "2026-10-14")
     assert (body["corpus"]["window_start"], body["corpus"]["window_end"]) == ("2025-04-01", "2026-10-14")
+    assert_conforms(api_schema(), AUDIT, body)
     rows = api.get("/api/v1/inspiration/audits").json()["results"]
     assert (rows[0]["window_start"], rows[0]["window_end"]) == ("2025-04-01", "2026-10-14")
 
@@ -367,12 +373,17 @@ def test_the_api_answers_the_audit_with_every_count_and_item(cohort, judge, coor
 
     started = client.post("/api/v1/inspiration/audits", {"cohort": cohort.pk}, format="json")
     assert started.status_code == 202 and started.json()["state"] == "pending"
-    audit_complete_here(audit_id=started.json()["id"])
-
     reader = APIClient()
     reader.force_authenticate(analyst)
+    schema = api_schema()
+    pending = reader.get(f"/api/v1/inspiration/audits/{started.json()['id']}").json()
+    assert pending["state"] == "pending" and pending["corpus"] is None
+    assert_conforms(schema, AUDIT, pending)
+    audit_complete_here(audit_id=started.json()["id"])
+
     body = reader.get(f"/api/v1/inspiration/audits/{started.json()['id']}").json()
     assert body["state"] == "done"
+    assert_conforms(schema, AUDIT, body)
     assert {
         k: body["totals"][k] for k in ("versions", "retrieved", "judged", "failed", "positive", "date_too_coarse")
     } == {

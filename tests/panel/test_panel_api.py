@@ -6,7 +6,7 @@ from rest_framework.test import APIClient
 
 from reviewapp.panel.models import Comparison, PanelSubject
 from reviewapp.panel.profile import DIMENSION_KEYS
-from tests.api_schema_support import answer_problems, api_schema
+from tests.api_schema_support import api_schema, assert_conforms
 from tests.benchmark_support import hypothesis, make_set, task
 from tests.panel.support import make_cohort, proposal, review_reply
 
@@ -56,7 +56,7 @@ def test_starting_the_panel_answers_202_with_the_job(api, models, cohort, coordi
 def test_the_panel_reads_as_documented(api, models, script, cohort, coordinator, analyst, run_job, schema):
     unstarted = api_get(api, analyst, f"/api/v1/cohorts/{cohort.pk}/ai-panel")
     assert unstarted["state"] == "not_started" and unstarted["job"] is None
-    assert answer_problems(schema, "/api/v1/cohorts/{cohort_id}/ai-panel", "get", 200, unstarted) == []
+    assert_conforms(schema, "/api/v1/cohorts/{cohort_id}/ai-panel", unstarted)
     statement = proposal("p2", "T-A")["statement"]
     script.reviews[("rubric_judge", statement)] = [
         review_reply({"novelty": "unknown", "actionability": "inapplicable"}, eligible="unknown")
@@ -96,7 +96,7 @@ def test_the_panel_reads_as_documented(api, models, script, cohort, coordinator,
     )
     assert rows["p3"]["revision"]["delta_q"] == 0.0
     assert body["revisions"]["judged"] == 1 and body["revisions"]["substantive_progress_rate"] == 1.0
-    assert answer_problems(schema, "/api/v1/cohorts/{cohort_id}/ai-panel", "get", 200, body) == []
+    assert_conforms(schema, "/api/v1/cohorts/{cohort_id}/ai-panel", body)
 
 
 def test_comparisons_import_list_ratings_and_recompute(api, models, cohort, coordinator, analyst):
@@ -170,7 +170,7 @@ def test_calibration_answers_every_figure_with_its_interval(api, models, cohort,
     for figure in figures:
         assert {"estimate", "low", "high", "n"} <= set(figure)
     assert body["dimensions"]["novelty"]["criterion"] == "advance_over_known_work"
-    assert answer_problems(schema, "/api/v1/cohorts/{cohort_id}/calibration", "get", 200, body) == []
+    assert_conforms(schema, "/api/v1/cohorts/{cohort_id}/calibration", body)
 
 
 def test_prompts_and_subjects_and_hypotheses(api, models, script, coordinator, analyst, run_job, schema):
@@ -188,7 +188,7 @@ def test_prompts_and_subjects_and_hypotheses(api, models, script, coordinator, a
     api.force_authenticate(analyst)
     profile = api.get(f"/api/v1/ai-panel/subjects/{subject.pk}").json()
     assert profile["q"] == 5.0 and profile["title"] == "h1 of API set" and len(profile["reviews"]) == 3
-    assert answer_problems(schema, "/api/v1/ai-panel/subjects/{subject_id}", "get", 200, profile) == []
+    assert_conforms(schema, "/api/v1/ai-panel/subjects/{subject_id}", profile)
     assert api.get("/api/v1/ai-panel/subjects/999999").status_code == 404
     prompts = api.get("/api/v1/ai-panel/prompts").json()
     assert prompts["version"] == "panel-v1"
