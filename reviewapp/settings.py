@@ -277,6 +277,7 @@ SPECTACULAR_SETTINGS = {
     "ENUM_NAME_OVERRIDES": {
         "ReviewStatusEnum": "reviewapp.panel.models.ReviewStatus",
         "FamilyStatusEnum": "reviewapp.panel.models.FAMILY_STATUSES",
+        "StepStateEnum": "screening.api.runs.STEP_STATES",
     },
 }
 

@@ -143,9 +143,9 @@ def test_a_generated_client_starts_a_public_run_and_reads_it_to_completion(
     drive(Run.objects.get(public_id=started.id))
     finished = run_detail.sync(str(started.id), client=public)
     assert finished.status == "completed"
-    body = finished.to_dict()
-    assert body["counts"]["generated"] == 12 and len(finished.hypotheses) == 12
-    assert set(body["steps"].values()) == {"completed"}
+    assert finished.counts.generated == 12 and len(finished.hypotheses) == 12
+    steps = (finished.steps.generate, finished.steps.stage1, finished.steps.stage2, finished.steps.novelty)
+    assert {step.value for step in steps} == {"completed"}
 
 
 def test_a_generated_client_drives_a_benchmark_set_from_creation_to_statistics(

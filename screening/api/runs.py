@@ -177,6 +177,10 @@ class ScreeningCreateApi(RunCreateApi):
         return [ClientHypothesis(**item) for item in values["hypotheses"]]
 
 
+# A step's states (screening.selectors.run_step_states).
+STEP_STATES = ("pending", "running", "completed", "failed", "skipped")
+
+
 class RunDocument(serializers.Serializer):
     """The fields of a run as RunOutputSerializer writes them (the API's schema reads this)."""
 
@@ -184,14 +188,25 @@ class RunDocument(serializers.Serializer):
         class Literature(serializers.Serializer):
             verdict = serializers.CharField(allow_null=True)
             evidence = serializers.CharField()
-            reference = serializers.JSONField(allow_null=True)
+
+            class Reference(serializers.Serializer):
+                source = serializers.CharField()
+                id = serializers.CharField()
+                title = serializers.CharField()
+                year = serializers.IntegerField(allow_null=True)
+                link = serializers.CharField()
+
+            reference = Reference(allow_null=True, help_text="the reference that reports the hypothesis, if any")
 
         label = serializers.CharField(allow_null=True, help_text="H1…Hn once pooled")
         author_name = serializers.CharField()
         statement = serializers.CharField()
         mechanism = serializers.CharField()
         prediction = serializers.CharField()
-        forecasts = serializers.JSONField(help_text="per forecasting model: its answer")
+        forecasts = serializers.DictField(
+            child=serializers.BooleanField(allow_null=True),
+            help_text="forecasting model → its answer: true, false or null (no vote)",
+        )
         stage1 = serializers.CharField(allow_null=True)
         selected = serializers.BooleanField(allow_null=True)
         delivered = serializers.BooleanField(allow_null=True)
@@ -210,8 +225,22 @@ class RunDocument(serializers.Serializer):
     language = serializers.CharField()
     created_at = serializers.DateTimeField()
     updated_at = serializers.DateTimeField()
-    steps = serializers.JSONField(help_text="each step's state")
-    counts = serializers.JSONField(help_text="generated, discarded, kept, selected, delivered")
+
+    class Steps(serializers.Serializer):
+        generate = serializers.ChoiceField(choices=STEP_STATES)
+        stage1 = serializers.ChoiceField(choices=STEP_STATES)
+        stage2 = serializers.ChoiceField(choices=STEP_STATES)
+        novelty = serializers.ChoiceField(choices=STEP_STATES)
+
+    class Counts(serializers.Serializer):
+        generated = serializers.IntegerField()
+        discarded = serializers.IntegerField()
+        kept = serializers.IntegerField()
+        selected = serializers.IntegerField()
+        delivered = serializers.IntegerField()
+
+    steps = Steps(help_text="each step's state")
+    counts = Counts(help_text="hypotheses at each step")
     hypotheses = Hypothesis(many=True)
     simulated = serializers.BooleanField(required=False)
     translation = TranslationState(required=False)
