@@ -292,6 +292,19 @@ def test_one_of_bodies_lists_and_the_cutoff_form_are_expressed_in_the_schema(sch
         ["username"],
         ["address"],
     ]
+    audit = schema["paths"]["/api/v1/inspiration/audits"]["post"]["requestBody"]["content"]["application/json"]
+    populations = components[audit["schema"]["$ref"].rsplit("/", 1)[-1]]["oneOf"]
+    assert [components[option["$ref"].rsplit("/", 1)[-1]]["required"] for option in populations] == [
+        ["cohort"],
+        ["runs"],
+        ["benchmark"],
+    ]
+    conflict = schema["paths"]["/api/v1/conflicts"]["post"]["requestBody"]["content"]["application/json"]["schema"]
+    named = components[conflict["$ref"].rsplit("/", 1)[-1]]["oneOf"]
+    assert [set(components[option["$ref"].rsplit("/", 1)[-1]]["required"]) for option in named] == [
+        {"reviewer", "kind", "proposal"},
+        {"reviewer", "kind", "author"},
+    ]
     assert components["CutoffInputRequest"]["properties"]["cutoff"]["pattern"] == "^[0-9]{4}-[0-9]{2}(-[0-9]{2})?$"
     assert components["ComparisonsImportInputRequest"]["properties"]["comparisons"]["minItems"] == 1
     assert components["CohortAssignInputRequest"]["properties"]["reviewers"]["minItems"] == 1

@@ -4,7 +4,7 @@ Coordinators and analysts read; only coordinators write. Reviewers get 403 on ev
 """
 
 from django.urls import path
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import PolymorphicProxySerializer, extend_schema
 from rest_framework import serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -276,6 +276,24 @@ class ConflictCreateApi(APIView):
         author = serializers.CharField(required=False, allow_blank=True, default="", max_length=200)
         note = serializers.CharField(required=False, allow_blank=True, default="")
 
+        def validate(self, attrs):
+            if bool(attrs["proposal"]) == bool(attrs["author"].strip()):
+                raise serializers.ValidationError("Give either a proposal or an author.")
+            return attrs
+
+    # The schema says what `validate` checks: a proposal or an author, not both.
+    class ByProposalSerializer(serializers.Serializer):
+        reviewer = serializers.CharField()
+        kind = serializers.ChoiceField(choices=Conflict.Kind.values)
+        proposal = serializers.CharField(help_text="the proposal's external id")
+        note = serializers.CharField(required=False, allow_blank=True)
+
+    class ByAuthorSerializer(serializers.Serializer):
+        reviewer = serializers.CharField()
+        kind = serializers.ChoiceField(choices=Conflict.Kind.values)
+        author = serializers.CharField(max_length=200, help_text="every proposal of this author")
+        note = serializers.CharField(required=False, allow_blank=True)
+
     class OutputSerializer(serializers.Serializer):
         id = serializers.IntegerField()
         reviewer = serializers.CharField(source="reviewer.username")
@@ -287,6 +305,13 @@ class ConflictCreateApi(APIView):
     success_status = 201
     error_codes = {400: ("unknown_reviewer", "unknown_proposal", "invalid_request")}
 
+    @extend_schema(
+        request=PolymorphicProxySerializer(
+            component_name="ConflictCreateInput",
+            serializers=[ByProposalSerializer, ByAuthorSerializer],
+            resource_type_field_name=None,
+        )
+    )
     def post(self, request):
         values = validated(self.InputSerializer, request.data)
         (reviewer,) = users_named([values["reviewer"]])

@@ -4,7 +4,7 @@ GET /api/v1/inspiration/cutoffs; PUT/DELETE /api/v1/inspiration/cutoffs/{group}
 GET/POST /api/v1/inspiration/audits; GET /api/v1/inspiration/audits/{id}
 """
 
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import PolymorphicProxySerializer, extend_schema
 from rest_framework import serializers
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -86,6 +86,26 @@ class AuditInput(serializers.Serializer):
     replay = IdField(required=False, allow_null=True, help_text="an earlier audit's id")
 
 
+# The schema says what the service checks: exactly one population (a cohort, screening runs or a benchmark set),
+# the other options alike.
+class CohortAuditInput(AuditInput):
+    cohort = IdField()
+    runs = None
+    benchmark = None
+
+
+class RunsAuditInput(AuditInput):
+    cohort = None
+    runs = serializers.ListField(child=serializers.UUIDField(), allow_empty=False, min_length=1, max_length=10_000)
+    benchmark = None
+
+
+class BenchmarkAuditInput(AuditInput):
+    cohort = None
+    runs = None
+    benchmark = IdField()
+
+
 class AuditListOutputSerializer(serializers.Serializer):
     id = serializers.IntegerField()
     state = serializers.CharField()
@@ -136,6 +156,13 @@ class AuditCreateApi(APIView):
         503: ("not_configured", "queue_unavailable"),
     }
 
+    @extend_schema(
+        request=PolymorphicProxySerializer(
+            component_name="AuditCreateInput",
+            serializers=[CohortAuditInput, RunsAuditInput, BenchmarkAuditInput],
+            resource_type_field_name=None,
+        )
+    )
     def post(self, request):
         data = validated(AuditInput, request.data)
         audit = services.audit_create(**selectors.audit_population(data), user=request.user)

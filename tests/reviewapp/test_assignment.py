@@ -395,11 +395,16 @@ def test_api_declares_conflicts_by_proposal_id_or_author(coordinator_api, review
         "/api/v1/conflicts", {"reviewer": reviewer.username, "kind": "other", "proposal": "P-x"}
     )
     neither = coordinator_api.post("/api/v1/conflicts", {"reviewer": reviewer.username, "kind": "other"})
+    both = coordinator_api.post(
+        "/api/v1/conflicts",
+        {"reviewer": reviewer.username, "kind": "other", "proposal": proposal.external_id, "author": "model-x"},
+    )
 
     assert by_proposal.status_code == 201 and by_proposal.json()["proposal"] == proposal.external_id
     assert by_author.status_code == 201 and by_author.json()["author"] == "model-x"
     assert (unknown.status_code, unknown.json()["error"]) == (400, "unknown_proposal")
     assert neither.status_code == 400
+    assert (both.status_code, both.json()["error"]) == (400, "invalid_body")
     assert Conflict.objects.count() == 2
 
 
