@@ -18,8 +18,6 @@ from tests.screening_support import drive
 UNTYPED = {
     ("get", "/api/v1/cohorts/{cohort_id}/paths"),
     ("get", "/api/v1/cohorts/{cohort_id}/research-runs"),
-    ("get", "/api/v1/cohorts/{cohort_id}/ratings"),
-    ("post", "/api/v1/cohorts/{cohort_id}/ratings/recompute"),
     ("post", "/api/v1/literature/import"),
     ("post", "/api/v1/literature/checks"),
     ("get", "/api/v1/literature/checks/{check_id}"),

@@ -391,7 +391,17 @@ class RatingsSerializer(serializers.Serializer):
         )
         comparisons = serializers.IntegerField()
 
-    parameters = serializers.DictField(help_text="the TrueSkill parameters")
+    class Parameters(serializers.Serializer):
+        """The TrueSkill parameters (docs/protocol.md)."""
+
+        mu = serializers.FloatField()
+        sigma = serializers.FloatField()
+        beta = serializers.FloatField()
+        tau = serializers.FloatField()
+        draw_probability = serializers.FloatField()
+        kappa = serializers.FloatField(help_text="s = μ − κσ")
+
+    parameters = Parameters()
     ratings = Rating(many=True)
 
 

@@ -99,7 +99,7 @@ def test_the_panel_reads_as_documented(api, models, script, cohort, coordinator,
     assert_conforms(schema, "/api/v1/cohorts/{cohort_id}/ai-panel", body)
 
 
-def test_comparisons_import_list_ratings_and_recompute(api, models, cohort, coordinator, analyst):
+def test_comparisons_import_list_ratings_and_recompute(api, models, cohort, coordinator, analyst, schema):
     url = f"/api/v1/cohorts/{cohort.pk}/comparisons"
     api.force_authenticate(analyst)
     assert api.post(url, {"comparisons": [{"a": "p1", "b": "p2", "outcome": "a"}]}, format="json").status_code == 403
@@ -134,6 +134,7 @@ def test_comparisons_import_list_ratings_and_recompute(api, models, cohort, coor
     ]
     ratings = api.get(f"/api/v1/cohorts/{cohort.pk}/ratings").json()
     assert ratings["parameters"]["kappa"] == 2 and ratings["parameters"]["draw_probability"] == 0.1
+    assert_conforms(schema, "/api/v1/cohorts/{cohort_id}/ratings", ratings)
     by_id = {row["proposal"]: row for row in ratings["ratings"]}
     assert set(by_id["p1"]) == {"proposal", "task", "mu", "sigma", "conservative", "rank", "comparisons"}
     assert by_id["p1"]["task"] == "T-A" and by_id["p1"]["rank"] == 1.0 and by_id["p1"]["comparisons"] == 1
@@ -144,6 +145,7 @@ def test_comparisons_import_list_ratings_and_recompute(api, models, cohort, coor
     api.force_authenticate(coordinator)
     recomputed = api.post(f"/api/v1/cohorts/{cohort.pk}/ratings/recompute").json()
     assert recomputed["replayed"] == 2 and recomputed["ratings"] == ratings["ratings"]
+    assert_conforms(schema, "/api/v1/cohorts/{cohort_id}/ratings/recompute", recomputed, method="post")
 
 
 def test_starting_the_critique(api, models, cohort, coordinator):
