@@ -18,7 +18,7 @@ from rest_framework.views import APIView
 
 from literature import selectors
 from literature.novelty import proposal_novelty_check_request
-from literature.services import FORMATS, ImportInvalid, references_import
+from literature.services import FORMATS, LISTED_AT_MOST, ImportInvalid, references_import
 from literature.waves import MAX_ANCHORS, citation_wave_begin
 from reviewapp.core.errors import InputInvalid, ServiceError, validated
 from reviewapp.core.paging import PageFilter, page_data
@@ -73,9 +73,21 @@ class ReferenceImportApi(APIView):
         updated = serializers.IntegerField()
         unchanged = serializers.IntegerField()
         repeated = serializers.IntegerField()
-        skipped = serializers.ListField(child=serializers.DictField())
+
+        class SkippedRecord(serializers.Serializer):
+            record = serializers.IntegerField(allow_null=True, help_text="its number in the file; null for stray lines")
+            id = serializers.CharField(allow_blank=True, help_text="its id in the source, when it has one")
+            reason = serializers.CharField()
+
+        class Warning(serializers.Serializer):
+            record = serializers.IntegerField(allow_null=True, help_text="its number in the file")
+            id = serializers.CharField(allow_blank=True, help_text="its id in the source, when it has one")
+            field = serializers.CharField(help_text="the field left out")
+            message = serializers.CharField()
+
+        skipped = SkippedRecord(many=True, help_text=f"unusable records, the first {LISTED_AT_MOST}")
         skipped_count = serializers.IntegerField()
-        warnings = serializers.ListField(child=serializers.DictField())
+        warnings = Warning(many=True, help_text=f"fields left out of imported records, the first {LISTED_AT_MOST}")
         warning_count = serializers.IntegerField()
         seconds = serializers.FloatField()
 
@@ -88,6 +100,23 @@ class ReferenceImportApi(APIView):
         return Response(self.OutputSerializer(summary).data)
 
 
+class CitationSerializer(serializers.Serializer):
+    """A reference of the corpus as a check cites it."""
+
+    source = serializers.CharField()
+    id = serializers.CharField(help_text="its id in the source")
+    title = serializers.CharField()
+    year = serializers.IntegerField(allow_null=True)
+    link = serializers.CharField(allow_blank=True, help_text="its PubMed or DOI address; empty when it has neither")
+
+
+class ComponentEvidenceSerializer(serializers.Serializer):
+    part = serializers.CharField(help_text="the part of the hypothesis (cause, effect…)")
+    text = serializers.CharField(help_text="the part's text")
+    evidence = serializers.CharField(help_text="the quote that reports it")
+    citation = CitationSerializer()
+
+
 class NoveltyCheckOutputSerializer(serializers.Serializer):
     id = serializers.IntegerField()
     state = serializers.CharField()
@@ -95,11 +124,13 @@ class NoveltyCheckOutputSerializer(serializers.Serializer):
     published_before = serializers.DateField(allow_null=True)
     verdict = serializers.CharField()
     evidence = serializers.CharField()
-    reference = serializers.JSONField(source="citation", allow_null=True)
+    reference = CitationSerializer(
+        source="citation", allow_null=True, help_text="the reference that reports it, if any"
+    )
     reason = serializers.CharField()
     error = serializers.CharField(help_text="why the check failed (e.g. its worker stopped), when it did")
     unsupported = serializers.BooleanField()
-    components = serializers.JSONField()
+    components = ComponentEvidenceSerializer(many=True, help_text="components_reported: the evidence of each part")
     created_at = serializers.DateTimeField()
     finished_at = serializers.DateTimeField(allow_null=True)
 

@@ -16,11 +16,6 @@ from tests.screening_support import drive
 
 # Answers still described in prose only; none may be added.
 UNTYPED = {
-    ("get", "/api/v1/cohorts/{cohort_id}/paths"),
-    ("get", "/api/v1/cohorts/{cohort_id}/research-runs"),
-    ("post", "/api/v1/literature/import"),
-    ("post", "/api/v1/literature/checks"),
-    ("get", "/api/v1/literature/checks/{check_id}"),
     # A recorded call's request body is the provider's request exactly as it was sent: any JSON.
     ("get", "/api/v1/open-hypothesis/runs/{run_id}/calls"),
 }

@@ -6,6 +6,7 @@ Coordinators and analysts read; only coordinators record. Reviewers get 403 on e
 """
 
 from django.urls import path
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -54,12 +55,27 @@ def assessment_as_dict(row: AssessmentRow | None) -> dict | None:
     }
 
 
+@extend_schema_field(
+    {
+        "oneOf": [
+            {"type": "integer", "minimum": rules.ANCHOR_LOW, "maximum": rules.ANCHOR_HIGH},
+            {"type": "string", "enum": [rules.UNKNOWN, rules.INAPPLICABLE]},
+        ]
+    }
+)
+class AnchorScoreField(serializers.Field):
+    """A score on the rubric's anchors (0–4), or "unknown" or "inapplicable"."""
+
+    def to_representation(self, value):
+        return value
+
+
 class AssessmentSerializer(serializers.Serializer):
     id = serializers.IntegerField()
     state = serializers.ChoiceField(choices=Assessment.State.values, help_text="done or failed (no scores)")
     rubric = serializers.CharField(help_text="the rubric's version")
     dimensions = serializers.DictField(
-        child=serializers.JSONField(), help_text='dimension → 0–4, "unknown" or "inapplicable"'
+        child=AnchorScoreField(), help_text='dimension → 0–4, "unknown" or "inapplicable"'
     )
     weights = serializers.DictField(child=serializers.IntegerField())
     composite = serializers.FloatField(allow_null=True, help_text="/100; null unless full or restricted")

@@ -15,6 +15,7 @@ from rest_framework.test import APIClient
 
 from literature.models import Reference, ReferenceImport
 from literature.services import WRITE_BATCH, ImportInvalid, references_import
+from tests.api_schema_support import api_schema, assert_conforms
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "literature"
 CSV_MAPPING = {
@@ -411,7 +412,16 @@ def upload(name: str) -> SimpleUploadedFile:
     return SimpleUploadedFile(name, fixture(name).read_bytes())
 
 
-def test_api_import_by_a_coordinator_answers_the_counts(coordinator):
+IMPORT = "/api/v1/literature/import"
+
+
+@pytest.fixture(scope="module")
+def schema(django_db_blocker):
+    with django_db_blocker.unblock():
+        return api_schema()
+
+
+def test_api_import_by_a_coordinator_answers_the_counts(coordinator, schema):
     response = api_for(coordinator).post(
         "/api/v1/literature/import", {"file": upload("pubmed_efetch.xml"), "format": "pubmed_xml"}, format="multipart"
     )
@@ -427,6 +437,8 @@ def test_api_import_by_a_coordinator_answers_the_counts(coordinator):
     }
     batch = ReferenceImport.objects.get(pk=body["import_id"])
     assert (batch.name, batch.created_by, batch.file_format) == ("pubmed_efetch.xml", coordinator, "pubmed_xml")
+    assert (body["skipped"], body["warnings"]) == ([], [])
+    assert_conforms(schema, IMPORT, body, method="post")
 
 
 def test_api_csv_import_takes_a_json_mapping(coordinator):
@@ -453,7 +465,7 @@ def test_api_import_is_refused_to_reviewers_and_analysts(role, request):
     assert Reference.objects.count() == 0
 
 
-def test_api_answers_the_skipped_records_with_their_reasons(coordinator):
+def test_api_answers_the_skipped_records_with_their_reasons(coordinator, schema):
     response = api_for(coordinator).post(
         "/api/v1/literature/import",
         {"file": upload("pubmed_malformed.xml"), "format": "pubmed_xml"},
@@ -465,6 +477,7 @@ def test_api_answers_the_skipped_records_with_their_reasons(coordinator):
     assert (body["records"], body["created"], body["skipped_count"], body["warning_count"]) == (3, 3, 2, 1)
     assert body["skipped"][0] == {"record": 2, "id": "", "reason": "The record has no PMID."}
     assert body["warnings"][0]["field"] == "published"
+    assert_conforms(schema, IMPORT, body, method="post")
 
 
 def test_api_unreadable_file_answers_400_and_imports_nothing(coordinator):

@@ -9,6 +9,7 @@ import time
 from datetime import date
 
 import pytest
+from rest_framework.test import APIClient
 
 from literature import novelty, retrieval, verdicts
 from literature.models import NoveltyCheck, Reference
@@ -16,6 +17,7 @@ from literature.tasks import novelty_check_task
 from literature.verdicts import JudgementUnreadable, Part, hypothesis_parts, parse_judgement, quote_occurs
 from screening.llm.models import ModelCall, ModelEndpoint
 from tests import factories
+from tests.api_schema_support import api_schema, assert_conforms
 
 JUDGE = "novelty-judge"
 HYPOTHESIS = (
@@ -195,6 +197,44 @@ def test_components_reported_keeps_the_evidence_of_each_part(judge, script, corp
     (user,) = script.requests_of(JUDGE, "forecast")
     assert "[cause] In aged mice, CD38 expressed by senescent macrophages\n" in user
     assert "[effect] lowers NAD+ in visceral adipose tissue.\n" in user
+
+
+def test_a_proposal_checks_answer_matches_its_schema_pending_and_with_components(
+    judge, script, corpus, analyst, settings, django_capture_on_commit_callbacks, django_db_blocker
+):
+    with django_db_blocker.unblock():
+        schema = api_schema()
+    cause_quote = "Visceral adipose tissue of aged mice holds more inflammatory macrophages than that of young mice."
+    effect_quote = "NAD+ falls in visceral adipose tissue with age."
+
+    def reply(user):
+        components = [
+            {"part": "cause", "quote": cause_quote, "reference_id": label_of(user, "Macrophages in visceral")},
+            {"part": "effect", "quote": effect_quote, "reference_id": label_of(user, "NAD+ in visceral fat")},
+        ]
+        return judged("components_reported", components=components)
+
+    respond(script, reply)
+    settings.CELERY_TASK_ALWAYS_EAGER = True
+    proposal = factories.make_proposal(statement=HYPOTHESIS)
+    with django_capture_on_commit_callbacks(execute=False):  # the worker's turn comes below
+        check = novelty.proposal_novelty_check_request(proposal=proposal, endpoint=judge)
+    api = APIClient()
+    api.force_authenticate(analyst)
+    url = f"/api/v1/literature/checks/{check.pk}"
+    pending = api.get(url).json()
+    assert (pending["state"], pending["reference"], pending["components"]) == ("pending", None, [])
+    assert_conforms(schema, "/api/v1/literature/checks/{check_id}", pending)
+
+    novelty.novelty_check_perform(check_id=check.pk)
+    done = api.get(url).json()
+    assert (done["state"], done["verdict"]) == ("done", "components_reported")
+    assert [(c["part"], c["evidence"]) for c in done["components"]] == [
+        ("cause", cause_quote),
+        ("effect", effect_quote),
+    ]
+    assert done["reference"]["title"] == "Macrophages in visceral adipose tissue of aged mice"
+    assert_conforms(schema, "/api/v1/literature/checks/{check_id}", done)
 
 
 def test_components_reported_without_a_quote_for_every_part_is_unsupported(judge, script, corpus):

@@ -5,6 +5,13 @@ import pytest
 from literature.models import NoveltyCheck
 from screening.llm.models import ModelEndpoint, Roster, RosterMember
 from tests import factories
+from tests.api_schema_support import api_schema, assert_conforms
+
+
+@pytest.fixture(scope="module")
+def schema(django_db_blocker):
+    with django_db_blocker.unblock():
+        return api_schema()
 
 
 @pytest.fixture
@@ -18,7 +25,7 @@ def novelty_judge(db):
 
 
 def test_a_coordinator_checks_a_proposal_and_reads_the_verdict(
-    client, coordinator, analyst, novelty_judge, settings, django_capture_on_commit_callbacks
+    client, coordinator, analyst, novelty_judge, settings, django_capture_on_commit_callbacks, schema
 ):
     settings.CELERY_TASK_ALWAYS_EAGER = True
     proposal = factories.make_proposal(statement="Zeta quux frobnication prolongs murine lifespan.")
@@ -28,12 +35,15 @@ def test_a_coordinator_checks_a_proposal_and_reads_the_verdict(
             "/api/v1/literature/checks", {"proposal": proposal.external_id}, content_type="application/json"
         )
     assert response.status_code == 202
+    assert response.json()["state"] == "pending" and response.json()["reference"] is None
+    assert_conforms(schema, "/api/v1/literature/checks", response.json(), method="post", status=202)
     check_id = response.json()["id"]
     client.force_login(analyst)
     body = client.get(f"/api/v1/literature/checks/{check_id}").json()
     # The corpus is empty: nothing passes the gate, so the verdict is not_reported without a model call.
     assert (body["state"], body["verdict"], body["proposal"]) == ("done", "not_reported", proposal.external_id)
     assert "gate" in body["reason"]
+    assert_conforms(schema, "/api/v1/literature/checks/{check_id}", body)
 
 
 def test_checks_refuse_unknown_proposals_and_non_coordinators(client, coordinator, analyst, reviewer, novelty_judge):

@@ -12,7 +12,17 @@ from reviewapp.panel.services.panel import panel_start_for_cohort
 from reviewapp.services import jobs
 from reviewapp.services.imports import cohort_import_file
 from tests import factories
+from tests.api_schema_support import api_schema, assert_conforms
 from tests.panel.support import level_reply, proposal
+
+PATHS = "/api/v1/cohorts/{cohort_id}/paths"
+RUNS = "/api/v1/cohorts/{cohort_id}/research-runs"
+
+
+@pytest.fixture(scope="module")
+def schema(django_db_blocker):
+    with django_db_blocker.unblock():
+        return api_schema()
 
 
 @pytest.fixture
@@ -42,10 +52,18 @@ def client_for(user) -> APIClient:
     return client
 
 
-def test_the_levels_read_through_the_api_after_the_panel(cohort, script, coordinator, analyst):
+def test_the_levels_read_through_the_api_after_the_panel(cohort, script, coordinator, analyst, schema):
+    api = client_for(analyst)
+    # Before the panel: every path and run is there, unassessed.
+    paths = api.get(f"/api/v1/cohorts/{cohort.pk}/paths").json()
+    assert paths["count"] == 3 and all(item["assessment"] is None for item in paths["results"])
+    assert_conforms(schema, PATHS, paths)
+    runs = api.get(f"/api/v1/cohorts/{cohort.pk}/research-runs").json()
+    assert runs["count"] == 3 and all(item["assessment"] is None for item in runs["results"])
+    assert_conforms(schema, RUNS, runs)
+
     script.levels["run"] = [level_reply("dfm-runs-v1", {"budget_discipline": "inapplicable"})]
     jobs.job_run(job_id=panel_start_for_cohort(cohort=cohort, user=coordinator).pk)
-    api = client_for(analyst)
 
     rubrics = api.get("/api/v1/ai-panel/rubrics").json()
     assert [item["version"] for item in rubrics["results"]] == ["dfm-paths-v1", "dfm-runs-v1"]
@@ -61,8 +79,11 @@ def test_the_levels_read_through_the_api_after_the_panel(cohort, script, coordin
     first = paths["results"][0]["assessment"]
     assert first["scope"] == "full" and first["composite"] == 75.0 and first["status"] == "automated"
     assert len(first["snapshot"]) == 64 and first["weights"]["cumulative_progress"] == 30
+    assert_conforms(schema, PATHS, paths)
 
-    runs = {run["id"]: run for run in api.get(f"/api/v1/cohorts/{cohort.pk}/research-runs").json()["results"]}
+    answer = api.get(f"/api/v1/cohorts/{cohort.pk}/research-runs").json()
+    assert_conforms(schema, RUNS, answer)
+    runs = {run["id"]: run for run in answer["results"]}
     assert set(runs) == {"run-1", "n1", "dup"}
     assert runs["run-1"]["budget_recorded"] and runs["run-1"]["transitions"] == 2
     assert runs["run-1"]["assessment"]["scope"] == "restricted" and runs["run-1"]["assessment"]["mask"] == "1111101"
