@@ -21,6 +21,8 @@ from django.core.exceptions import PermissionDenied
 from django.http import Http404
 from rest_framework import status
 
+from reviewapp.core.text import control_character_problem
+
 
 class Problem(TypedDict):
     """One part of a refusal: where (a table of a file, its row, a field) and what."""
@@ -137,9 +139,30 @@ def _field_messages(errors, where: str = ""):
         yield where, errors
 
 
+def _control_characters(data, where: str = ""):
+    """(field path, [sentence]) for each text in the data that holds a control character (reviewapp.core.text), before
+    the serializer reads it: its own check would refuse a NUL only, as a "null character"."""
+    if hasattr(data, "lists"):  # a QueryDict: a name may have several values
+        items = ((name, value) for name, values in data.lists() for value in values)
+    elif isinstance(data, dict):
+        items = iter(data.items())
+    elif isinstance(data, list | tuple):
+        items = ((str(index), value) for index, value in enumerate(data))
+    elif isinstance(data, str) and (found := control_character_problem(data)):
+        yield where, [f"Control characters are not allowed: {found[0].lower()}{found[1:]}"]
+        return
+    else:
+        return
+    for name, value in items:
+        yield from _control_characters(value, f"{where}.{name}" if where else str(name))
+
+
 def validated(declaration, data, *, where: str = "body", **context) -> dict:
     """The values of `data` checked against an input serializer class; raises InputInvalid. `where` names what the
     values came from, for the sentence: "body", or "query" (`validated_query`)."""
+    controls = dict(_control_characters(data))
+    if controls:
+        raise InputInvalid(controls, where=where)
     serializer = declaration(data=data, context=context)
     if not serializer.is_valid():
         raise InputInvalid(serializer.errors, where=where)
@@ -147,7 +170,16 @@ def validated(declaration, data, *, where: str = "body", **context) -> dict:
 
 
 def validated_query(declaration, query_params, **context) -> dict:
-    """`validated` for a query string."""
+    """`validated` for a query string. A parameter given with no value (`?user=`) is refused, as the schema's
+    minLength says, unless its field allows blank: DRF would read it as left out and answer as if it were absent."""
+    fields = declaration().fields
+    empty = {
+        name: ["May not be empty: give a value or leave the parameter out."]
+        for name in query_params
+        if name in fields and query_params.get(name) == "" and not getattr(fields[name], "allow_blank", False)
+    }
+    if empty:
+        raise InputInvalid(empty, where="query")
     return validated(declaration, query_params, where="query", **context)
 
 
