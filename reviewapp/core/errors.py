@@ -14,6 +14,7 @@ conflicts with the current state of what it names (a closed cohort, a started as
 whose values the protocol refuses; 503 a service the request needs is not there.
 """
 
+from collections.abc import Iterable, Iterator
 from typing import NotRequired, TypedDict
 
 from django.contrib import messages
@@ -139,15 +140,16 @@ def _field_messages(errors, where: str = ""):
         yield where, errors
 
 
-def _control_characters(data, where: str = ""):
+def _control_characters(data, where: str = "") -> Iterator[tuple[str, list[str]]]:
     """(field path, [sentence]) for each text in the data that holds a control character (reviewapp.core.text), before
     the serializer reads it: its own check would refuse a NUL only, as a "null character"."""
+    items: Iterable[tuple[object, object]]
     if hasattr(data, "lists"):  # a QueryDict: a name may have several values
-        items = ((name, value) for name, values in data.lists() for value in values)
+        items = [(name, value) for name, values in data.lists() for value in values]
     elif isinstance(data, dict):
-        items = iter(data.items())
+        items = data.items()
     elif isinstance(data, list | tuple):
-        items = ((str(index), value) for index, value in enumerate(data))
+        items = enumerate(data)
     elif isinstance(data, str) and (found := control_character_problem(data)):
         yield where, [f"Control characters are not allowed: {found[0].lower()}{found[1:]}"]
         return
