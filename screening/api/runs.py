@@ -8,7 +8,6 @@ run limits instead. Only the recorded calls of a run need a coordinator or analy
 from django.conf import settings
 from django.http import HttpResponse
 from django.urls import reverse
-from drf_spectacular.utils import extend_schema, inline_serializer
 from rest_framework import serializers, status
 from rest_framework.exceptions import ParseError, UnsupportedMediaType
 from rest_framework.permissions import AllowAny, IsAuthenticated
@@ -17,6 +16,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from reviewapp.core.errors import InputInvalid, NotFound, ServiceError, validated, validated_query
+from reviewapp.core.paging import PageFilter, page_data
 from reviewapp.core.requests import BoundedJSONParser, client_address
 from reviewapp.core.roles import CanReadAll
 from reviewapp.core.throttling import AnonymousPollThrottle
@@ -392,9 +392,13 @@ class RunDetailApi(APIView):
 
 
 class RunCallsApi(APIView):
-    """GET /api/v1/open-hypothesis/runs/<id>/calls: every recorded model call (coordinators and analysts)."""
+    """GET /api/v1/open-hypothesis/runs/<id>/calls: the recorded model calls in the order made, a page at a time
+    (coordinators and analysts). Each call holds the provider's request and reply whole: a run's calls together run to
+    hundreds of kilobytes."""
 
     permission_classes = [IsAuthenticated, CanReadAll]
+    FilterSerializer = PageFilter
+    paged = True
 
     class OutputSerializer(serializers.Serializer):
         id = serializers.IntegerField()
@@ -418,13 +422,9 @@ class RunCallsApi(APIView):
         simulated = serializers.BooleanField()
         created_at = serializers.DateTimeField()
 
-    @extend_schema(
-        responses=inline_serializer("RunCalls", {"id": serializers.CharField(), "calls": OutputSerializer(many=True)})
-    )
     def get(self, request, run_id):
         run = _get_run(run_id, request.user)
-        calls = self.OutputSerializer(selectors.run_calls(run), many=True).data
-        return Response({"id": str(run.public_id), "calls": calls})
+        return Response(page_data(self.OutputSerializer, selectors.run_calls(run), request.query_params))
 
 
 class ProtocolApi(APIView):

@@ -386,9 +386,22 @@ def test_calls_are_for_coordinators_and_analysts_only(client, roster, reviewer, 
         client.force_login(user)
         response = client.get(url)
         assert response.status_code == 200
-        calls = response.json()["calls"]
-        assert len(calls) == ModelCall.objects.filter(run=run).count() == 4 + 1 + 3
+        page = response.json()
+        calls = page["results"]
+        assert page["count"] == len(calls) == ModelCall.objects.filter(run=run).count() == 4 + 1 + 3
         call = calls[0]
         assert call["purpose"] == "generate" and call["tools_disabled"] is True
         assert len(call["request_sha256"]) == 64 and call["request_body"]["messages"]
         assert {"response_body", "http_status", "latency_ms", "input_tokens", "output_tokens"} <= set(call)
+
+
+def test_calls_come_a_page_at_a_time_in_the_order_made(client, roster, coordinator):
+    run = drive(Run.objects.get(public_id=start_run(client).json()["id"]))
+    client.force_login(coordinator)
+    url = f"{RUNS}/{run.public_id}/calls"
+    made = list(ModelCall.objects.filter(run=run).order_by("created_at", "pk").values_list("pk", flat=True))
+    pages = [client.get(f"{url}?limit=3&offset={offset}").json() for offset in range(0, len(made), 3)]
+    assert {(page["count"], page["limit"]) for page in pages} == {(len(made), 3)}
+    assert [call["id"] for page in pages for call in page["results"]] == made
+    too_many = client.get(f"{url}?limit=1001")
+    assert too_many.status_code == 400 and too_many.json()["problems"][0]["field"] == "limit"
