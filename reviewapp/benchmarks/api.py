@@ -131,7 +131,12 @@ class BenchmarkDetailApi(APIView):
             selected = serializers.IntegerField()
             scores = serializers.IntegerField()
             random_control_drawn_at = serializers.DateTimeField(allow_null=True)
+            pool_frozen_at = serializers.DateTimeField(
+                allow_null=True, help_text="when the run's pool was shuffled and numbered"
+            )
             first_forecast_at = serializers.DateTimeField(allow_null=True)
+            repeated_requests = serializers.IntegerField(help_text="forecast requests asked again (round 2)")
+            repeated_requests_finished = serializers.IntegerField()
 
         progress = Progress()
         tasks = Task(many=True)

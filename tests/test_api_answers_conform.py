@@ -1,0 +1,92 @@
+"""Every JSON answer of the API's reads, for rich data and for empty, unstarted data, matches the schema.
+
+Each GET operation whose only path parameter is a cohort's or a benchmark set's id (or that has none) is read for the
+demo cohort after its AI panel (reviews, research runs, every level assessed), for a cohort with nothing in it, for a
+benchmark set holding the appendices' study data and for an unstarted empty set, and each answer is checked with the
+schema's objects closed (tests.api_schema_support): a field the schema forgets, a null it does not allow or a type it
+misstates fails here, whichever endpoint holds it."""
+
+import re
+
+import pytest
+from django.contrib.auth.models import User
+from rest_framework.test import APIClient
+
+from reviewapp.demo.cohort import DEMO_COHORT_NAME, DEMO_COORDINATOR, demo_load
+from reviewapp.models import Cohort
+from reviewapp.panel.services.panel import panel_start_for_cohort
+from reviewapp.services import jobs
+from tests import factories
+from tests.api_schema_support import answer_problems, api_schema
+from tests.benchmark_support import make_set
+from tests.benchmarks.test_appendix_analyses import study_data
+from tests.screening_support import simulated_default_roster
+
+
+@pytest.fixture(scope="module")
+def schema(django_db_blocker):
+    with django_db_blocker.unblock():
+        return api_schema()
+
+
+def json_reads(schema: dict, parameters: set[str]) -> list[str]:
+    """The GET paths answering JSON with 200 whose path parameters are exactly `parameters`."""
+    found = []
+    for path, operations in schema["paths"].items():
+        answer = operations.get("get", {}).get("responses", {}).get("200", {})
+        if "application/json" in answer.get("content", {}) and set(re.findall(r"{(\w+)}", path)) == parameters:
+            found.append(path)
+    return found
+
+
+def read_all(schema: dict, user, values: dict[str, int]) -> tuple[list[str], dict[str, list[str]]]:
+    """Read every such path for `values`; the paths read, and each answer's departures from the schema (a refusal
+    counts as a departure: every read here is one the user may make without a query)."""
+    client = APIClient()
+    client.force_authenticate(user)
+    paths = json_reads(schema, set(values))
+    problems = {}
+    for path in paths:
+        response = client.get(path.format(**values))
+        if response.status_code != 200:
+            problems[path] = [f"answered {response.status_code}: {response.content[:300]!r}"]
+        elif found := answer_problems(schema, path, "get", 200, response.json()):
+            problems[path] = found
+    return paths, problems
+
+
+@pytest.fixture
+def demo_cohort(db, settings, monkeypatch) -> Cohort:
+    with simulated_default_roster(settings, monkeypatch, latency=0.0, seed=13):
+        demo_load()
+        cohort = Cohort.objects.get(name=DEMO_COHORT_NAME)
+        coordinator = User.objects.get(username=DEMO_COORDINATOR)
+        jobs.job_run(job_id=panel_start_for_cohort(cohort=cohort, user=coordinator).pk)
+        yield cohort
+
+
+def test_a_rich_cohorts_reads_and_the_lists_match_the_schema(schema, demo_cohort):
+    coordinator = User.objects.get(username=DEMO_COORDINATOR)
+    paths, problems = read_all(schema, coordinator, {"cohort_id": demo_cohort.pk})
+    assert len(paths) >= 10, paths
+    lists, list_problems = read_all(schema, coordinator, {})
+    assert len(lists) >= 5, lists
+    assert not {**problems, **list_problems}, {**problems, **list_problems}
+
+
+def test_an_empty_cohorts_reads_and_the_empty_lists_match_the_schema(schema, coordinator):
+    paths, problems = read_all(schema, coordinator, {"cohort_id": factories.make_cohort().pk})
+    lists, list_problems = read_all(schema, coordinator, {})
+    assert not {**problems, **list_problems}, {**problems, **list_problems}
+
+
+def test_a_rich_benchmark_sets_reads_match_the_schema(schema, db):
+    benchmark = make_set(study_data())
+    paths, problems = read_all(schema, factories.make_user("coordinator"), {"benchmark_id": benchmark.pk})
+    assert len(paths) >= 3, paths
+    assert not problems, problems
+
+
+def test_an_unstarted_benchmark_sets_reads_match_the_schema(schema, coordinator):
+    paths, problems = read_all(schema, coordinator, {"benchmark_id": make_set().pk})
+    assert not problems, problems
