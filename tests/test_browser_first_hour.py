@@ -274,12 +274,12 @@ def analysed(db):
     cohort_assign(cohort=cohort, reviewers=reviewers, per_proposal=2, seed=1, user=coordinator)
     for n, assignment in enumerate(Assignment.objects.filter(cohort=cohort).order_by("pk")):
         answers = {
-            "overall": str(1 + n % 5),
+            "overall": 1 + n % 5,
             "recommendation": "revise",
             **{field: str(1 + (n + i) % 4) for i, field in enumerate(protocol.CRITERION_FIELDS)},
             "flaw_verdict": "absent",
         }
-        review_submit(assignment=assignment, reviewer=assignment.reviewer, data=answers, version=0)
+        review_submit(assignment=assignment, reviewer=assignment.reviewer, answers=answers, version=0)
     factories.make_user("analyst", username="analyst-first")
     return benchmark, cohort
 

@@ -81,7 +81,7 @@ def cohort_file(tasks: int = 3, per_task: int = 4) -> bytes:
 
 
 ANSWERS = {
-    "overall": "4",
+    "overall": 4,
     "recommendation": "revise",
     **dict(zip(protocol.CRITERION_FIELDS, ["3", "2", protocol.CANT_JUDGE, "4", "1", "3"], strict=True)),
     "flaw_verdict": "fixable",
@@ -121,8 +121,8 @@ def world(settings, monkeypatch, transactional_db):
         for reviewer in reviewers:
             queue = list(Assignment.objects.filter(cohort=cohort, reviewer=reviewer).order_by("position"))
             for assignment in queue[:5]:
-                review_submit(assignment=assignment, reviewer=reviewer, data=ANSWERS, version=0)
-            review_save(assignment=queue[5], reviewer=reviewer, data={"overall": "3"}, version=0)
+                review_submit(assignment=assignment, reviewer=reviewer, answers=ANSWERS, version=0)
+            review_save(assignment=queue[5], reviewer=reviewer, answers={"overall": 3}, version=0)
             assignment_defer(assignment=queue[6], reviewer=reviewer, reason="I know the authors of this work.")
         mine = Assignment.objects.filter(cohort=cohort, reviewer=reviewers[0]).order_by("position")
         draft = cohort_create(name="Second round", user=coordinator)

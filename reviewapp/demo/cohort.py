@@ -163,11 +163,11 @@ def _seed_reviews(cohort: Cohort, reviewer: User) -> None:
     first, second, *rest = assignments
     # A page opened a few minutes before each save gives the progress page a time per review.
     opened_at = timezone.now() - timedelta(minutes=4)
-    review_submit(assignment=first, reviewer=reviewer, data=_SUBMITTED_ANSWERS, version=0, opened_at=opened_at)
-    review_save(assignment=second, reviewer=reviewer, data=_DRAFT_ANSWERS, version=0, opened_at=opened_at)
+    review_submit(assignment=first, reviewer=reviewer, answers=_SUBMITTED_ANSWERS, version=0, opened_at=opened_at)
+    review_save(assignment=second, reviewer=reviewer, answers=_DRAFT_ANSWERS, version=0, opened_at=opened_at)
     for assignment in rest[:DEMO_FIRST_REVIEWER_SUBMITS]:
         review_submit(
-            assignment=assignment, reviewer=reviewer, data=_demo_answers(assignment), version=0, opened_at=opened_at
+            assignment=assignment, reviewer=reviewer, answers=_demo_answers(assignment), version=0, opened_at=opened_at
         )
 
 
@@ -217,7 +217,7 @@ def _seed_calibration_reviews(cohort: Cohort, reviewers: list[User]) -> None:
         review_submit(
             assignment=assignment,
             reviewer=assignment.reviewer,
-            data=_demo_answers(assignment),
+            answers=_demo_answers(assignment),
             version=0,
             opened_at=opened_at,
         )

@@ -10,18 +10,11 @@ from django.utils import timezone
 from reviewapp import protocol
 from reviewapp.core import roles
 from reviewapp.core.errors import Forbidden, Problem, ServiceError, problem
-from reviewapp.core.text import control_character_problem
 from reviewapp.models import Assignment, AuditEvent, Cohort, Review
 
 # Time on task counts the gaps between saves, but at most this much per gap, so idle time is not counted.
 MAX_COUNTED_GAP_SECONDS = 300
 MAX_TEXT_LENGTH = 20_000
-
-_OVERALL_VALUES = [value for value, *_ in protocol.OVERALL_SCALE]
-_RECOMMENDATIONS = [key for key, *_ in protocol.RECOMMENDATIONS]
-_FLAW_VERDICTS = [key for key, *_ in protocol.FLAW_VERDICTS]
-_CRITERION_LABELS = {field: label for field, label, *_ in protocol.CRITERIA}
-_TEXT_LABELS = {"main_flaw": "The main flaw", "comments": "Comments"}
 
 
 class ReviewError(ServiceError):
@@ -80,70 +73,13 @@ def _problems(errors: dict[str, str]) -> list[Problem]:
     return [problem(message, field=name) for name, message in errors.items()]
 
 
-def _check_writable(assignment: Assignment, reviewer) -> None:
+def review_check_writable(*, assignment: Assignment, reviewer) -> None:
+    """Refuse a write of this review by this reviewer when the state forbids it (someone else's review, a closed
+    cohort): refused before any value of the write is looked at (reviewapp/api/reviews.py)."""
     if assignment.reviewer_id != reviewer.pk:
         raise ReviewForbidden("Only the assigned reviewer can write this review.")
     if assignment.cohort.status != Cohort.Status.OPEN:
         raise ReviewLocked("This cohort is closed; its reviews can no longer be changed.")
-
-
-def _clean(data: dict) -> dict:
-    """Check each given answer against the protocol; returns model field → value, or raises ReviewInvalid."""
-    cleaned: dict[str, object] = {}
-    errors: dict[str, str] = {}
-    for field, value in data.items():
-        if value is None:
-            value = ""
-        if field == "overall":
-            if value == "":
-                cleaned[field] = None
-            elif str(value).strip().isdigit() and int(value) in _OVERALL_VALUES:
-                cleaned[field] = int(value)
-            else:
-                errors[field] = f"Overall research value must be a whole number from 1 to 5, not {value!r}."
-        elif field == "recommendation":
-            if value in ("", *_RECOMMENDATIONS):
-                cleaned[field] = value
-            else:
-                errors[field] = f"Recommendation must be one of {', '.join(_RECOMMENDATIONS)}, not {value!r}."
-        elif field in _CRITERION_LABELS:
-            if str(value) in ("", *protocol.CRITERION_VALUES):
-                cleaned[field] = str(value)
-            else:
-                errors[field] = (
-                    f"{_CRITERION_LABELS[field]} must be 1, 2, 3, 4 or {protocol.CANT_JUDGE!r}, not {value!r}."
-                )
-        elif field == "flaw_verdict":
-            if value in ("", *_FLAW_VERDICTS):
-                cleaned[field] = value
-            else:
-                errors[field] = f"The design-flaw verdict must be one of {', '.join(_FLAW_VERDICTS)}, not {value!r}."
-        elif field == "flaw_checklist":
-            if not isinstance(value, list | tuple):
-                errors[field] = "The flaw checklist must be a list of checklist items."
-            elif unknown := [item for item in value if item not in protocol.FLAW_CHECKLIST_KEYS]:
-                errors[field] = f"The flaw checklist has unknown items: {', '.join(map(str, unknown))}."
-            else:
-                cleaned[field] = [key for key in protocol.FLAW_CHECKLIST_KEYS if key in value]
-        elif field in _TEXT_LABELS:
-            if not isinstance(value, str):
-                errors[field] = f"{_TEXT_LABELS[field]} must be text."
-            elif len(value) > MAX_TEXT_LENGTH:
-                errors[field] = f"{_TEXT_LABELS[field]} is longer than {MAX_TEXT_LENGTH} characters."
-            elif problem := control_character_problem(value):
-                errors[field] = _text_problem(_TEXT_LABELS[field], problem)
-            else:
-                cleaned[field] = value
-        else:
-            errors[field] = f"{field!r} is not a question of the review form."
-    if errors:
-        raise ReviewInvalid(errors)
-    return cleaned
-
-
-def _text_problem(label: str, problem: str) -> str:
-    """'The main flaw holds the control character …': the field's label, then the sentence of the text check."""
-    return f"{label} {problem[0].lower()}{problem[1:]}"
 
 
 def missing_answers(answers: dict) -> dict[str, str]:
@@ -179,10 +115,10 @@ def _counted_seconds(since: datetime | None, now: datetime) -> int:
     return int(min(max((now - since).total_seconds(), 0), MAX_COUNTED_GAP_SECONDS))
 
 
-def _write(*, assignment, reviewer, data, version, opened_at, submit, sender) -> tuple[Review, dict[str, str]]:
+def _write(*, assignment, reviewer, answers, version, opened_at, submit, sender) -> tuple[Review, dict[str, str]]:
     """Save the answers (and lock when submitting a complete review). Returns the review and what is missing."""
-    _check_writable(assignment, reviewer)
-    cleaned = _clean(data)
+    review_check_writable(assignment=assignment, reviewer=reviewer)
+    given = answers
     now = timezone.now()
     # Locked: two saves of one review are decided one after the other, each seeing what the other wrote.
     review = Review.objects.select_for_update().filter(assignment=assignment).first()
@@ -197,7 +133,7 @@ def _write(*, assignment, reviewer, data, version, opened_at, submit, sender) ->
         if review.version != version:
             # Saving exactly what is already stored overwrites nothing (e.g. the same answers sent when a tab
             # closed and again when it reopened): the reviewer gets the current version instead of an error.
-            if not submit and all(getattr(review, field) == value for field, value in cleaned.items()):
+            if not submit and all(getattr(review, field) == value for field, value in given.items()):
                 return review, {}
             if not sender.tab or sender.tab != review.saved_by_tab:
                 raise StaleReview()
@@ -207,7 +143,7 @@ def _write(*, assignment, reviewer, data, version, opened_at, submit, sender) ->
                 return review, {}
             version = review.version
         gap = _counted_seconds(review.last_saved_at, now)
-    answers = {field: getattr(review, field) for field in protocol.ANSWER_FIELDS} | cleaned
+    answers = {field: getattr(review, field) for field in protocol.ANSWER_FIELDS} | given
     # The checklist describes a declared flaw; with no flaw declared it has nothing to describe.
     if answers["flaw_verdict"] in ("", "absent"):
         answers["flaw_checklist"] = []
@@ -238,14 +174,14 @@ def _write(*, assignment, reviewer, data, version, opened_at, submit, sender) ->
 
 
 def _write_atomically(
-    *, assignment, reviewer, data, version, opened_at, submit, sender
+    *, assignment, reviewer, answers, version, opened_at, submit, sender
 ) -> tuple[Review, dict[str, str]]:
     try:
         with transaction.atomic():
             return _write(
                 assignment=assignment,
                 reviewer=reviewer,
-                data=data,
+                answers=answers,
                 version=version,
                 opened_at=opened_at,
                 submit=submit,
@@ -261,19 +197,20 @@ def review_save(
     *,
     assignment,
     reviewer,
-    data: dict,
+    answers: dict,
     version: int,
     opened_at: datetime | None = None,
     sender: SaveSender = NO_SENDER,
 ) -> Review:
-    """Save a draft. `data` holds the answers to change (absent keys are kept); `version` is the one the
+    """Save a draft. `answers` holds the answers to change, validated (reviewapp/api/reviews.py: model field → typed
+    value; absent keys are kept); `version` is the one the
     reviewer's page started from: if the review changed since, StaleReview is raised and nothing is written, unless
     the change was the same tab's own (`sender`, see SaveSender). `opened_at` (when the page was opened) lets the first
     save count the reading time."""
     review, _ = _write_atomically(
         assignment=assignment,
         reviewer=reviewer,
-        data=data,
+        answers=answers,
         version=version,
         opened_at=opened_at,
         submit=False,
@@ -286,7 +223,7 @@ def review_submit(
     *,
     assignment,
     reviewer,
-    data: dict,
+    answers: dict,
     version: int,
     opened_at: datetime | None = None,
     sender: SaveSender = NO_SENDER,
@@ -298,7 +235,7 @@ def review_submit(
     review, missing = _write_atomically(
         assignment=assignment,
         reviewer=reviewer,
-        data=data,
+        answers=answers,
         version=version,
         opened_at=opened_at,
         submit=True,
@@ -335,15 +272,9 @@ def review_reopen(*, review: Review, user) -> Review:
 
 @transaction.atomic
 def assignment_defer(*, assignment: Assignment, reviewer, reason: str) -> Assignment:
-    """Skip an assignment for now, with a reason the coordinator reads. It stays in the queue."""
-    _check_writable(assignment, reviewer)
-    reason = (reason or "").strip()
-    if not reason:
-        raise ReviewInvalid({"deferred_reason": "Say why you are skipping this proposal; the coordinator reads it."})
-    if len(reason) > MAX_TEXT_LENGTH:
-        raise ReviewInvalid({"deferred_reason": f"The reason is longer than {MAX_TEXT_LENGTH} characters."})
-    if problem := control_character_problem(reason):
-        raise ReviewInvalid({"deferred_reason": _text_problem("The reason", problem)})
+    """Skip an assignment for now, with a reason the coordinator reads (validated: reviewapp/api/reviews.py). It stays
+    in the queue."""
+    review_check_writable(assignment=assignment, reviewer=reviewer)
     if Review.objects.filter(assignment=assignment, status=Review.Status.SUBMITTED).exists():
         raise ReviewLocked("This review has been submitted; there is nothing left to skip.")
     now = timezone.now()

@@ -20,6 +20,7 @@ from django.views.decorators.http import require_GET, require_http_methods
 from django_htmx.http import HttpResponseClientRedirect, reswap, retarget, trigger_client_event
 
 from reviewapp import protocol
+from reviewapp.api.reviews import validated_answers, validated_defer_reason
 from reviewapp.core import roles
 from reviewapp.models import Assignment
 from reviewapp.selectors import packets, reviews
@@ -264,9 +265,11 @@ def _review_page_of(request, assignment_id: int) -> reviews.ReviewPage:
 
 
 def _defer(request, assignment):
-    reason = request.POST.get("deferred_reason", "")
+    posted = {"deferred_reason": request.POST.get("deferred_reason", "")}
+    reason = posted["deferred_reason"]
     try:
-        assignment_defer(assignment=assignment, reviewer=request.user, reason=reason)
+        valid_reason = validated_defer_reason(posted, assignment=assignment, reviewer=request.user)
+        assignment_defer(assignment=assignment, reviewer=request.user, reason=valid_reason)
     except ReviewInvalid as error:
         page = _review_page_of(request, assignment.pk)
         return _render_page(request, page, defer_error=str(error), defer_draft=reason, status=422)
@@ -297,7 +300,7 @@ def _save_or_submit(request, assignment, action: str):
         review = write(
             assignment=assignment,
             reviewer=request.user,
-            data=data,
+            answers=validated_answers(data, assignment=assignment, reviewer=request.user),
             version=version,
             opened_at=_opened_at(request.POST.get("opened", "")),
             sender=_sender(request.POST),

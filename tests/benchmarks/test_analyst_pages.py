@@ -171,14 +171,14 @@ def _review(cohort, reviewer, proposal, overall: str, importance: str = "3"):
     assignment = factories.make_assignment(cohort, reviewer, proposal)
     criteria = ("advance_over_known_work", "plausible_evidence_bounded", "data_fit", "alternative_explanations")
     data = {
-        "overall": overall,
+        "overall": int(overall),
         "recommendation": "revise",
         "importance": importance,
         **dict.fromkeys(criteria, "2"),
         "informative_results": "cant_judge",
         "flaw_verdict": "fixable",
     }
-    return review_submit(assignment=assignment, reviewer=reviewer, data=data, version=0)
+    return review_submit(assignment=assignment, reviewer=reviewer, answers=data, version=0)
 
 
 @pytest.fixture

@@ -78,7 +78,7 @@ def test_on_sqlite_reviewers_autosave_while_a_large_corpus_import_goes_on(transa
             while not done.is_set():
                 started = time.monotonic()
                 version = review_save(
-                    assignment=assignment, reviewer=reviewer, data={"overall": str(1 + len(saves) % 5)}, version=version
+                    assignment=assignment, reviewer=reviewer, answers={"overall": 1 + len(saves) % 5}, version=version
                 ).version
                 saves.append((started, time.monotonic()))
                 if importing.is_set():

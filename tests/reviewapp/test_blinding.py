@@ -421,8 +421,8 @@ def world(db):
     review_submit(
         assignment=others_assignment,
         reviewer=other_reviewer,
-        data={
-            "overall": "2",
+        answers={
+            "overall": 2,
             "recommendation": "reject",
             **dict.fromkeys(("importance", "advance_over_known_work", "plausible_evidence_bounded"), "1"),
             **dict.fromkeys(("data_fit", "alternative_explanations", "informative_results"), "2"),
@@ -679,7 +679,7 @@ def test_no_canary_reaches_a_reviewer_anywhere(client, world):
     review_save(
         assignment=world.assignment,
         reviewer=world.reviewer,
-        data={"overall": "4", "recommendation": "revise", "flaw_verdict": "fixable", "comments": "so far"},
+        answers={"overall": 4, "recommendation": "revise", "flaw_verdict": "fixable", "comments": "so far"},
         version=0,
     )
     client.force_login(world.reviewer)

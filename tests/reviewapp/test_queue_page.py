@@ -89,13 +89,13 @@ def test_a_reviewer_is_told_which_reviews_a_coordinator_reopened(client, reviewe
     cohort = factories.make_cohort(proposals, status="open")
     assignments = [factories.make_assignment(cohort, reviewer, proposal) for proposal in proposals]
     complete = {
-        "overall": "3",
+        "overall": 3,
         "recommendation": "revise",
         **dict.fromkeys(protocol.CRITERION_FIELDS, "2"),
         "flaw_verdict": "absent",
     }
     for assignment in assignments[:2]:
-        review_submit(assignment=assignment, reviewer=reviewer, data=complete, version=0)
+        review_submit(assignment=assignment, reviewer=reviewer, answers=complete, version=0)
     client.force_login(reviewer)
     assert "reopened" not in client.get(reverse("review-queue")).content.decode()
 
@@ -108,5 +108,5 @@ def test_a_reviewer_is_told_which_reviews_a_coordinator_reopened(client, reviewe
 
     # Submitted again, it is no longer pointed out.
     review = Review.objects.get(assignment=assignments[0])
-    review_submit(assignment=assignments[0], reviewer=reviewer, data=complete, version=review.version)
+    review_submit(assignment=assignments[0], reviewer=reviewer, answers=complete, version=review.version)
     assert "reopened" not in client.get(reverse("review-queue")).content.decode()

@@ -62,7 +62,9 @@ def test_one_reviewers_answers_never_reach_another_reviewers_page(client, review
     mine = factories.make_assignment(cohort, reviewer, proposal)
     theirs = factories.make_assignment(cohort, other_reviewer, proposal)
     answers = {"overall": "4", "recommendation": "prioritize", "importance": "3", "flaw_verdict": "fixable"}
-    review_save(assignment=mine, reviewer=reviewer, data={**answers, "comments": "My own remark."}, version=0)
+    review_save(
+        assignment=mine, reviewer=reviewer, answers={**answers, "overall": 4, "comments": "My own remark."}, version=0
+    )
 
     client.force_login(reviewer)
     my_page = client.get(reverse("review-page", args=[mine.pk])).content.decode()
@@ -73,7 +75,7 @@ def test_one_reviewers_answers_never_reach_another_reviewers_page(client, review
     assert "My own remark." not in their_page
 
     review_save(
-        assignment=theirs, reviewer=other_reviewer, data={"overall": "2", "recommendation": "reject"}, version=0
+        assignment=theirs, reviewer=other_reviewer, answers={"overall": 2, "recommendation": "reject"}, version=0
     )
     their_page = client.get(reverse("review-page", args=[theirs.pk])).content.decode()
     assert radios_checked(their_page) == {"overall": "2", "recommendation": "reject"}

@@ -12,7 +12,7 @@ from tests import factories
 pytestmark = pytest.mark.django_db
 
 COMPLETE = {
-    "overall": "4",
+    "overall": 4,
     "recommendation": "revise",
     **dict.fromkeys(protocol.CRITERION_FIELDS, "3"),
     "flaw_verdict": "fixable",
@@ -32,8 +32,8 @@ def test_the_written_out_query_gives_the_orms_rows(reviewer, other_reviewer):
     theirs = factories.make_assignment(cohort, other_reviewer, proposals[4])
     in_closed = factories.make_assignment(closed, reviewer, closed.proposals.get())
     in_draft = factories.make_assignment(draft_cohort, reviewer, draft_cohort.proposals.get())
-    review_save(assignment=mine[0], reviewer=reviewer, data={"overall": "3", "comments": "So far."}, version=0)
-    review_submit(assignment=mine[1], reviewer=reviewer, data=COMPLETE, version=0)
+    review_save(assignment=mine[0], reviewer=reviewer, answers={"overall": 3, "comments": "So far."}, version=0)
+    review_submit(assignment=mine[1], reviewer=reviewer, answers=COMPLETE, version=0)
     assignment_defer(assignment=mine[2], reviewer=reviewer, reason="Outside my field.")
 
     for assignment in (*mine, in_closed):

@@ -15,6 +15,8 @@ HTMX = {"HX-Request": "true"}
 HEAD = {"overall": "4", "recommendation": "prioritize"}
 CRITERIA = dict(zip(protocol.CRITERION_FIELDS, ["3", "2", protocol.CANT_JUDGE, "4", "1", "3"], strict=True))
 COMPLETE = HEAD | CRITERIA | {"flaw_verdict": "absent"}
+# COMPLETE as the review form's input declaration types it, for the services.
+COMPLETE_VALUES = COMPLETE | {"overall": 4}
 
 
 def make_queue(reviewer, count, status=Cohort.Status.OPEN, name=None):
@@ -99,8 +101,8 @@ def test_the_queue_follows_cohort_age_then_the_reviewers_own_order(reviewer_clie
 
 def test_the_queue_shows_progress_and_each_status(reviewer_client, reviewer):
     submitted, draft, deferred, untouched = make_queue(reviewer, 4)
-    review_submit(assignment=submitted, reviewer=reviewer, data=COMPLETE, version=0)
-    review_save(assignment=draft, reviewer=reviewer, data={"overall": "2"}, version=0)
+    review_submit(assignment=submitted, reviewer=reviewer, answers=COMPLETE_VALUES, version=0)
+    review_save(assignment=draft, reviewer=reviewer, answers={"overall": 2}, version=0)
     post(reviewer_client, deferred, action="defer", htmx=False, deferred_reason="Conflict of interest.")
     response = reviewer_client.get(reverse("review-queue"))
     html = response.content.decode()
@@ -112,22 +114,22 @@ def test_the_queue_shows_progress_and_each_status(reviewer_client, reviewer):
 
 def test_continue_goes_to_the_most_recently_saved_draft(reviewer_client, reviewer):
     first, second, third = make_queue(reviewer, 3)
-    review_save(assignment=second, reviewer=reviewer, data={"overall": "2"}, version=0)
-    review_save(assignment=first, reviewer=reviewer, data={"overall": "2"}, version=0)
+    review_save(assignment=second, reviewer=reviewer, answers={"overall": 2}, version=0)
+    review_save(assignment=first, reviewer=reviewer, answers={"overall": 2}, version=0)
     html = reviewer_client.get(reverse("review-queue")).content.decode()
     assert f'id="continue-link" href="{page_url(first)}"' in html
 
 
 def test_continue_goes_to_the_first_not_started_when_there_is_no_draft(reviewer_client, reviewer):
     first, second, third = make_queue(reviewer, 3)
-    review_submit(assignment=first, reviewer=reviewer, data=COMPLETE, version=0)
+    review_submit(assignment=first, reviewer=reviewer, answers=COMPLETE_VALUES, version=0)
     html = reviewer_client.get(reverse("review-queue")).content.decode()
     assert f'id="continue-link" href="{page_url(second)}"' in html
 
 
 def test_when_only_skipped_proposals_are_left_the_queue_says_so(reviewer_client, reviewer):
     done, skipped = make_queue(reviewer, 2)
-    review_submit(assignment=done, reviewer=reviewer, data=COMPLETE, version=0)
+    review_submit(assignment=done, reviewer=reviewer, answers=COMPLETE_VALUES, version=0)
     post(reviewer_client, skipped, action="defer", htmx=False, deferred_reason="Outside my field.")
     response = reviewer_client.get(reverse("review-queue"))
     assert response.context["queue"].continue_item is None
@@ -161,15 +163,17 @@ def test_each_cohort_of_the_queue_is_numbered_on_its_own(reviewer_client, review
     ]
     assert "Proposal 2 of 2" in reviewer_client.get(page_url(newer[1])).content.decode()
     assert "Proposal 3 of 3" in reviewer_client.get(page_url(older[2])).content.decode()
-    review_submit(assignment=older[0], reviewer=reviewer, data=COMPLETE, version=0)
+    review_submit(assignment=older[0], reviewer=reviewer, answers=COMPLETE_VALUES, version=0)
     html = reviewer_client.get(reverse("review-queue")).content.decode()
     assert "Proposal 2 of 3 in Older" in html
 
 
 def test_a_submitted_review_opens_read_only_with_every_answer(reviewer_client, reviewer):
     [assignment] = make_queue(reviewer, 1)
-    answers = COMPLETE | {"flaw_verdict": "fixable", "flaw_checklist": [protocol.FLAW_CHECKLIST_KEYS[1]]}
-    review_submit(assignment=assignment, reviewer=reviewer, data={**answers, "comments": "Worth a pilot."}, version=0)
+    answers = COMPLETE_VALUES | {"flaw_verdict": "fixable", "flaw_checklist": [protocol.FLAW_CHECKLIST_KEYS[1]]}
+    review_submit(
+        assignment=assignment, reviewer=reviewer, answers={**answers, "comments": "Worth a pilot."}, version=0
+    )
     html = reviewer_client.get(page_url(assignment)).content.decode()
     main = html.split("<main", 1)[1]
     assert (
@@ -387,7 +391,7 @@ def test_submitting_locks_the_review_and_opens_the_next_one(reviewer_client, rev
 
 def test_submitting_without_javascript_redirects_and_the_last_one_returns_to_the_queue(reviewer_client, reviewer):
     first, second = make_queue(reviewer, 2)
-    review_submit(assignment=second, reviewer=reviewer, data=COMPLETE, version=0)
+    review_submit(assignment=second, reviewer=reviewer, answers=COMPLETE_VALUES, version=0)
     response = post(reviewer_client, first, action="submit", htmx=False, **HEAD)
     assert response.status_code == 422
     assert "Not submitted — answer the questions marked in the form" in response.content.decode()
@@ -425,7 +429,7 @@ def test_reviewer_pages_run_a_constant_number_of_queries(db, client, page, djang
         reviewer = factories.make_user("reviewer")
         assignments = make_queue(reviewer, size)
         for done in assignments[: size // 2]:
-            review_save(assignment=done, reviewer=reviewer, data={"overall": "3"}, version=0)
+            review_save(assignment=done, reviewer=reviewer, answers={"overall": 3}, version=0)
         client.force_login(reviewer)
         target = assignments[-1]
         requests = {
