@@ -1,9 +1,10 @@
 """API of the inspiration audit (docs/protocol.md#inspiration-audit).
 
 GET /api/v1/inspiration/cutoffs; PUT/DELETE /api/v1/inspiration/cutoffs/{group}
-GET/POST /api/v1/inspiration/audits; GET /api/v1/inspiration/audits/{id}
+GET/POST /api/v1/inspiration/audits; GET /api/v1/inspiration/audits/{id}; GET /api/v1/inspiration/audits/{id}/items
 """
 
+from django.urls import reverse
 from drf_spectacular.utils import PolymorphicProxySerializer, extend_schema
 from rest_framework import serializers
 from rest_framework.response import Response
@@ -11,7 +12,7 @@ from rest_framework.views import APIView
 
 from reviewapp.core.errors import validated, validated_query
 from reviewapp.core.fields import IdField
-from reviewapp.core.paging import PageFilter, page_data
+from reviewapp.core.paging import PageFilter, page_data, page_of
 from reviewapp.core.roles import CanReadAll, IsCoordinator
 from reviewapp.inspiration import selectors, services
 from reviewapp.inspiration.models import InspirationAudit, InspirationItem
@@ -202,7 +203,7 @@ def item_data(item: InspirationItem) -> dict:
     }
 
 
-def audit_data(audit: InspirationAudit, items) -> dict:
+def audit_data(audit: InspirationAudit) -> dict:
     report = selectors.audit_summary(audit)
     return {
         "id": audit.pk,
@@ -234,7 +235,7 @@ def audit_data(audit: InspirationAudit, items) -> dict:
         "by_domain": report["by_domain"],
         "title_diagnostic_result": report["title_diagnostic"],
         "replay": report.get("replay"),
-        "items": [item_data(item) for item in items],
+        "items_url": reverse("api-inspiration-audit-items", args=[audit.pk]),
     }
 
 
@@ -392,25 +393,40 @@ class AuditSerializer(serializers.Serializer):
     by_domain = AuditDomainSerializer(many=True)
     title_diagnostic_result = TitleDiagnosticResultSerializer(allow_null=True)
     replay = ReplayCheckSerializer(allow_null=True, help_text="for a replay: whether it searched the same corpus")
-    items = AuditItemSerializer(many=True)
+    items_url = serializers.CharField(
+        help_text="the address of its items, a page at a time (`totals.versions` of them in all)"
+    )
 
 
-class AuditItemsQuery(serializers.Serializer):
+class AuditItemsQuery(PageFilter):
     group = serializers.CharField(required=False, allow_blank=True, max_length=200)
     judgment = serializers.ChoiceField(choices=OUTCOMES, required=False)
 
 
 class AuditDetailApi(APIView):
-    """GET /api/v1/inspiration/audits/{id}: the state, every count and every item (?group=, ?judgment= filter the
-    items)."""
+    """GET /api/v1/inspiration/audits/{id}: the state and every count; the items are at `items`."""
+
+    permission_classes = [CanReadAll]
+
+    OutputSerializer = AuditSerializer
+
+    def get(self, request, audit_id: int):
+        return Response(audit_data(selectors.audit_get(audit_id=audit_id)))
+
+
+class AuditItemsApi(APIView):
+    """GET /api/v1/inspiration/audits/{id}/items: the audit's items in population order, a page at a time (?group=,
+    ?judgment= filter them)."""
 
     permission_classes = [CanReadAll]
     FilterSerializer = AuditItemsQuery
+    paged = True
 
-    OutputSerializer = AuditSerializer
+    OutputSerializer = AuditItemSerializer
 
     def get(self, request, audit_id: int):
         audit = selectors.audit_get(audit_id=audit_id)
         query = validated_query(AuditItemsQuery, request.query_params)
         items = selectors.audit_items(audit, group=query.get("group", ""), outcome=query.get("judgment", ""))
-        return Response(audit_data(audit, items))
+        page = page_of(items, query)
+        return Response({**page, "results": [item_data(item) for item in page["results"]]})

@@ -14,6 +14,11 @@ urlpatterns = [
         name="api-inspiration-audits",
     ),
     path("api/v1/inspiration/audits/<int:audit_id>", api.AuditDetailApi.as_view(), name="api-inspiration-audit"),
+    path(
+        "api/v1/inspiration/audits/<int:audit_id>/items",
+        api.AuditItemsApi.as_view(),
+        name="api-inspiration-audit-items",
+    ),
     path("inspiration/", views.inspiration_home, name="inspiration-home"),
     path("inspiration/cutoffs/", views.inspiration_cutoffs, name="inspiration-cutoffs"),
     path("inspiration/audits/<int:audit_id>/", views.inspiration_audit, name="inspiration-audit"),

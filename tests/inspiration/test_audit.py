@@ -395,7 +395,10 @@ def test_the_api_answers_the_audit_with_every_count_and_item(cohort, judge, coor
         "date_too_coarse": 2,
     }
     assert body["rate"] == pytest.approx(2 / 7) and body["retrieval_coverage"] == pytest.approx(5 / 7)
-    items = {item["hypothesis"]: item for item in body["items"]}
+    assert "items" not in body
+    page = reader.get(body["items_url"]).json()
+    assert (page["count"], page["offset"]) == (7, 0)
+    items = {item["hypothesis"]: item for item in page["results"]}
     assert items["P1"]["judgment"] == "positive" and items["P1"]["evidence"] == R1_QUOTE
     assert items["P1"]["reference"] == {
         "source": "csv",
@@ -412,9 +415,12 @@ def test_the_api_answers_the_audit_with_every_count_and_item(cohort, judge, coor
     assert items["P4"]["judgment"] == "negative" and items["P4"]["evidence"] == ""
     assert [row["group"] for row in body["by_group"]] == [A, B]
     # Analysts see authorship (docs/protocol.md#blinding): each item names its group, as their exports do.
-    assert {item["group"] for item in body["items"]} == {A, B}
-    failed_only = reader.get(f"/api/v1/inspiration/audits/{body['id']}?judgment=failed").json()["items"]
-    assert [item["hypothesis"] for item in failed_only] == ["P6"]
+    assert {item["group"] for item in page["results"]} == {A, B}
+    failed_only = reader.get(f"{body['items_url']}?judgment=failed").json()
+    assert failed_only["count"] == 1 and [item["hypothesis"] for item in failed_only["results"]] == ["P6"]
+    pages = [reader.get(f"{body['items_url']}?limit=3&offset={offset}").json() for offset in (0, 3, 6)]
+    assert [item["hypothesis"] for page in pages for item in page["results"]] == list(items)
+    assert reader.get(f"{body['items_url']}?limit=1001").status_code == 400
     # Analysts read; only coordinators set cutoffs and start audits.
     assert reader.post("/api/v1/inspiration/audits", {"cohort": cohort.pk}, format="json").status_code == 403
     assert reader.put(f"/api/v1/inspiration/cutoffs/{A}", {"cutoff": "2026-05"}, format="json").status_code == 403

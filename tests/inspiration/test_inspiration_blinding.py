@@ -80,6 +80,7 @@ def test_no_inspiration_canary_reaches_a_reviewer(client, audited_cohort):
     own = [
         reverse("inspiration-audit", args=[audit.pk]),
         reverse("api-inspiration-audit", args=[audit.pk]),
+        reverse("api-inspiration-audit-items", args=[audit.pk]),
         reverse("api-inspiration-cutoff", args=[CANARIES["group (generator)"]]),
         reverse("literature-reference", args=[reference.pk]),
         reverse("literature-citation-wave", args=[wave.pk]),
@@ -114,6 +115,7 @@ def test_the_canaries_are_on_the_pages_of_coordinators(client, audited_cohort):
     text += client.get(reverse("literature-citation-wave", args=[wave.pk])).content.decode()
     text += b"".join(client.get(reverse("api-citation-wave-edges", args=[wave.pk])).streaming_content).decode()
     text += client.get(reverse("api-inspiration-audit", args=[audit.pk])).content.decode()
+    text += client.get(reverse("api-inspiration-audit-items", args=[audit.pk])).content.decode()
     shown = {where for where, value in CANARIES.items() if value in text}
     assert shown == set(CANARIES), set(CANARIES) - shown
     assert InspirationCutoff.objects.get().note == CANARIES["cutoff note"]
