@@ -1,8 +1,9 @@
 """Every JSON answer of the API's reads, for rich data and for empty, unstarted data, matches the schema.
 
-Each GET operation whose only path parameter is a cohort's or a benchmark set's id (or that has none) is read for the
-demo cohort after its AI panel (reviews, research runs, every level assessed), for a cohort with nothing in it, for a
-benchmark set holding the appendices' study data and for an unstarted empty set, and each answer is checked with the
+Each GET operation whose only path parameter is a cohort's, a benchmark set's or a public run's id (or that has none)
+is read for the demo cohort after its AI panel (reviews, research runs, every level assessed), for a cohort with
+nothing in it, for a benchmark set holding the appendices' study data, for an unstarted empty set and for a public run
+queued and completed, and each answer is checked with the
 schema's objects closed (tests.api_schema_support): a field the schema forgets, a null it does not allow or a type it
 misstates fails here, whichever endpoint holds it."""
 
@@ -16,11 +17,13 @@ from reviewapp.demo.cohort import DEMO_COHORT_NAME, DEMO_COORDINATOR, demo_load
 from reviewapp.models import Cohort
 from reviewapp.panel.services.panel import panel_start_for_cohort
 from reviewapp.services import jobs
+from screening.models import Run
+from screening.services.runs import run_create
 from tests import factories
 from tests.api_schema_support import answer_problems, api_schema
 from tests.benchmark_support import make_set
 from tests.benchmarks.test_appendix_analyses import study_data
-from tests.screening_support import simulated_default_roster
+from tests.screening_support import drive, simulated_default_roster
 
 
 @pytest.fixture(scope="module")
@@ -104,3 +107,12 @@ def test_a_rich_benchmark_sets_reads_match_the_schema(schema, db):
 def test_an_unstarted_benchmark_sets_reads_match_the_schema(schema, coordinator):
     paths, problems = read_all(schema, coordinator, {"benchmark_id": make_set().pk})
     assert not problems, problems
+
+
+def test_a_public_runs_reads_match_the_schema_queued_and_completed(schema, roster, memory_broker, coordinator):
+    run = run_create(question="Which interventions extend healthy lifespan in mammals?", client_address="192.0.2.9")
+    paths, problems = read_all(schema, coordinator, {"run_id": str(run.public_id)})
+    assert len(paths) == 2 and not problems, problems
+    assert drive(run).status == Run.Status.COMPLETED
+    paths, problems = read_all(schema, coordinator, {"run_id": str(run.public_id)})
+    assert len(paths) == 2 and not problems, problems
