@@ -108,6 +108,17 @@ def reference_page(request, reference_id: int):
     return render(request, "literature/reference.html", context)
 
 
+class CitationWavePageInput(CitationWaveInput):
+    """The page's form of the API's declaration: the tasks' source chosen from a list ("cohort:3", "benchmark:5"), or
+    anchors typed in one box, separated by spaces or commas."""
+
+    def to_internal_value(self, data):
+        kind, _, group_id = str(data.get("tasks", "")).partition(":")
+        if kind:
+            return super().to_internal_value({kind: group_id})
+        return super().to_internal_value({"anchors": str(data.get("anchors", "")).replace(",", " ").split()})
+
+
 @login_required
 @require_http_methods(["GET", "POST"])
 def citation_wave_list(request):
@@ -116,13 +127,7 @@ def citation_wave_list(request):
     if request.method == "POST":
         roles.require_coordinator(request.user)
         with page_errors(into=errors):
-            # The tasks' sources ("cohort:3", "benchmark:5") or anchors typed in.
-            kind, _, group_id = request.POST.get("tasks", "").partition(":")
-            if kind:
-                values = validated(CitationWaveInput, {kind: group_id})
-            else:
-                anchors = request.POST.get("anchors", "").replace(",", " ").split()
-                values = validated(CitationWaveInput, {"anchors": anchors})
+            values = validated(CitationWavePageInput, request.POST)
             wave = citation_wave_begin(**values, user=request.user)
             return redirect("literature-citation-wave", wave.pk)
     groups = [

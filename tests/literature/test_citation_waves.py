@@ -241,6 +241,8 @@ def test_the_coordinators_page_starts_a_wave_and_shows_its_progress(client, coor
     assert '<progress id="wave-progress" max="4" value="1">' in partial and 'hx-trigger="every 2s"' in partial
     wrong = client.post("/literature/citation-waves/", {"anchors": "doi:10.1/x"}).content.decode()
     assert "are not Europe PMC work ids" in wrong
+    empty = client.post("/literature/citation-waves/", {"anchors": " , "}).content.decode()
+    assert "Anchors:" in empty and CitationWave.objects.count() == 1
 
 
 @pytest.mark.django_db
