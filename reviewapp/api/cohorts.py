@@ -278,7 +278,7 @@ class ConflictCreateApi(APIView):
 
         def validate(self, attrs):
             if bool(attrs["proposal"]) == bool(attrs["author"].strip()):
-                raise serializers.ValidationError("Give either a proposal or an author.")
+                raise serializers.ValidationError("A conflict names a proposal or an author, not both.")
             return attrs
 
     # The schema says what `validate` checks: a proposal or an author, not both.
