@@ -3,9 +3,8 @@
 Each GET operation whose only path parameter is a cohort's, a benchmark set's or a public run's id (or that has none)
 is read for the demo cohort after its AI panel (reviews, research runs, every level assessed), for a cohort with
 nothing in it, for a benchmark set holding the appendices' study data, for an unstarted empty set and for a public run
-queued and completed, and each answer is checked with the
-schema's objects closed (tests.api_schema_support): a field the schema forgets, a null it does not allow or a type it
-misstates fails here, whichever endpoint holds it."""
+queued and completed, and each answer is checked with the schema's objects closed (tests.api_schema_support): a field
+the schema forgets, a null it does not allow or a type it misstates fails here, whichever endpoint holds it."""
 
 import re
 
