@@ -273,8 +273,8 @@ def comparisons_run_page(request, cohort_id: int):
     cohort = cohort_for_user(user=request.user, cohort_id=cohort_id)
     roles.require_coordinator(request.user)
     with page_errors(request):
-        data = {key: request.POST.get(key, "") for key in ("per_proposal", "seed")}
-        values = validated(ComparisonsRunApi.InputSerializer, {**data, "repeat": request.POST.get("repeat") == "true"})
+        # The form as posted: DRF reads an unticked "repeat" box (absent from the form) as false.
+        values = validated(ComparisonsRunApi.InputSerializer, request.POST)
         job = critique.critique_start(cohort=cohort, **values, user=request.user)
         return redirect("job-detail", job.pk)
     return redirect("panel-ratings", cohort.pk)

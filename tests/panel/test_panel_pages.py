@@ -170,6 +170,11 @@ def test_coordinators_start_work_from_the_pages(client, models, coordinator):
         "seed": 5,
         "repeat": False,
     }
+    BackgroundJob.objects.filter(kind="ai_critique").delete()
+    client.post(
+        reverse("panel-comparisons-run", args=[cohort.pk]), {"per_proposal": "2", "seed": "5", "repeat": "true"}
+    )
+    assert BackgroundJob.objects.get(kind="ai_critique").params["repeat"] is True
     bad = client.post(
         reverse("panel-comparisons-import", args=[cohort.pk]),
         {"comparisons": "a,b,outcome\nv1,v2,a\nv1,zz,b"},
