@@ -191,21 +191,24 @@ def families_page(request, cohort_id: int):
     return render(request, "panel/families.html", context)
 
 
+class FamilyRecordPageInput(FamilyRecordApi.InputSerializer):
+    """The page's form of the API's declaration: the members typed in one box, separated by spaces or commas (an
+    empty box leaves them as they are); the other fields as the API names them."""
+
+    def to_internal_value(self, data):
+        values = {name: data[name] for name in self.fields if name != "members" and name in data}
+        if members := str(data.get("members", "")).replace(",", " ").split():
+            values["members"] = members
+        return super().to_internal_value(values)
+
+
 @login_required
 @require_POST
 def family_record_page(request, cohort_id: int, family_id: int):
     cohort = cohort_for_user(user=request.user, cohort_id=cohort_id, coordinate=True)
     family = cohort_family(cohort, family_id)
-    data = {
-        name: request.POST[name]
-        for name in ("question", "increment", "status", "maturity", "evidence", "review_status")
-        if name in request.POST
-    }
-    moved = [item.strip() for item in request.POST.get("members", "").replace(",", " ").split() if item.strip()]
-    if moved:
-        data["members"] = moved
     with page_errors(request):
-        values = validated(FamilyRecordApi.InputSerializer, data)
+        values = validated(FamilyRecordPageInput, request.POST)
         family_record(cohort=cohort, family=family, values=values, user=request.user)
         messages.success(request, f"Family {family.pk} recorded.")
     return redirect(f"{reverse('panel-families', args=[cohort.pk])}#family-{family.pk}")
