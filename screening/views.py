@@ -229,7 +229,7 @@ def run_calls(request, run_id):
 
 @login_required
 def run_calls_download(request, run_id):
-    """/screening/runs/<id>/calls.json: the run's calls as the API gives them, as a file."""
+    """/screening/runs/<id>/calls.json: every call of the run, each as the API's pages give it, in one file."""
     run = _get_run_for_staff(request, run_id)
     calls = RunCallsApi.OutputSerializer(selectors.run_calls(run), many=True).data
     body = json.dumps({"id": str(run.public_id), "calls": calls}, ensure_ascii=False, indent=2)
