@@ -92,6 +92,7 @@ READ_ALL = {
     "api-inspiration-cutoffs",
     "api-inspiration-audits",
     "api-inspiration-audit",
+    "api-inspiration-audit-items",
     # The AI review panel: pages and reads (its POSTs are the coordinators', checked by its own tests).
     "panel-cohort",
     "panel-ratings",
