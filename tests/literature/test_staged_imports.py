@@ -6,7 +6,6 @@ import io
 import os
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
@@ -18,6 +17,7 @@ from literature.models import Reference, ReferenceImport, StagedReference
 from literature.selectors import reference_imports_recent
 from literature.services import ImportInvalid, reference_imports_sweep, references_import
 from tests import factories
+from tests.autosave_support import reviewer_autosaving
 from tests.screening_support import wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -57,54 +57,31 @@ def test_on_sqlite_reviewers_autosave_while_a_large_corpus_import_goes_on(transa
     steps, so every autosave is stored within about two seconds and many while the import goes on; none of the file's
     references is in the corpus while the file is still being read."""
     sqlite_only()
-    from django.db import connection
 
     from reviewapp.models import Cohort, Review
-    from reviewapp.services.reviews import review_save
 
     reviewer = factories.make_user("reviewer")
     proposal = factories.make_proposal()
     cohort = factories.make_cohort([proposal], status=Cohort.Status.OPEN)
     assignment = factories.make_assignment(cohort, reviewer, proposal)
     content = medline_file(LARGE)
-    saves: list[tuple[float, float]] = []
     seen: list[tuple[int, str | None]] = []  # (references in the corpus, then the import's phase) between autosaves
-    importing = threading.Event()
-    done = threading.Event()
 
-    def reviewer_autosaving():
-        try:
-            version = 0
-            while not done.is_set():
-                started = time.monotonic()
-                version = review_save(
-                    assignment=assignment, reviewer=reviewer, answers={"overall": 1 + len(saves) % 5}, version=version
-                ).version
-                saves.append((started, time.monotonic()))
-                if importing.is_set():
-                    # Counted first: references seen imply the phase read after them is no longer `staging`.
-                    references = Reference.objects.count()
-                    seen.append((references, ReferenceImport.objects.values_list("phase", flat=True).first()))
-                time.sleep(0.1)  # the pace of a reviewer's autosaves
-        finally:
-            connection.close()
+    def observe():
+        # Counted first: references seen imply the phase read after them is no longer `staging`.
+        references = Reference.objects.count()
+        seen.append((references, ReferenceImport.objects.values_list("phase", flat=True).first()))
 
-    autosaves = threading.Thread(target=reviewer_autosaving)
-    autosaves.start()
-    try:
-        wait_for(lambda: len(saves) >= 3, 60, "the first autosaves")
-        importing.set()
+    with reviewer_autosaving(assignment=assignment, reviewer=reviewer, observe=observe) as autosaves:
+        wait_for(lambda: len(autosaves.saves) >= 3, 60, "the first autosaves")
+        autosaves.watching.set()
         started = time.monotonic()
         summary = references_import(file=io.BytesIO(content), format="medline")
         ended = time.monotonic()
-    finally:
-        done.set()
-        autosaves.join(60)
     assert (summary.created, summary.records) == (LARGE, LARGE) and Reference.objects.count() == LARGE
     assert not StagedReference.objects.exists()
     assert ReferenceImport.objects.get().phase == ReferenceImport.Phase.DONE
-    during = [finished for begun, finished in saves if started <= begun and finished <= ended]
-    longest = max(finished - begun for begun, finished in saves)
+    during, longest, saves = autosaves.within(started, ended), autosaves.longest(), autosaves.saves
     assert len(during) >= 5, (len(during), ended - started)
     # About two seconds on a busy two-core machine, with room for a busier one; written in one transaction, the same
     # import held an autosave for the whole import (some 15–20 s).

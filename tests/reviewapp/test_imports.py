@@ -20,6 +20,7 @@ from reviewapp.models import Cohort, ImportBatch, Proposal, ResearchTask
 from reviewapp.services.accounts import token_create
 from reviewapp.services.imports import CohortFrozen, ImportInvalid, cohort_import_file
 from tests import factories
+from tests.autosave_support import reviewer_autosaving
 from tests.screening_support import wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -536,10 +537,8 @@ def test_on_sqlite_reviewers_autosave_while_a_large_import_goes_on(transactional
     steps, so every autosave is stored within about two seconds and many while the import goes on; the proposals
     join the cohort only at its end."""
     sqlite_only()
-    from django.db import connection
 
     from reviewapp.models import Review
-    from reviewapp.services.reviews import review_save
 
     reviewer = factories.make_user("reviewer")
     proposal = factories.make_proposal()
@@ -547,41 +546,20 @@ def test_on_sqlite_reviewers_autosave_while_a_large_import_goes_on(transactional
     assignment = factories.make_assignment(open_cohort, reviewer, proposal)
     large = factories.make_cohort(name="Large")
     content = large_file()
-    saves: list[tuple[float, float]] = []
     seen_in_cohort: list[int] = []
-    importing = threading.Event()
-    done = threading.Event()
 
-    def reviewer_autosaving():
-        try:
-            version = 0
-            while not done.is_set():
-                started = time.monotonic()
-                version = review_save(
-                    assignment=assignment, reviewer=reviewer, answers={"overall": 1 + len(saves) % 5}, version=version
-                ).version
-                saves.append((started, time.monotonic()))
-                if importing.is_set():
-                    seen_in_cohort.append(large.proposals.count())
-                time.sleep(0.1)  # the pace of a reviewer's autosaves
-        finally:
-            connection.close()
+    def observe():
+        seen_in_cohort.append(large.proposals.count())
 
-    autosaves = threading.Thread(target=reviewer_autosaving)
-    autosaves.start()
-    try:
-        wait_for(lambda: len(saves) >= 3, 60, "the first autosaves")
-        importing.set()
+    with reviewer_autosaving(assignment=assignment, reviewer=reviewer, observe=observe) as autosaves:
+        wait_for(lambda: len(autosaves.saves) >= 3, 60, "the first autosaves")
+        autosaves.watching.set()
         started = time.monotonic()
         result = run_import(large, "large.json", content)
         ended = time.monotonic()
-    finally:
-        done.set()
-        autosaves.join(60)
     assert result.new_proposals == LARGE and large.proposals.count() == LARGE
     assert not ImportBatch.objects.filter(staging=True).exists()
-    during = [finished for begun, finished in saves if started <= begun and finished <= ended]
-    longest = max(finished - begun for begun, finished in saves)
+    during, longest, saves = autosaves.within(started, ended), autosaves.longest(), autosaves.saves
     assert len(during) >= 5, (len(during), ended - started)
     # About two seconds (the longest seen here, on a busy two-core machine: 1.5–2.2 s), with room for a busier one;
     # written in one transaction, the same import held an autosave for 9 s.
