@@ -14,7 +14,7 @@ conflicts with the current state of what it names (a closed cohort, a started as
 whose values the protocol refuses; 503 a service the request needs is not there.
 """
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Collection, Iterable, Iterator
 from typing import NotRequired, TypedDict
 
 from django.contrib import messages
@@ -22,6 +22,7 @@ from django.core.exceptions import PermissionDenied
 from django.http import Http404
 from rest_framework import status
 
+from reviewapp.core.fields import RowsField
 from reviewapp.core.text import control_character_problem
 
 
@@ -106,23 +107,48 @@ class StateConflict(ServiceError):
 
 
 class InputInvalid(ServiceError):
-    """A request whose fields do not fit the declaration: one problem per field and message."""
+    """A request whose fields do not fit the declaration: one problem per field and message. The items of the fields
+    named in `rows` are records: their problems name the row (from 1) and the record's field."""
 
     code = "invalid_body"
 
-    def __init__(self, fields: dict, *, where: str = "body"):
+    def __init__(self, fields: dict, *, where: str = "body", rows: Collection[str] = ()):
         self.fields = fields
-        super().__init__(
-            f"The request {where} is not valid.",
-            problems=[problem(str(message), field=name) for name, message in _field_messages(fields)],
-        )
+        self.rows = rows
+        super().__init__(f"The request {where} is not valid.", problems=list(self._problems()))
+
+    def _problems(self) -> Iterator[Problem]:
+        for name, errors in self.fields.items():
+            if name in self.rows and isinstance(errors, dict | list) and not _is_messages(errors):
+                numbered = errors.items() if isinstance(errors, dict) else enumerate(errors)
+                for index, inner in numbered:
+                    for field, message in _field_messages(inner):
+                        yield problem(str(message), row=int(index) + 1, field=_field_name(field))
+            else:
+                for field, message in _field_messages(errors, str(name)):
+                    yield problem(str(message), field=field)
 
     def sentences(self) -> list[str]:
-        """One sentence per problem, for a page: "<field>: <problem>"."""
-        return [
-            f"{name.replace('_', ' ').capitalize()}: {message}" if name != "non_field_errors" else str(message)
-            for name, message in _field_messages(self.fields)
-        ]
+        """One sentence per problem, for a page: "<field>: <problem>", "Row <n>, <field>: <problem>"."""
+        lines = []
+        for found in self.problems:
+            place = found.get("field", "")
+            place = place.replace("_", " ").capitalize() if place != "non_field_errors" else ""
+            if "row" in found:
+                place = f"Row {found['row']}, {place}" if place else f"Row {found['row']}"
+            lines.append(f"{place}: {found['message']}" if place else found["message"])
+        return lines
+
+
+def _is_messages(errors) -> bool:
+    """Whether DRF's errors for a list field are its own messages ("This list may not be empty.") rather than its
+    items' ({index: errors})."""
+    return isinstance(errors, list) and not any(isinstance(item, dict | list) for item in errors)
+
+
+def _field_name(name: str) -> str | None:
+    """A record's field as a problem names it: none for the record as a whole."""
+    return None if name in ("", "non_field_errors") else name
 
 
 def _field_messages(errors, where: str = ""):
@@ -167,7 +193,8 @@ def validated(declaration, data, *, where: str = "body", **context) -> dict:
         raise InputInvalid(controls, where=where)
     serializer = declaration(data=data, context=context)
     if not serializer.is_valid():
-        raise InputInvalid(serializer.errors, where=where)
+        rows = [name for name, field in serializer.fields.items() if isinstance(field, RowsField)]
+        raise InputInvalid(serializer.errors, where=where, rows=rows)
     return serializer.validated_data
 
 

@@ -14,7 +14,7 @@ from rest_framework.views import APIView
 
 from reviewapp.benchmarks.selectors import benchmark_for_user
 from reviewapp.core.errors import NotFound, validated
-from reviewapp.core.fields import IdField
+from reviewapp.core.fields import IdField, RowsField
 from reviewapp.core.roles import CanReadAll, IsCoordinator
 from reviewapp.core.routing import by_method
 from reviewapp.models import BackgroundJob, Cohort
@@ -291,9 +291,7 @@ class ComparisonsImportApi(APIView):
             b = serializers.CharField(max_length=200)
             outcome = serializers.ChoiceField(choices=trueskill_rules.OUTCOMES)
 
-        comparisons = serializers.ListField(
-            child=Row(), allow_empty=False, min_length=1, max_length=MAX_IMPORTED_COMPARISONS
-        )
+        comparisons = RowsField(child=Row(), allow_empty=False, min_length=1, max_length=MAX_IMPORTED_COMPARISONS)
 
     class OutputSerializer(serializers.Serializer):
         created = serializers.IntegerField()

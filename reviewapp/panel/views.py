@@ -17,16 +17,19 @@ from django.utils.html import escape
 from django.utils.safestring import SafeString
 from django.utils.text import slugify
 from django.views.decorators.http import require_POST
+from rest_framework import serializers
 
 from reviewapp.benchmarks.selectors import benchmark_for_user
 from reviewapp.core import roles
-from reviewapp.core.errors import ServiceError, page_errors, validated
+from reviewapp.core.errors import InputInvalid, Problem, page_errors, validated
+from reviewapp.core.fields import RowsField
 from reviewapp.core.pages import figure_response
 from reviewapp.figures import FORMATS, FigureSpec, figure_file
 from reviewapp.models import Cohort
 from reviewapp.panel import figures, selectors
 from reviewapp.panel import profile as rules
 from reviewapp.panel.api import (
+    MAX_IMPORTED_COMPARISONS,
     CohortPanelStartApi,
     ComparisonsImportApi,
     ComparisonsRunApi,
@@ -52,6 +55,8 @@ SORTS = {
 }
 # The comparisons shown on the ratings page; the whole log is a download.
 RECENT_COMPARISONS = 25
+# The problems of refused comparisons shown on the ratings page.
+PROBLEMS_SHOWN = 20
 
 
 def _sorted_rows(rows: list, sort: str) -> tuple[list, str]:
@@ -280,17 +285,59 @@ def comparisons_run_page(request, cohort_id: int):
     return redirect("panel-ratings", cohort.pk)
 
 
-def _comparison_rows(text: str) -> list[dict]:
-    """CSV lines "a,b,outcome" (a header line naming those columns is optional)."""
-    lines = [line for line in csv.reader(io.StringIO(text.strip())) if any(cell.strip() for cell in line)]
-    if lines and [cell.strip().lower() for cell in lines[0]][:3] == ["a", "b", "outcome"]:
-        lines = lines[1:]
-    rows = []
-    for number, line in enumerate(lines, start=1):
-        if len(line) != 3:
-            raise ServiceError(f"Line {number} has {len(line)} values; each line is a,b,outcome.", code="invalid_body")
-        rows.append(dict(zip(("a", "b", "outcome"), (cell.strip() for cell in line), strict=True)))
-    return rows
+class ComparisonLinesField(RowsField):
+    """The comparisons typed in one box as CSV lines "a,b,outcome" (a first line naming those columns is optional;
+    blank lines are skipped): each line is a row of the API's declaration, numbered from the first comparison."""
+
+    COLUMNS = ("a", "b", "outcome")
+
+    def get_value(self, dictionary):
+        return dictionary.get(self.field_name, serializers.empty)
+
+    def to_internal_value(self, data):
+        if not isinstance(data, str):
+            raise serializers.ValidationError("Type the comparisons as lines of text.")
+        try:
+            lines = [line for line in csv.reader(io.StringIO(data.strip())) if any(cell.strip() for cell in line)]
+        except csv.Error as error:
+            raise serializers.ValidationError(f"The lines are not CSV: {error}.") from error
+        if lines and [cell.strip().lower() for cell in lines[0]] == list(self.COLUMNS):
+            lines = lines[1:]
+        if not lines and not self.allow_empty:
+            self.fail("empty")
+        rows, errors = [], {}
+        for index, line in enumerate(lines):
+            if len(line) != len(self.COLUMNS):
+                errors[index] = [f"It has {len(line)} values; each line is a,b,outcome."]
+                continue
+            try:
+                rows.append(
+                    self.child.run_validation(dict(zip(self.COLUMNS, (cell.strip() for cell in line), strict=True)))
+                )
+            except serializers.ValidationError as error:
+                errors[index] = error.detail
+        if errors:
+            raise serializers.ValidationError(errors)
+        return rows
+
+
+class ComparisonsImportPageInput(ComparisonsImportApi.InputSerializer):
+    """The page's form of the API's declaration: the comparisons as CSV lines, each checked as the API checks a row."""
+
+    comparisons = ComparisonLinesField(
+        child=ComparisonsImportApi.InputSerializer.Row(),
+        allow_empty=False,
+        min_length=1,
+        max_length=MAX_IMPORTED_COMPARISONS,
+    )
+
+
+def _line_sentence(found: Problem) -> str:
+    """A problem of the comparisons as the page says it: "Line <n>, <field>: <message>"."""
+    place = ", ".join(
+        part for part in (f"Line {found['row']}" if "row" in found else "", found.get("field", "")) if part
+    )
+    return f"{place}: {found['message']}" if place else found["message"]
 
 
 @login_required
@@ -298,15 +345,15 @@ def _comparison_rows(text: str) -> list[dict]:
 def comparisons_import_page(request, cohort_id: int):
     cohort = cohort_for_user(user=request.user, cohort_id=cohort_id)
     roles.require_coordinator(request.user)
-    with page_errors(request) as outcome:
-        values = validated(
-            ComparisonsImportApi.InputSerializer, {"comparisons": _comparison_rows(request.POST.get("comparisons", ""))}
-        )
+    with page_errors() as outcome:
+        values = validated(ComparisonsImportPageInput, request.POST)
         stored = critique.comparisons_import(cohort=cohort, rows=values["comparisons"], user=request.user)
         messages.success(request, f"{len(stored)} comparisons added to the log (#{stored[0].seq}–#{stored[-1].seq}).")
-    if not outcome.ok:
-        for row in outcome.error.problems[:20]:
-            messages.error(request, f"Line {row.get('row')}, {row.get('field')}: {row['message']}")
+    if outcome.error is not None:
+        invalid = isinstance(outcome.error, InputInvalid)
+        messages.error(request, "The comparisons were not added." if invalid else outcome.error.message)
+        for found in outcome.error.problems[:PROBLEMS_SHOWN]:
+            messages.error(request, _line_sentence(found))
     return redirect("panel-ratings", cohort.pk)
 
 

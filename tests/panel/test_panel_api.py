@@ -210,3 +210,46 @@ def test_reviewers_reach_none_of_the_panel_api(api, cohort, reviewer):
     ):
         answer = api.get(path)
         assert answer.status_code == 403 and answer.json()["error"] == "forbidden", path
+
+
+def test_the_comparisons_page_and_the_api_refuse_the_same_rows_with_the_same_problems(
+    client, api, models, cohort, coordinator
+):
+    """The page reads its box of CSV lines into the rows the API's declaration checks: a row the API refuses is refused
+    on the page with the same problem, named by its line."""
+    page = reverse("panel-comparisons-import", args=[cohort.pk])
+    url = f"/api/v1/cohorts/{cohort.pk}/comparisons"
+    client.force_login(coordinator)
+    api.force_authenticate(coordinator)
+    typed = "a,b,outcome\np1,p2,a\n\np2,p3,first\np3,p1\n"
+    refused = client.post(page, {"comparisons": typed}, follow=True)
+    shown = [str(message) for message in refused.context["messages"]]
+    assert shown[0] == "The comparisons were not added."
+    assert shown[1].startswith("Line 2, outcome: ") and "first" in shown[1]
+    assert shown[2] == "Line 3: It has 2 values; each line is a,b,outcome."
+    rows = [{"a": "p1", "b": "p2", "outcome": "a"}, {"a": "p2", "b": "p3", "outcome": "first"}]
+    answer = api.post(url, {"comparisons": rows}, format="json")
+    assert answer.status_code == 400 and answer.json()["error"] == "invalid_body"
+    assert answer.json()["problems"] == [{"row": 2, "field": "outcome", "message": shown[1].split(": ", 1)[1]}]
+    # Rows the declaration accepts and the cohort refuses: the service's problems, the same on both.
+    unknown = client.post(page, {"comparisons": "p1,p2,a\np1,zz,b\n"}, follow=True)
+    from_api = api.post(
+        url,
+        {"comparisons": [{"a": "p1", "b": "p2", "outcome": "a"}, {"a": "p1", "b": "zz", "outcome": "b"}]},
+        format="json",
+    )
+    assert from_api.status_code == 400 and from_api.json()["problems"] == [
+        {"row": 2, "field": "b", "message": "“zz” is not a proposal of this cohort."}
+    ]
+    assert [str(message) for message in unknown.context["messages"]][1:] == [
+        "Line 2, b: “zz” is not a proposal of this cohort."
+    ]
+    empty = client.post(page, {"comparisons": "a,b,outcome\n"}, follow=True)
+    assert [str(message) for message in empty.context["messages"]][1] == "comparisons: This list may not be empty."
+    assert not Comparison.objects.exists()
+    added = client.post(page, {"comparisons": "A, B, Outcome\np1,p2,a\np3,p2,tie\n"}, follow=True)
+    assert "2 comparisons added to the log (#1–#2)" in added.content.decode()
+    assert list(Comparison.objects.order_by("seq").values_list("a__external_id", "b__external_id", "outcome")) == [
+        ("p1", "p2", "a"),
+        ("p3", "p2", "tie"),
+    ]
