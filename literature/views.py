@@ -63,15 +63,18 @@ class CorpusQueryInput(serializers.Serializer):
     published_until = serializers.DateField(required=False, allow_null=True)
     page = serializers.IntegerField(required=False, min_value=1, max_value=selectors.SEARCH_DEPTH // CORPUS_PAGE)
 
+    def to_internal_value(self, data):
+        # The search form sends its empty fields: each is left out, not a value.
+        return super().to_internal_value({name: value for name, value in data.items() if value != ""})
+
 
 @login_required
 def corpus_page(request):
     roles.require_read_all(request.user)
-    raw = {name: value for name, value in request.GET.items() if value != ""}
     errors: list[str] = []
     values: dict = {}
     with page_errors(into=errors):
-        values = dict(validated(CorpusQueryInput, raw))
+        values = dict(validated(CorpusQueryInput, request.GET))
     page_number = values.get("page", 1)
     found = None
     if not errors:
@@ -87,7 +90,7 @@ def corpus_page(request):
     context = {
         "errors": errors,
         "found": found,
-        "query": raw,
+        "query": request.GET,
         "sources": Reference.Source.choices,
         "page_number": page_number,
         "first_shown": (page_number - 1) * CORPUS_PAGE + 1,

@@ -16,18 +16,22 @@ from reviewapp.inspiration.models import InspirationAudit
 ITEMS_PER_PAGE = 100
 
 
-def _form_values(post) -> dict:
-    """The audit form as AuditInput reads it: empty fields left out, run ids split on spaces, commas or lines."""
-    population = post.get("population", "")
-    values: dict = {"title_diagnostic": post.get("title_diagnostic") == "on"}
-    if population in ("cohort", "benchmark") and post.get(population):
-        values[population] = post[population]
-    if population == "runs":
-        values["runs"] = post.get("runs", "").replace(",", " ").split()
-    for name in ("window_start", "window_end", "replay"):
-        if post.get(name):
-            values[name] = post[name]
-    return values
+class AuditPageInput(AuditInput):
+    """The audit form as the API's declaration reads it: the population chosen by its radio button (the other
+    populations' fields ignored), run ids typed in one box separated by spaces, commas or lines, empty fields left out
+    and the title-diagnostic box ticked or not."""
+
+    def to_internal_value(self, data):
+        population = data.get("population", "")
+        values: dict = {"title_diagnostic": data.get("title_diagnostic") == "on"}
+        if population in ("cohort", "benchmark") and data.get(population):
+            values[population] = data[population]
+        if population == "runs":
+            values["runs"] = str(data.get("runs", "")).replace(",", " ").split()
+        for name in ("window_start", "window_end", "replay"):
+            if data.get(name):
+                values[name] = data[name]
+        return super().to_internal_value(values)
 
 
 class CutoffGroupPageInput(serializers.Serializer):
@@ -49,7 +53,7 @@ def inspiration_home(request):
     if request.method == "POST":
         roles.require_coordinator(request.user)
         with page_errors(into=errors) as outcome:
-            data = validated(AuditInput, _form_values(request.POST))
+            data = validated(AuditPageInput, request.POST)
             audit = services.audit_create(**selectors.audit_population(data), user=request.user)
             return redirect("inspiration-audit", audit.pk)
         # Refused for groups without a cutoff: the form says where to record them.

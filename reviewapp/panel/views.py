@@ -450,15 +450,27 @@ def _hypotheses_page(request, *, title: str, back: tuple[str, object], rows: lis
     return render(request, "panel/hypotheses.html", context)
 
 
+class HypothesesPanelStartPageInput(HypothesesPanelStartApi.InputSerializer):
+    """The page's form of the API's declaration: the ticked hypotheses and the "review again" box; the page itself
+    names the screening run or benchmark set."""
+
+    run = None
+    benchmark = None
+
+    def to_internal_value(self, data):
+        # A form with no box ticked sends no "hypotheses": an empty choice, refused as one, not a field left out.
+        if "hypotheses" not in data:
+            data = {**data.dict(), "hypotheses": []}
+        return super().to_internal_value(data)
+
+    def validate(self, attrs):
+        return attrs
+
+
 def _start_for_hypotheses(request, *, run=None, benchmark=None):
     roles.require_coordinator(request.user)
-    chosen = request.POST.getlist("hypotheses")
-    source = {"run": str(run.public_id)} if run is not None else {"benchmark": benchmark.pk}
     with page_errors(request):
-        values = validated(
-            HypothesesPanelStartApi.InputSerializer,
-            {**source, "hypotheses": chosen, "redo": request.POST.get("redo") == "true"},
-        )
+        values = validated(HypothesesPanelStartPageInput, request.POST)
         job = panel.panel_start_for_hypotheses(
             run=run, benchmark=benchmark, hypotheses=values["hypotheses"], redo=values["redo"], user=request.user
         )

@@ -215,6 +215,8 @@ def test_screening_hypotheses_are_selected_on_their_page(client, models, script,
     assert "5.00" in page
     nothing = client.post(reverse("panel-run", args=[run.public_id]), {}, follow=True)
     assert "Hypotheses: This list may not be empty." in nothing.content.decode()
+    redone = client.post(reverse("panel-run", args=[run.public_id]), {"hypotheses": ["H1"], "redo": "true"})
+    assert BackgroundJob.objects.latest("pk").params["redo"] is True and redone.status_code == 302
 
 
 @pytest.mark.parametrize("name", ["panel-cohort", "panel-ratings", "panel-calibration"])
