@@ -377,9 +377,9 @@ def user_list_page(request):
 @require_POST
 def user_create_page(request):
     roles.require_coordinator(request.user)
-    form = {key: request.POST.get(key, "").strip() for key in ("username", "email", "role")}
+    form = {key: request.POST.get(key, "").strip() for key in ("username", "email", "role")}  # shown again if refused
     with page_errors() as outcome:
-        account, password = user_create(**validated(UserCreateApi.InputSerializer, form), user=request.user)
+        account, password = user_create(**validated(UserCreateApi.InputSerializer, request.POST), user=request.user)
         # Rendered, not redirected: the password must not pass through the session's message store.
         return render(request, "reviewapp/user_list.html", _people_context(request, created=[(account, password)]))
     context = _people_context(request, new_user=form, create_errors=_field_errors(outcome.error))
@@ -408,10 +408,10 @@ def users_bulk_create_page(request):
 @require_POST
 def conflict_declare_page(request):
     roles.require_coordinator(request.user)
-    form = {key: request.POST.get(key, "").strip() for key in ("reviewer", "kind", "proposal_id", "author", "note")}
+    form = {key: request.POST.get(key, "").strip() for key in ("reviewer", "kind", "proposal", "author", "note")}
     errors = []
     with page_errors(into=errors):
-        values = validated(ConflictCreateApi.InputSerializer, {**form, "proposal": form["proposal_id"]})
+        values = validated(ConflictCreateApi.InputSerializer, request.POST)
         conflict = cohort_services.conflict_declare(
             reviewer=reviewer_named(values["reviewer"]),
             kind=values["kind"],

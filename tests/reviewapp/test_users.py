@@ -184,7 +184,7 @@ def test_people_page_declares_a_conflict(client, coordinator, reviewer):
     client.force_login(coordinator)
 
     response = client.post(
-        "/people/conflicts/", {"reviewer": reviewer.username, "kind": "advisor", "proposal_id": "P-77", "note": "PhD"}
+        "/people/conflicts/", {"reviewer": reviewer.username, "kind": "advisor", "proposal": "P-77", "note": "PhD"}
     )
 
     assert response.status_code == 302
