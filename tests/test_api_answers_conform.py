@@ -1,10 +1,13 @@
 """Every JSON answer of the API's reads, for rich data and for empty, unstarted data, matches the schema.
 
-Each GET operation whose only path parameter is a cohort's, a benchmark set's or a public run's id (or that has none)
-is read for the demo cohort after its AI panel (reviews, research runs, every level assessed), for a cohort with
-nothing in it, for a benchmark set holding the appendices' study data, for an unstarted empty set and for a public run
-queued and completed, and each answer is checked with the schema's objects closed (tests.api_schema_support): a field
-the schema forgets, a null it does not allow or a type it misstates fails here, whichever endpoint holds it."""
+Every GET operation answering JSON is read, by the path parameters it needs (READ_PARAMETERS; a read needing others
+fails `test_every_json_read_is_read_here` unless NOT_READ gives the reason): the lists, and the reads of the demo
+cohort after its AI panel (reviews, research runs, every level assessed), of a cohort with nothing in it, of a
+benchmark set holding the appendices' study data and of an unstarted empty set, of a public run queued and completed,
+of panel subjects reviewed and not yet reviewed, of an inspiration audit pending and done, of a novelty check pending
+and done and of a citation wave pending and done. Each answer is checked with the schema's objects closed
+(tests.api_schema_support): a field the schema forgets, a null it does not allow or a type it misstates fails here,
+whichever endpoint holds it."""
 
 import re
 
@@ -12,17 +15,40 @@ import pytest
 from django.contrib.auth.models import User
 from rest_framework.test import APIClient
 
+from literature.novelty import novelty_check_perform, proposal_novelty_check_request
+from literature.waves import citation_wave_perform, citation_wave_start
+from reviewapp.benchmarks.models import BenchmarkHypothesis
 from reviewapp.demo.cohort import DEMO_COHORT_NAME, DEMO_COORDINATOR, demo_load
+from reviewapp.inspiration.services import audit_complete_here, audit_create
 from reviewapp.models import Cohort
+from reviewapp.panel.models import PanelSubject
 from reviewapp.panel.services.panel import panel_start_for_cohort
 from reviewapp.services import jobs
+from screening.llm.models import ModelEndpoint, Roster, RosterMember
 from screening.models import Run
 from screening.services.runs import run_create
 from tests import factories
 from tests.api_schema_support import answer_problems, api_schema
-from tests.benchmark_support import make_set
+from tests.benchmark_support import hypothesis, make_set, task
 from tests.benchmarks.test_appendix_analyses import study_data
+from tests.inspiration.support import add_inspiration_judge, hand_counted_cohort, scripted_judge
+from tests.literature.test_citation_waves import europepmc_lists
+from tests.literature.test_literature_sources import source_server  # noqa: F401 (a fixture)
 from tests.screening_support import drive, simulated_default_roster
+
+# The path parameters of the reads below: every JSON read needing exactly these is read in each of their states.
+READ_PARAMETERS = [
+    set(),
+    {"cohort_id"},
+    {"benchmark_id"},
+    {"run_id"},
+    {"subject_id"},
+    {"audit_id"},
+    {"check_id"},
+    {"wave_id"},
+]
+# JSON reads not read here, each with the reason.
+NOT_READ: dict[str, str] = {}
 
 
 @pytest.fixture(scope="module")
@@ -31,14 +57,25 @@ def schema(django_db_blocker):
         return api_schema()
 
 
-def json_reads(schema: dict, parameters: set[str]) -> list[str]:
-    """The GET paths answering JSON with 200 whose path parameters are exactly `parameters`."""
+def json_reads(schema: dict, parameters: set[str] | None = None) -> list[str]:
+    """The GET paths answering JSON with 200 whose path parameters are exactly `parameters` (None: all of them)."""
     found = []
     for path, operations in schema["paths"].items():
         answer = operations.get("get", {}).get("responses", {}).get("200", {})
-        if "application/json" in answer.get("content", {}) and set(re.findall(r"{(\w+)}", path)) == parameters:
+        needs = set(re.findall(r"{(\w+)}", path))
+        if "application/json" in answer.get("content", {}) and (parameters is None or needs == parameters):
             found.append(path)
     return found
+
+
+def test_every_json_read_is_read_here(schema):
+    unread = [
+        path
+        for path in json_reads(schema)
+        if set(re.findall(r"{(\w+)}", path)) not in READ_PARAMETERS and path not in NOT_READ
+    ]
+    assert not unread, f"JSON reads neither read here nor listed in NOT_READ with the reason: {unread}"
+    assert set(NOT_READ) <= set(json_reads(schema)), "NOT_READ names a read the schema no longer has"
 
 
 def read_all(
@@ -115,3 +152,57 @@ def test_a_public_runs_reads_match_the_schema_queued_and_completed(schema, roste
     assert drive(run).status == Run.Status.COMPLETED
     paths, problems = read_all(schema, coordinator, {"run_id": str(run.public_id)})
     assert len(paths) == 2 and not problems, problems
+
+
+def judged_set_data() -> dict:
+    return {"tasks": [task("T1")], "hypotheses": [hypothesis("T1", "a1", selected=True)]}
+
+
+def test_panel_subjects_reviewed_and_not_yet_reviewed_match_the_schema(schema, demo_cohort):
+    coordinator = User.objects.get(username=DEMO_COORDINATOR)
+    reviewed = PanelSubject.objects.filter(proposal__in=demo_cohort.proposals.all()).order_by("pk")[:3]
+    waiting = [
+        PanelSubject.objects.create(proposal=factories.make_proposal(external_id="P-WAIT")),
+        PanelSubject.objects.create(
+            benchmark_hypothesis=BenchmarkHypothesis.objects.get(benchmark=make_set(judged_set_data()), key="a1")
+        ),
+    ]
+    assert len(reviewed) == 3 and waiting[1].benchmark_hypothesis is not None
+    for subject in [*reviewed, *waiting]:
+        paths, problems = read_all(schema, coordinator, {"subject_id": subject.pk})
+        assert paths and not problems, problems
+
+
+def test_an_inspiration_audit_pending_and_done_matches_the_schema(schema, script, server, coordinator):
+    script.inspire = scripted_judge
+    add_inspiration_judge(server.base_url)
+    audit = audit_create(cohort=hand_counted_cohort(), user=coordinator, enqueue=False)
+    paths, problems = read_all(schema, coordinator, {"audit_id": audit.pk})
+    assert len(paths) == 2 and not problems, problems
+    audit_complete_here(audit_id=audit.pk)
+    paths, problems = read_all(schema, coordinator, {"audit_id": audit.pk})
+    assert len(paths) == 2 and not problems, problems
+
+
+def test_a_novelty_check_pending_and_done_matches_the_schema(schema, memory_broker, coordinator):
+    roster = Roster.objects.create(name="Default", is_default=True)
+    endpoint = ModelEndpoint.objects.create(
+        display_name="Judge", company="Example", protocol="openai", base_url="http://127.0.0.1:9", model_id="judge"
+    )
+    RosterMember.objects.create(roster=roster, endpoint=endpoint, role=RosterMember.Role.NOVELTY)
+    check = proposal_novelty_check_request(proposal=factories.make_proposal(), endpoint=endpoint)
+    paths, problems = read_all(schema, coordinator, {"check_id": check.pk})
+    assert len(paths) == 1 and not problems, problems
+    novelty_check_perform(check_id=check.pk)  # an empty corpus: a verdict without a model call
+    paths, problems = read_all(schema, coordinator, {"check_id": check.pk})
+    assert len(paths) == 1 and not problems, problems
+
+
+def test_a_citation_wave_pending_and_done_matches_the_schema(schema, source_server, coordinator):  # noqa: F811
+    source_server.app = europepmc_lists
+    wave = citation_wave_start(anchors=["PMC:PMC555"], enqueue=False)
+    paths, problems = read_all(schema, coordinator, {"wave_id": wave.pk})
+    assert len(paths) == 1 and not problems, problems
+    citation_wave_perform(wave_id=wave.pk)
+    paths, problems = read_all(schema, coordinator, {"wave_id": wave.pk})
+    assert len(paths) == 1 and not problems, problems
