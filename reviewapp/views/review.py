@@ -7,6 +7,7 @@ instances: blinding is enforced by what reaches the template, not by what the te
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from functools import cache, wraps
+from typing import NamedTuple
 
 from django.contrib import messages
 from django.contrib.auth.views import redirect_to_login
@@ -65,8 +66,9 @@ def _get_assignment_for_reviewer(request, assignment_id: int) -> Assignment:
     return packets.reviewer_assignment(reviewer=request.user, assignment_id=assignment_id)
 
 
-@dataclass(frozen=True)
-class Option:
+class Option(NamedTuple):
+    """One point of a question's scale; a tuple, which the template unpacks in its loop over the options."""
+
     value: str
     key: str  # the digit that chooses it
     label: str
@@ -85,7 +87,8 @@ class FormQuestion:
 
 @dataclass(frozen=True)
 class Question:
-    """A question with this reviewer's answer and the error of a refused submission, rendered by _question.html."""
+    """A question with this reviewer's answer and the error of a refused submission, rendered by
+    templates/jinja2/reviewapp/_question.html (`{% review_question %}`)."""
 
     form: FormQuestion
     answer: str
