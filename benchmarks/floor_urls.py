@@ -6,16 +6,21 @@ middleware, session and framework costs, served beside the real views by the sam
 - `/floor/plain-queue/` and `/floor/plain-review/<id>/`: the reviewer's queue and review page as an ordinary Django
   developer would write them (`select_related` and a template that loops over the rows and the protocol's form),
   the second reference of the reviewer's pages: what the product's pages are measured against instead of a floor.
+  The plain review page shows what the product's does for the same answers (the packet, the guidelines, the
+  questions shown, the flaw checklist when the verdict asks for it, the skip form), with less markup (no htmx
+  attributes, classes or data attributes for the page's script).
 
 Used through `floor_settings` (this URL configuration and otherwise the project's settings).
 """
 
 from django.contrib.auth.decorators import login_required
+from django.core import signing
 from django.db.models import Q
 from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.template import engines
 from django.urls import include, path
+from django.utils import timezone
 from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -44,33 +49,41 @@ def plain_queue(request):
 def _plain_questions() -> list:
     from reviewapp import protocol
 
-    questions = [
+    head = [
         (
             "overall",
             "Overall research value",
+            "",
             [(str(v), str(v), label, anchor) for v, label, anchor in protocol.OVERALL_SCALE],
         ),
         (
             "recommendation",
             "Recommendation",
+            "",
             [(key, str(n), label, anchor) for n, (key, label, anchor) in enumerate(protocol.RECOMMENDATIONS, start=1)],
         ),
     ]
-    for field, label, _prompt, anchors in protocol.CRITERIA:
+    criteria = []
+    for field, label, prompt, anchors in protocol.CRITERIA:
         options = [(str(n), str(n), "", anchor) for n, anchor in enumerate(anchors, start=1)]
-        questions.append((field, label, [*options, (protocol.CANT_JUDGE, "0", protocol.CANT_JUDGE_LABEL, "")]))
-    questions.append(
-        (
-            "flaw_verdict",
-            "Design-flaw verdict",
-            [(key, "", label, anchor) for key, label, anchor in protocol.FLAW_VERDICTS],
-        )
+        criteria.append((field, label, prompt, [*options, (protocol.CANT_JUDGE, "0", protocol.CANT_JUDGE_LABEL, "")]))
+    flaw_verdict = (
+        "flaw_verdict",
+        "Design-flaw verdict",
+        "Does the investigation plan have a consequential design flaw?",
+        [
+            (key, "0" if key == protocol.CANT_JUDGE else str(n), label, anchor)
+            for n, (key, label, anchor) in enumerate(protocol.FLAW_VERDICTS, start=1)
+        ],
     )
-    return questions
+    return head, criteria, flaw_verdict
 
 
 @login_required
 def plain_review(request, assignment_id: int):
+    """The review page's content and form for the same assignment and answers: the six criteria once the first two
+    questions are answered, the flaw checklist once the verdict asks for it, the skip form, the guidelines."""
+    from reviewapp import protocol
     from reviewapp.models import Assignment
     from reviewapp.selectors.packets import VISIBLE_COHORT_STATUSES
 
@@ -85,10 +98,16 @@ def plain_review(request, assignment_id: int):
         Q(position__lt=assignment.position) | Q(position=assignment.position, pk__lt=assignment.pk)
     )
     review = getattr(assignment, "review", None)
-    questions = []
-    for name, label, options in _plain_questions():
+    head, criteria, flaw_verdict = _plain_questions()
+
+    def answer(name: str) -> str:
         value = getattr(review, name) if review is not None else None
-        questions.append((name, label, options, "" if value is None else str(value)))
+        return "" if value is None else str(value)
+
+    unlocked = bool(answer("overall") and answer("recommendation"))
+    shown = [*head, *(criteria if unlocked else []), flaw_verdict]
+    questions = [(name, label, prompt, options, answer(name)) for name, label, prompt, options in shown]
+    ticked = review.flaw_checklist if review is not None else []
     proposal = assignment.proposal
     sections = [
         ("Mechanism", proposal.mechanism),
@@ -104,7 +123,11 @@ def plain_review(request, assignment_id: int):
         "total": in_cohort.count(),
         "review": review,
         "questions": questions,
+        "unlocked": unlocked,
+        "checklist": [(key, label, key in ticked) for key, label in protocol.FLAW_CHECKLIST],
+        "checklist_shown": answer("flaw_verdict") not in ("", "absent"),
         "sections": sections,
+        "opened": signing.dumps(int(timezone.now().timestamp()), salt="plain-review-opened"),
     }
     return render(request, "plain/review.html", context)
 

@@ -4,11 +4,12 @@
 
 On the PostgreSQL server named by DATABASE_URL it creates a scratch database (named from oh_bench_review), builds a
 10,000-proposal cohort with 300 reviewers, and measures: assigning 3 reviewers per proposal; the queue page and the
-review page for a reviewer with 100 assignments (queries, the same as for 5 assignments; the median CPU time spent
-serving it, in this process and its PostgreSQL backend, against a login-required page with a tiny template, ≤ 2.5×, and
-against the same page as an ordinary Django developer would write it, `select_related` and a template looping over the
-rows and the protocol's form, ≤ 0.6×: benchmarks/floor_urls.py; for information each page's time above the floor
-against the plain view's, and the wall times);
+review page (not started, and a draft that shows the whole form) for a reviewer with 100 assignments (queries, the
+same as for 5 assignments; the median CPU time spent serving it, in this process and its PostgreSQL backend, against a
+login-required page with a tiny template, ≤ 2.5×, and against the same page as an ordinary Django developer would
+write it, `select_related` and a template looping over the rows and the protocol's questions shown, ≤ 0.6×:
+benchmarks/floor_urls.py; for information each page's time above the floor against the plain view's, and the wall
+times);
 the CSV export of 30,000 submitted reviews against COPY of the export's own SELECT (≤ 2×); the XLSX export in a child
 process against the same export without lxml (≤ 0.85×) and against openpyxl writing the rows from a list, and its peak
 memory (≤ 300 MB) after a warm-up export. The scratch database is dropped at the end; no other database is touched. Exit
@@ -175,6 +176,19 @@ def first_assignment_id(reviewer) -> int:
     return Assignment.objects.filter(reviewer=reviewer).order_by("position").values_list("pk", flat=True)[0]
 
 
+def draft_assignment_id(reviewer) -> int:
+    """The reviewer's second assignment, with a draft saved that shows the whole form: the overall value and the
+    recommendation answered (the six criteria appear), one criterion, and a verdict that asks for the flaw checklist."""
+    from reviewapp.models import Assignment
+    from reviewapp.services.reviews import review_save
+
+    assignment = Assignment.objects.filter(reviewer=reviewer).order_by("position")[1]
+    if not hasattr(assignment, "review"):
+        answers = {"overall": 4, "recommendation": "revise", "importance": "3", "flaw_verdict": "fixable"}
+        review_save(assignment=assignment, reviewer=reviewer, answers=answers, version=0)
+    return assignment.pk
+
+
 def peak_memory_mb() -> float:
     """This process's peak resident memory. VmHWM, because ru_maxrss also counts the parent's memory at fork."""
     try:
@@ -318,6 +332,11 @@ def run(scratch_url: str, xlsx_repeats: int, *, pages_only: bool = False) -> Res
             "review page",
             lambda reviewer: reverse("review-page", args=[first_assignment_id(reviewer)]),
             lambda reviewer: reverse("plain-review", args=[first_assignment_id(reviewer)]),
+        ),
+        (
+            "review page, a draft",
+            lambda reviewer: reverse("review-page", args=[draft_assignment_id(reviewer)]),
+            lambda reviewer: reverse("plain-review", args=[draft_assignment_id(reviewer)]),
         ),
     ]
     for name, url_for, plain_url_for in pages:
