@@ -60,3 +60,85 @@ def _where(error) -> str:
 def assert_conforms(schema: dict, path: str, body, *, method: str = "get", status: int = 200) -> None:
     problems = answer_problems(schema, path, method, status, body)
     assert not problems, "\n".join(problems)
+
+
+class NullsSeen:
+    """Which nullable properties of the schema's answers real answers held null: a property the schema lets be null
+    but no answer ever gives as null is either a state no test reads or a null the schema should not promise.
+
+    Properties are named "<component>.<property>" (an inline object by the path to it from its component)."""
+
+    def __init__(self, schema: dict):
+        self.schema = schema
+        self.null: set[str] = set()
+        self.present: set[str] = set()
+
+    def record(self, path: str, method: str, status: int, body) -> None:
+        self._walk(answer_schema(self.schema, path, method, status), body, f"{method.upper()} {path}")
+
+    def nullable(self, paths: list[str]) -> set[str]:
+        """The nullable properties of the 200 JSON answers of GET `paths`."""
+        found: set[str] = set()
+        visited: set[str] = set()
+        for path in paths:
+            self._nullable(answer_schema(self.schema, path, "get", 200), f"GET {path}", found, visited)
+        return found
+
+    def never_null(self, paths: list[str]) -> list[str]:
+        return sorted(self.nullable(paths) - self.null)
+
+    def _resolve(self, node: dict, owner: str) -> tuple[dict, str]:
+        while "$ref" in node:
+            owner = node["$ref"].rsplit("/", 1)[-1]
+            node = self.schema["components"]["schemas"][owner]
+        return node, owner
+
+    def _is_nullable(self, node: dict) -> bool:
+        if node.get("nullable") or None in node.get("enum", []):
+            return True
+        options = node.get("oneOf", []) + node.get("anyOf", [])
+        return any(self._is_nullable(self._resolve(option, "")[0]) for option in options)
+
+    def _options(self, node: dict) -> list[dict]:
+        return node.get("allOf", []) + node.get("oneOf", []) + node.get("anyOf", [])
+
+    def _walk(self, node: dict, value, owner: str) -> None:
+        node, owner = self._resolve(node, owner)
+        for option in self._options(node):
+            self._walk(option, value, owner)
+        if isinstance(value, dict):
+            for name, inner in node.get("properties", {}).items():
+                if name not in value:
+                    continue
+                where = f"{owner}.{name}"
+                self.present.add(where)
+                if value[name] is None:
+                    self.null.add(where)
+                else:
+                    self._walk(inner, value[name], where)
+            if isinstance(node.get("additionalProperties"), dict):
+                for inner_value in value.values():
+                    if inner_value is not None:
+                        self._walk(node["additionalProperties"], inner_value, f"{owner}.*")
+        elif isinstance(value, list) and "items" in node:
+            for item in value:
+                if item is not None:
+                    self._walk(node["items"], item, owner)
+
+    def _nullable(self, node: dict, owner: str, found: set[str], visited: set[str]) -> None:
+        if "$ref" in node:
+            node, owner = self._resolve(node, owner)
+            if owner in visited:
+                return
+            visited.add(owner)
+        for option in self._options(node):
+            self._nullable(option, owner, found, visited)
+        for name, inner in node.get("properties", {}).items():
+            where = f"{owner}.{name}"
+            if self._is_nullable(inner):
+                found.add(where)
+            self._nullable(inner, where, found, visited)
+        if isinstance(node.get("additionalProperties"), dict):
+            self._nullable(node["additionalProperties"], f"{owner}.*", found, visited)
+        if "items" in node:
+            self._nullable(node["items"], owner, found, visited)

@@ -24,11 +24,12 @@ from reviewapp.models import Cohort
 from reviewapp.panel.models import PanelSubject
 from reviewapp.panel.services.panel import panel_start_for_cohort
 from reviewapp.services import jobs
+from reviewapp.services.accounts import token_create
 from screening.llm.models import ModelEndpoint, Roster, RosterMember
 from screening.models import Run
 from screening.services.runs import run_create
 from tests import factories
-from tests.api_schema_support import answer_problems, api_schema
+from tests.api_schema_support import NullsSeen, answer_problems, api_schema
 from tests.benchmark_support import hypothesis, make_set, task
 from tests.benchmarks.test_appendix_analyses import study_data
 from tests.inspiration.support import add_inspiration_judge, hand_counted_cohort, scripted_judge
@@ -57,6 +58,23 @@ def schema(django_db_blocker):
         return api_schema()
 
 
+@pytest.fixture(scope="module")
+def nulls_seen(schema, request):
+    """The nulls the answers read here held. After the module, the nullable properties no answer gave as null (and
+    those no answer held at all) are in pytest's cache: `pytest --cache-show api/nullable_never_null`."""
+    seen = NullsSeen(schema)
+    yield seen
+    nullable = seen.nullable(json_reads(schema))
+    request.config.cache.set(
+        "api/nullable_never_null",
+        {
+            "nullable": len(nullable),
+            "never_null": sorted(nullable - seen.null),
+            "never_read": sorted(nullable - seen.present),
+        },
+    )
+
+
 def json_reads(schema: dict, parameters: set[str] | None = None) -> list[str]:
     """The GET paths answering JSON with 200 whose path parameters are exactly `parameters` (None: all of them)."""
     found = []
@@ -79,11 +97,12 @@ def test_every_json_read_is_read_here(schema):
 
 
 def read_all(
-    schema: dict, user, values: dict[str, int], *, refused_allowed: bool = False
+    seen: NullsSeen, user, values: dict[str, int], *, refused_allowed: bool = False
 ) -> tuple[list[str], dict[str, list[str]]]:
     """Read every such path for `values`; the paths read (answered 200), and each answer's departures from the
     schema. A refusal counts as a departure, unless `refused_allowed` for a role that may not read everything: every
     read here is one a coordinator may make without a query."""
+    schema = seen.schema
     client = APIClient()
     client.force_authenticate(user)
     paths, problems = [], {}
@@ -95,6 +114,7 @@ def read_all(
             problems[path] = [f"answered {response.status_code}: {response.content[:300]!r}"]
         else:
             paths.append(path)
+            seen.record(path, "get", 200, response.json())
             if found := answer_problems(schema, path, "get", 200, response.json()):
                 problems[path] = found
     return paths, problems
@@ -110,47 +130,49 @@ def demo_cohort(db, settings, monkeypatch) -> Cohort:
         yield cohort
 
 
-def test_a_rich_cohorts_reads_and_the_lists_match_the_schema(schema, demo_cohort):
+def test_a_rich_cohorts_reads_and_the_lists_match_the_schema(nulls_seen, demo_cohort):
     coordinator = User.objects.get(username=DEMO_COORDINATOR)
-    paths, problems = read_all(schema, coordinator, {"cohort_id": demo_cohort.pk})
+    paths, problems = read_all(nulls_seen, coordinator, {"cohort_id": demo_cohort.pk})
     assert len(paths) >= 10, paths
-    lists, list_problems = read_all(schema, coordinator, {})
+    lists, list_problems = read_all(nulls_seen, coordinator, {})
     assert len(lists) >= 5, lists
     assert not {**problems, **list_problems}, {**problems, **list_problems}
 
 
-def test_a_rich_cohorts_reads_as_an_analyst_sees_them_match_the_schema(schema, demo_cohort):
+def test_a_rich_cohorts_reads_as_an_analyst_sees_them_match_the_schema(nulls_seen, demo_cohort):
     analyst = User.objects.get(username="demo-analyst")
-    paths, problems = read_all(schema, analyst, {"cohort_id": demo_cohort.pk}, refused_allowed=True)
+    paths, problems = read_all(nulls_seen, analyst, {"cohort_id": demo_cohort.pk}, refused_allowed=True)
     assert len(paths) >= 10, paths
-    lists, list_problems = read_all(schema, analyst, {}, refused_allowed=True)
+    lists, list_problems = read_all(nulls_seen, analyst, {}, refused_allowed=True)
     assert not {**problems, **list_problems}, {**problems, **list_problems}
 
 
-def test_an_empty_cohorts_reads_and_the_empty_lists_match_the_schema(schema, coordinator):
-    paths, problems = read_all(schema, coordinator, {"cohort_id": factories.make_cohort().pk})
-    lists, list_problems = read_all(schema, coordinator, {})
+def test_an_empty_cohorts_reads_and_the_empty_lists_match_the_schema(nulls_seen, coordinator):
+    paths, problems = read_all(nulls_seen, coordinator, {"cohort_id": factories.make_cohort().pk})
+    token_create(user=coordinator, name="never used")
+    lists, list_problems = read_all(nulls_seen, coordinator, {})
     assert not {**problems, **list_problems}, {**problems, **list_problems}
 
 
-def test_a_rich_benchmark_sets_reads_match_the_schema(schema, db):
+def test_a_rich_benchmark_sets_reads_match_the_schema(nulls_seen, db):
     benchmark = make_set(study_data())
-    paths, problems = read_all(schema, factories.make_user("coordinator"), {"benchmark_id": benchmark.pk})
+    paths, problems = read_all(nulls_seen, factories.make_user("coordinator"), {"benchmark_id": benchmark.pk})
     assert len(paths) >= 3, paths
     assert not problems, problems
 
 
-def test_an_unstarted_benchmark_sets_reads_match_the_schema(schema, coordinator):
-    paths, problems = read_all(schema, coordinator, {"benchmark_id": make_set().pk})
-    assert not problems, problems
+def test_an_unstarted_benchmark_sets_reads_match_the_schema(nulls_seen, coordinator):
+    paths, problems = read_all(nulls_seen, coordinator, {"benchmark_id": make_set().pk})
+    lists, list_problems = read_all(nulls_seen, coordinator, {})
+    assert not {**problems, **list_problems}, {**problems, **list_problems}
 
 
-def test_a_public_runs_reads_match_the_schema_queued_and_completed(schema, roster, memory_broker, coordinator):
+def test_a_public_runs_reads_match_the_schema_queued_and_completed(nulls_seen, roster, memory_broker, coordinator):
     run = run_create(question="Which interventions extend healthy lifespan in mammals?", client_address="192.0.2.9")
-    paths, problems = read_all(schema, coordinator, {"run_id": str(run.public_id)})
+    paths, problems = read_all(nulls_seen, coordinator, {"run_id": str(run.public_id)})
     assert len(paths) == 2 and not problems, problems
     assert drive(run).status == Run.Status.COMPLETED
-    paths, problems = read_all(schema, coordinator, {"run_id": str(run.public_id)})
+    paths, problems = read_all(nulls_seen, coordinator, {"run_id": str(run.public_id)})
     assert len(paths) == 2 and not problems, problems
 
 
@@ -158,7 +180,7 @@ def judged_set_data() -> dict:
     return {"tasks": [task("T1")], "hypotheses": [hypothesis("T1", "a1", selected=True)]}
 
 
-def test_panel_subjects_reviewed_and_not_yet_reviewed_match_the_schema(schema, demo_cohort):
+def test_panel_subjects_reviewed_and_not_yet_reviewed_match_the_schema(nulls_seen, demo_cohort):
     coordinator = User.objects.get(username=DEMO_COORDINATOR)
     reviewed = PanelSubject.objects.filter(proposal__in=demo_cohort.proposals.all()).order_by("pk")[:3]
     waiting = [
@@ -169,40 +191,41 @@ def test_panel_subjects_reviewed_and_not_yet_reviewed_match_the_schema(schema, d
     ]
     assert len(reviewed) == 3 and waiting[1].benchmark_hypothesis is not None
     for subject in [*reviewed, *waiting]:
-        paths, problems = read_all(schema, coordinator, {"subject_id": subject.pk})
+        paths, problems = read_all(nulls_seen, coordinator, {"subject_id": subject.pk})
         assert paths and not problems, problems
 
 
-def test_an_inspiration_audit_pending_and_done_matches_the_schema(schema, script, server, coordinator):
+def test_an_inspiration_audit_pending_and_done_matches_the_schema(nulls_seen, script, server, coordinator):
     script.inspire = scripted_judge
     add_inspiration_judge(server.base_url)
     audit = audit_create(cohort=hand_counted_cohort(), user=coordinator, enqueue=False)
-    paths, problems = read_all(schema, coordinator, {"audit_id": audit.pk})
-    assert len(paths) == 2 and not problems, problems
+    paths, problems = read_all(nulls_seen, coordinator, {"audit_id": audit.pk})
+    lists, list_problems = read_all(nulls_seen, coordinator, {})
+    assert len(paths) == 2 and not {**problems, **list_problems}, {**problems, **list_problems}
     audit_complete_here(audit_id=audit.pk)
-    paths, problems = read_all(schema, coordinator, {"audit_id": audit.pk})
+    paths, problems = read_all(nulls_seen, coordinator, {"audit_id": audit.pk})
     assert len(paths) == 2 and not problems, problems
 
 
-def test_a_novelty_check_pending_and_done_matches_the_schema(schema, memory_broker, coordinator):
+def test_a_novelty_check_pending_and_done_matches_the_schema(nulls_seen, memory_broker, coordinator):
     roster = Roster.objects.create(name="Default", is_default=True)
     endpoint = ModelEndpoint.objects.create(
         display_name="Judge", company="Example", protocol="openai", base_url="http://127.0.0.1:9", model_id="judge"
     )
     RosterMember.objects.create(roster=roster, endpoint=endpoint, role=RosterMember.Role.NOVELTY)
     check = proposal_novelty_check_request(proposal=factories.make_proposal(), endpoint=endpoint)
-    paths, problems = read_all(schema, coordinator, {"check_id": check.pk})
+    paths, problems = read_all(nulls_seen, coordinator, {"check_id": check.pk})
     assert len(paths) == 1 and not problems, problems
     novelty_check_perform(check_id=check.pk)  # an empty corpus: a verdict without a model call
-    paths, problems = read_all(schema, coordinator, {"check_id": check.pk})
+    paths, problems = read_all(nulls_seen, coordinator, {"check_id": check.pk})
     assert len(paths) == 1 and not problems, problems
 
 
-def test_a_citation_wave_pending_and_done_matches_the_schema(schema, source_server, coordinator):  # noqa: F811
+def test_a_citation_wave_pending_and_done_matches_the_schema(nulls_seen, source_server, coordinator):  # noqa: F811
     source_server.app = europepmc_lists
     wave = citation_wave_start(anchors=["PMC:PMC555"], enqueue=False)
-    paths, problems = read_all(schema, coordinator, {"wave_id": wave.pk})
+    paths, problems = read_all(nulls_seen, coordinator, {"wave_id": wave.pk})
     assert len(paths) == 1 and not problems, problems
     citation_wave_perform(wave_id=wave.pk)
-    paths, problems = read_all(schema, coordinator, {"wave_id": wave.pk})
+    paths, problems = read_all(nulls_seen, coordinator, {"wave_id": wave.pk})
     assert len(paths) == 1 and not problems, problems
