@@ -30,7 +30,7 @@ from screening.models import Run
 from screening.services.runs import run_create
 from tests import factories
 from tests.api_schema_support import NullsSeen, answer_problems, api_schema
-from tests.benchmark_support import hypothesis, make_set, task
+from tests.benchmark_support import hypothesis, judged_set, make_set, task
 from tests.benchmarks.test_appendix_analyses import study_data
 from tests.inspiration.support import add_inspiration_judge, hand_counted_cohort, scripted_judge
 from tests.literature.test_citation_waves import europepmc_lists
@@ -159,6 +159,19 @@ def test_a_rich_benchmark_sets_reads_match_the_schema(nulls_seen, db):
     paths, problems = read_all(nulls_seen, factories.make_user("coordinator"), {"benchmark_id": benchmark.pk})
     assert len(paths) >= 3, paths
     assert not problems, problems
+
+
+@pytest.mark.parametrize(
+    "build",
+    [
+        pytest.param(judged_set, id="small and judged"),
+        pytest.param(lambda: make_set(judged_set_data()), id="imported and not judged"),
+    ],
+)
+def test_a_sparse_benchmark_sets_reads_match_the_schema(nulls_seen, coordinator, build):
+    """Sets too small for most statistics, and hypotheses without scores or outcomes: the estimates left undefined."""
+    paths, problems = read_all(nulls_seen, coordinator, {"benchmark_id": build().pk})
+    assert len(paths) >= 3 and not problems, problems
 
 
 def test_an_unstarted_benchmark_sets_reads_match_the_schema(nulls_seen, coordinator):
