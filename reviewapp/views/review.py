@@ -41,6 +41,8 @@ PAGE_TEMPLATE = "reviewapp/review_page.html"
 OPENED_SALT = "review-page-opened"
 SESSION_EXPIRED = "your session expired; log in again in another tab, your answers are kept in this browser"
 STALE = "this review was changed in another tab or window. Reload the page to continue from the latest version."
+# The fields of the form a reviewer answers in one value each (the checklist is a list).
+ANSWER_FIELDS = (*reviews.FORM_FIELDS, "main_flaw", "comments")
 # Keyboard digits of the design-flaw verdicts, in protocol order; 0 is always "Can't judge".
 FLAW_VERDICT_KEYS = {"absent": "1", "fixable": "2", "fatal": "3", protocol.CANT_JUDGE: "0"}
 
@@ -163,7 +165,9 @@ def _form_context(state: reviews.ReviewState, errors: dict) -> dict:
 
     return {
         "state": state,
-        "errors": errors,
+        # Every field's message, "" when it has none: the template reads them by name, and a name missing from a dict
+        # costs Django's template language a chain of failed lookups.
+        "errors": {**dict.fromkeys(ANSWER_FIELDS, ""), **errors},
         "head_questions": [question(form) for form in questions.head],
         "criteria": [question(form) for form in questions.criteria],
         "flaw_verdict": question(questions.flaw_verdict),
@@ -240,7 +244,7 @@ def _opened_at(signed: str) -> datetime | None:
 def _posted_answers(post) -> dict:
     """The answers in the posted form. Unanswered radios are absent and so left unchanged; the checklist is
     read only when the page showed it (it can be emptied by unticking every box)."""
-    data = {field: post[field] for field in (*reviews.FORM_FIELDS, "main_flaw", "comments") if field in post}
+    data = {field: post[field] for field in ANSWER_FIELDS if field in post}
     if "checklist" in post.getlist("shown"):
         data["flaw_checklist"] = [item for item in post.getlist("flaw_checklist") if item]
     return data
