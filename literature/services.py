@@ -360,14 +360,15 @@ class _CorpusCopy:
         columns = (*_STAGED_COLUMNS, "created_at", "updated_at")
         self._statement = f"COPY {connection.ops.quote_name(table)} ({', '.join(columns)}) FROM STDIN"
         self._open: _OpenCopy | None = None
-        self._now: Any = None
+        self._now = ""
 
     def write(self, row: tuple) -> None:
         if self._open is None:
             # The savepoint on the driver's own cursor: it is this batch's, not one of Django's atomic blocks.
             connection.connection.execute(f"SAVEPOINT {self._SAVEPOINT}")
             self._open = _OpenCopy(self._statement, self.end)
-            self._now = timezone.now()
+            # As text, formatted once a batch: the driver would format the two timestamps again for every row.
+            self._now = timezone.now().isoformat()
         self.rows.append(row)
         self._open.write_row((*row[:_AUTHORS], json.dumps(row[_AUTHORS]), *row[_AUTHORS + 1 :], self._now, self._now))
         if len(self.rows) >= self.writer.batch_size:

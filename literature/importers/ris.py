@@ -59,11 +59,10 @@ _MONTH_DAY = re.compile(r"^([A-Za-z]{3,9})\.?(?:\s+(\d{1,2}))?$")
 
 @dataclass(slots=True)
 class _Record:
-    """A record's number, its lines from "TY  -" (to "ER  -" when it has one), its raw text (the lines joined) and
-    the warnings about where it ends."""
+    """A record's number, its raw text (its lines from "TY  -", to "ER  -" when it has one, joined) and the warnings
+    about where it ends."""
 
     number: int
-    lines: list[str]
     raw: str
     warnings: list[Problem]
 
@@ -89,7 +88,7 @@ class _Span:
         """The record as the line by line reading gives it, and whether its raw text is the span's bytes (blank
         lines and carriage returns are not kept in the raw text)."""
         raw, whole = records.cut_record_text(self.data, self.first_line)
-        return _Record(self.number, raw.split("\n"), raw, []), whole
+        return _Record(self.number, raw, []), whole
 
     def first_line(self) -> int:
         return self.block_first_line + self.block.count(b"\n", 0, self.offset)
@@ -145,11 +144,11 @@ def read(stream, known: StoredDigests | None = None) -> Iterator[Parsed]:
                             yield from ended(_outside_record(number, line_number, tag))
                     elif tag == "ER":
                         lines.append(line)
-                        yield from ended(_Record(number, lines, "\n".join(lines), []))
+                        yield from ended(_Record(number, "\n".join(lines), []))
                         lines = None
                     elif tag == "TY":
                         message = f"The record has no “ER  -” line; it was ended at line {line_number}."
-                        yield from ended(_Record(number, lines, "\n".join(lines), [Problem(number, "ER", message)]))
+                        yield from ended(_Record(number, "\n".join(lines), [Problem(number, "ER", message)]))
                         number += 1
                         lines = [line]
                     else:
@@ -159,7 +158,7 @@ def read(stream, known: StoredDigests | None = None) -> Iterator[Parsed]:
         raise
     if lines is not None:
         warning = Problem(number, "ER", "The file ends inside this record: its “ER  -” line is missing.")
-        yield from ended(_Record(number, lines, "\n".join(lines), [warning]))
+        yield from ended(_Record(number, "\n".join(lines), [warning]))
     yield from _decided(pending, known)
     if number == 0:
         raise FileUnreadable("The file holds no RIS records (“TY  - …” lines).")
@@ -210,7 +209,7 @@ def _decided(pending: list[_Record | _Span | Parsed], known: StoredDigests | Non
         if found is not None:
             if isinstance(record, _Span):
                 unread = found.warned is False  # nothing to look for again: not decoded
-                record = _Record(record.number, [], "", []) if unread else record.record()[0]
+                record = _Record(record.number, "", []) if unread else record.record()[0]
             yield _known(record, found)
             continue
         if isinstance(record, _Span):
@@ -236,7 +235,7 @@ def _fields(record: _Record) -> dict[str, list[str]]:
                 fields.setdefault(tag, []).append(value.strip())
         return fields
     last_tag = "TY"
-    for line in record.lines:
+    for line in record.raw.split("\n"):
         match = _TAG_LINE.match(line)
         if match is None:
             fields[last_tag][-1] = f"{fields[last_tag][-1]} {line.strip()}".strip()
