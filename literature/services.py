@@ -924,7 +924,8 @@ def _write_file(parsed_records: Iterator[Parsed], writer: "ReferenceWriter | _St
                 continue
             seen[record.source_id] = (parsed.number, record.content_sha256)
             outcome.records += 1
-            outcome.warnings += [warning.as_dict() for warning in parsed.warnings]
+            if parsed.warnings:
+                outcome.warnings += [warning.as_dict() for warning in parsed.warnings]
             if parsed.reference is not None:
                 parsed.reference.raw_warned = bool(parsed.warnings)
                 writer.add(parsed.reference)
