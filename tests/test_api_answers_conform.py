@@ -22,9 +22,11 @@ from reviewapp.demo.cohort import DEMO_COHORT_NAME, DEMO_COORDINATOR, demo_load
 from reviewapp.inspiration.services import audit_complete_here, audit_create
 from reviewapp.models import Cohort
 from reviewapp.panel.models import PanelSubject
+from reviewapp.panel.services.critique import comparisons_import
 from reviewapp.panel.services.panel import panel_start_for_cohort
 from reviewapp.services import jobs
 from reviewapp.services.accounts import token_create
+from reviewapp.services.cohorts import assignment_add
 from screening.llm.models import ModelEndpoint, Roster, RosterMember
 from screening.models import Run
 from screening.services.runs import run_create
@@ -127,6 +129,12 @@ def demo_cohort(db, settings, monkeypatch) -> Cohort:
         cohort = Cohort.objects.get(name=DEMO_COHORT_NAME)
         coordinator = User.objects.get(username=DEMO_COORDINATOR)
         jobs.job_run(job_id=panel_start_for_cohort(cohort=cohort, user=coordinator).pk)
+        # A comparison made elsewhere (no order shown) and a reviewer who has reviewed nothing yet (no median time).
+        first, second = cohort.proposals.order_by("task_id", "pk")[:2]
+        comparisons_import(
+            cohort=cohort, rows=[{"a": first.external_id, "b": second.external_id, "outcome": "a"}], user=coordinator
+        )
+        assignment_add(cohort=cohort, reviewer=factories.make_user("reviewer"), proposal=first, user=coordinator)
         yield cohort
 
 

@@ -253,9 +253,12 @@ class _Counts(serializers.Serializer):
 
 
 class _Shares(_Counts):
-    rate = serializers.FloatField(allow_null=True, help_text="positive / versions; null without versions")
-    retrieval_coverage = serializers.FloatField(allow_null=True)
-    positive_given_retrieved = serializers.FloatField(allow_null=True)
+    """The shares of a population of at least one version (an audit is refused without versions, and a group or a
+    domain is listed for its versions)."""
+
+    rate = serializers.FloatField(help_text="positive / versions")
+    retrieval_coverage = serializers.FloatField(help_text="retrieved / versions")
+    positive_given_retrieved = serializers.FloatField(allow_null=True, help_text="null when nothing was retrieved")
 
 
 class AuditTotalsSerializer(_Counts):
@@ -266,8 +269,8 @@ class AuditTotalsSerializer(_Counts):
 
 class AuditGroupSerializer(_Shares):
     group = serializers.CharField()
-    cutoff = serializers.CharField(allow_null=True)
-    precision = serializers.CharField(allow_null=True)
+    cutoff = serializers.CharField(help_text="as recorded when the audit was started")
+    precision = serializers.CharField()
     date_too_coarse = serializers.IntegerField()
 
 
@@ -280,8 +283,8 @@ class TitleDiagnosticSerializer(serializers.Serializer):
     retrieved_with_text = serializers.IntegerField()
     retrieved_with_title = serializers.IntegerField()
     change = serializers.IntegerField()
-    coverage_with_text = serializers.FloatField(allow_null=True)
-    coverage_with_title = serializers.FloatField(allow_null=True)
+    coverage_with_text = serializers.FloatField()
+    coverage_with_title = serializers.FloatField()
 
 
 class TitleDiagnosticGroupSerializer(TitleDiagnosticSerializer):
@@ -386,9 +389,9 @@ class AuditSerializer(serializers.Serializer):
     judge = JudgeSnapshotSerializer()
     prompt = PromptSnapshotSerializer()
     totals = AuditTotalsSerializer()
-    rate = serializers.FloatField(allow_null=True)
-    retrieval_coverage = serializers.FloatField(allow_null=True)
-    positive_given_retrieved = serializers.FloatField(allow_null=True)
+    rate = serializers.FloatField(help_text="positive / versions (an audit has at least one version)")
+    retrieval_coverage = serializers.FloatField()
+    positive_given_retrieved = serializers.FloatField(allow_null=True, help_text="null when nothing was retrieved")
     by_group = AuditGroupSerializer(many=True)
     by_domain = AuditDomainSerializer(many=True)
     title_diagnostic_result = TitleDiagnosticResultSerializer(allow_null=True)

@@ -263,8 +263,9 @@ def audit_report(audit: InspirationAudit) -> dict:
         "by_group": [
             {
                 "group": group,
-                "cutoff": audit.cutoffs.get(group, {}).get("cutoff"),
-                "precision": audit.cutoffs.get(group, {}).get("precision"),
+                # Every group's cutoff is recorded when the audit starts (audit_create refuses one without).
+                "cutoff": audit.cutoffs[group]["cutoff"],
+                "precision": audit.cutoffs[group]["precision"],
                 "date_too_coarse": coarse.get(group, 0),
                 **_tally(group_rows),
             }
