@@ -38,6 +38,8 @@ _TAG_LINE = re.compile(r"^([A-Z][A-Z0-9]) {1,2}-(?: (.*))?$")
 # A line of a record's text, after its first ("TY  -"), that is not a tag line (a continuation). Each of these
 # patterns starts with the line feed before the line, which the regular expression engine finds fast.
 _UNTAGGED = re.compile(r"\n(?![A-Z][A-Z0-9] {1,2}-(?: |$))", re.MULTILINE)
+# Every tag line of a record's text whose lines are all tag lines.
+_FIELD = re.compile(_TAG_LINE.pattern, re.MULTILINE)
 # The tag lines whose values can be warned about, after a record's first line.
 _WARNED = re.compile(r"\n(DO|DA|PY|Y1) {1,2}-(?: (.*))?$", re.MULTILINE)
 # The tags that end a record, inside one: "ER", or a "TY" of the next record when the "ER" is missing.
@@ -227,15 +229,10 @@ def _outside_record(after: int, line_number: int, tag: str) -> Parsed:
 def _fields(record: _Record) -> dict[str, list[str]]:
     """A record's values by tag, an untagged line continuing the value before it."""
     fields: dict[str, list[str]] = {}
-    if not _UNTAGGED.search(record.raw):
-        # Every line a tag line ("XX  - value", "XX - value", "XX  -"): its tag and value are where they stand.
-        for line in record.raw.split("\n"):
-            value = line[6:] if line[2:6] == "  - " else line[5:] if line[2:5] == " - " else ""
-            if (values := fields.get(tag := line[:2])) is None:
-                fields[tag] = [value.strip()]
-            else:
-                values.append(value.strip())
-        fields.pop("ER", None)
+    if not _UNTAGGED.search(record.raw):  # every line a tag line: one pattern reads them all
+        for tag, value in _FIELD.findall(record.raw):
+            if tag != "ER":
+                fields.setdefault(tag, []).append(value.strip())
         return fields
     last_tag = "TY"
     for line in record.raw.split("\n"):
@@ -246,15 +243,6 @@ def _fields(record: _Record) -> dict[str, list[str]]:
             fields.setdefault(tag, []).append((match.group(2) or "").strip())
             last_tag = tag
     return fields
-
-
-def _names(values: list[str]) -> list[str]:
-    """The authors' names, cleaned: the values are stripped already, so when none holds two spaces or a character
-    that is not printable (one look over them all), each is clean as it is."""
-    joined = "|".join(values)
-    if "  " not in joined and joined.isprintable():
-        return [value for value in values if value]
-    return [name for name in map(clean, values) if name]
 
 
 def _first(fields: dict[str, list[str]], *tags: str) -> str:
@@ -306,7 +294,7 @@ def _parsed(record: _Record, digest: str | None = None) -> Parsed:
         title=title,
         abstract=abstract,
         journal=_first(fields, "JF", "T2", "JO", "JA", "J2"),
-        authors=_names(fields.get("AU", []) + fields.get("A1", [])),
+        authors=[name for name in map(clean, fields.get("AU", []) + fields.get("A1", [])) if name],
         published=published,
         published_precision=precision,
         raw=record.raw,
