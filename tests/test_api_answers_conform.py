@@ -32,7 +32,7 @@ from screening.models import Run
 from screening.services.runs import run_create
 from tests import factories
 from tests.api_schema_support import NullsSeen, answer_problems, api_schema
-from tests.benchmark_support import hypothesis, judged_set, make_set, task
+from tests.benchmark_support import hypothesis, judged_set, make_set, scores, task
 from tests.benchmarks.test_appendix_analyses import study_data
 from tests.inspiration.support import add_inspiration_judge, hand_counted_cohort, scripted_judge
 from tests.literature.test_citation_waves import europepmc_lists
@@ -174,6 +174,7 @@ def test_a_rich_benchmark_sets_reads_match_the_schema(nulls_seen, db):
     [
         pytest.param(judged_set, id="small and judged"),
         pytest.param(lambda: make_set(judged_set_data()), id="imported and not judged"),
+        pytest.param(lambda: make_set(short_list_data()), id="a model saying yes to fewer than the group chose"),
     ],
 )
 def test_a_sparse_benchmark_sets_reads_match_the_schema(nulls_seen, coordinator, build):
@@ -199,6 +200,19 @@ def test_a_public_runs_reads_match_the_schema_queued_and_completed(nulls_seen, r
 
 def judged_set_data() -> dict:
     return {"tasks": [task("T1")], "hypotheses": [hypothesis("T1", "a1", selected=True)]}
+
+
+def short_list_data() -> dict:
+    chosen = [hypothesis("T1", key, selected=True, forecasts={"m1": key == "a1", "m2": True}) for key in ("a1", "a2")]
+    return {
+        "tasks": [task("T1")],
+        "hypotheses": [*chosen, hypothesis("T1", "a3", selected=False, forecasts={"m1": False, "m2": False})],
+        "scores": [
+            *scores("T1", "a1", [0, 4, 4, 1]),
+            *scores("T1", "a2", [0, 3, 0, 3]),
+            *scores("T1", "a3", [1, 0, 0, 0]),
+        ],
+    }
 
 
 def test_panel_subjects_reviewed_and_not_yet_reviewed_match_the_schema(nulls_seen, demo_cohort):
