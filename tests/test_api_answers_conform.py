@@ -264,3 +264,29 @@ def test_a_citation_wave_pending_and_done_matches_the_schema(nulls_seen, source_
     citation_wave_perform(wave_id=wave.pk)
     paths, problems = read_all(nulls_seen, coordinator, {"wave_id": wave.pk})
     assert len(paths) == 1 and not problems, problems
+
+
+def test_the_nullable_properties_never_null_are_named_by_their_component():
+    component = "#/components/schemas/"
+    answer = {"content": {"application/json": {"schema": {"$ref": component + "X"}}}}
+    schema = {
+        "paths": {"/x": {"get": {"responses": {"200": answer}}}},
+        "components": {
+            "schemas": {
+                "X": {
+                    "type": "object",
+                    "properties": {
+                        "a": {"type": "integer", "nullable": True},
+                        "b": {"allOf": [{"$ref": component + "Y"}], "nullable": True},
+                        "c": {"type": "array", "items": {"$ref": component + "Y"}},
+                        "e": {"type": "string"},
+                    },
+                },
+                "Y": {"type": "object", "properties": {"d": {"type": "string", "nullable": True}}},
+            }
+        },
+    }
+    seen = NullsSeen(schema)
+    seen.record("/x", "get", 200, {"a": None, "b": {"d": "x"}, "c": [{"d": None}], "e": "text"})
+    assert seen.nullable(["/x"]) == {"X.a", "X.b", "Y.d"}
+    assert seen.never_null(["/x"]) == ["X.b"]

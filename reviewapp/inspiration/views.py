@@ -92,6 +92,14 @@ def inspiration_cutoffs(request):
     return render(request, "inspiration/cutoffs.html", context)
 
 
+class AuditItemsPageQuery(AuditItemsQuery):
+    """The items' filter form as the API's declaration reads it: a filter left empty is no filter (the page numbers
+    its pages itself, with ?page=)."""
+
+    def to_internal_value(self, data):
+        return super().to_internal_value({name: data[name] for name in ("group", "judgment") if data.get(name)})
+
+
 @login_required
 def inspiration_audit(request, audit_id: int):
     roles.require_read_all(request.user)
@@ -99,8 +107,7 @@ def inspiration_audit(request, audit_id: int):
     filters: list[str] = []
     query: dict = {}
     with page_errors(into=filters):
-        raw = {name: request.GET[name] for name in ("group", "judgment") if request.GET.get(name)}
-        query = dict(validated(AuditItemsQuery, raw))
+        query = dict(validated(AuditItemsPageQuery, request.GET))
     items = selectors.audit_items(audit, group=query.get("group", ""), outcome=query.get("judgment", ""))
     page = Paginator(items, ITEMS_PER_PAGE).get_page(request.GET.get("page"))
     report = selectors.audit_summary(audit)
