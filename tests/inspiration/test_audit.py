@@ -448,6 +448,11 @@ def test_the_audit_pages_show_counts_beside_every_share(client, cohort, judge, c
     assert "71.4% (5/7)" in page  # retrieval coverage
     assert "40.0% (2/5)" in page  # positive among retrieved
     assert R1_QUOTE in page
+    # The filter form as sent, a filter left empty: only the failed item; a judgement that is none is refused.
+    failed = client.get(f"/inspiration/audits/{audit.pk}/", {"group": "", "judgment": "failed"}).content.decode()
+    assert "P6" in failed and R1_QUOTE not in failed
+    refused = client.get(f"/inspiration/audits/{audit.pk}/", {"judgment": "maybe"}).content.decode()
+    assert "Judgment: " in refused and "is not a valid choice" in refused
     assert "Start an audit" not in client.get("/inspiration/").content.decode()
     client.force_login(coordinator)
     home = client.get("/inspiration/").content.decode()
