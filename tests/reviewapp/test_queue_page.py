@@ -78,7 +78,7 @@ def test_the_rows_escape_every_text_and_mark_closed_cohorts_read_only(client, re
     client.force_login(reviewer)
     page = client.get(reverse("review-queue")).content.decode()
     assert "Spring &lt;panel&gt; &amp; co" in page and "<panel>" not in page
-    assert "Tags &lt;b&gt;&quot;quoted&quot;&lt;/b&gt; &amp; more" in page and "<b>" not in page
+    assert "Tags &lt;b&gt;&#34;quoted&#34;&lt;/b&gt; &amp; more" in page and "<b>" not in page  # Jinja2's escaping
     assert page.count('class="cohort-row"') == 2 and page.count("closed · read only") == 1
     assert page.count('<span class="muted read-only">read only</span>') == 1  # the closed cohort's one item
 
