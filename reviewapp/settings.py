@@ -130,9 +130,9 @@ TEMPLATES = [
         },
     },
     {
-        # The review form's question fieldsets (reviewapp/templatetags/review_form.py), rendered once per question
-        # and point of its scale on every review page, and the reviewer's queue table (review_queue.py), a row per
-        # assignment: Jinja2 renders them several times faster. Its backend escapes every value (autoescape).
+        # Two fragments of the reviewer's pages, rendered through {% jinja_fragment %}
+        # (reviewapp/templatetags/jinja_fragments.py): the review form's question fieldsets and the queue table, loops
+        # that Jinja2 renders several times faster. Its backend escapes every value (autoescape).
         "BACKEND": "django.template.backends.jinja2.Jinja2",
         "DIRS": [BASE_DIR / "templates" / "jinja2"],
         "APP_DIRS": False,

@@ -90,7 +90,7 @@ class FormQuestion:
 @dataclass(frozen=True)
 class Question:
     """A question with this reviewer's answer and the error of a refused submission, rendered by
-    templates/jinja2/reviewapp/_question.html (`{% review_question %}`)."""
+    templates/jinja2/reviewapp/_question.html (`{% jinja_fragment %}`)."""
 
     form: FormQuestion
     answer: str
