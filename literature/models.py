@@ -38,7 +38,9 @@ class Reference(models.Model):
     published = models.DateField(null=True, blank=True, db_index=True)
     published_precision = models.CharField(max_length=5, choices=DatePrecision.choices, blank=True)
     raw = models.TextField(blank=True, help_text="the record as the source gave it")
-    raw_md5 = models.CharField(max_length=32, blank=True, help_text="md5 of raw's UTF-8 bytes: tells a re-import")
+    raw_digest = models.BinaryField(
+        max_length=16, default=b"", help_text="XXH3 (128 bits) of raw's UTF-8 bytes: tells a re-import"
+    )
     raw_warned = models.BooleanField(
         null=True, help_text="whether reading raw gave warnings (a field left out); empty when not told"
     )
@@ -50,7 +52,7 @@ class Reference(models.Model):
     class Meta:
         constraints = [models.UniqueConstraint(fields=["source", "source_id"], name="one_reference_per_source_id")]
         # A re-import of MEDLINE or RIS finds the records it holds byte for byte by their raw record's digest.
-        indexes = [models.Index(fields=["source", "raw_md5"], name="reference_by_raw_digest")]
+        indexes = [models.Index(fields=["source", "raw_digest"], name="reference_by_raw_digest")]
 
     def __str__(self):
         return f"{self.source}:{self.source_id} {self.title[:60]}"
@@ -110,7 +112,7 @@ class StagedReference(models.Model):
     published = models.DateField(null=True, blank=True)
     published_precision = models.CharField(max_length=5, blank=True)
     raw = models.TextField(blank=True)
-    raw_md5 = models.CharField(max_length=32, blank=True)
+    raw_digest = models.BinaryField(max_length=16, default=b"")
     raw_warned = models.BooleanField(null=True)
     content_sha256 = models.CharField(max_length=64)
     is_demo = models.BooleanField(default=False)

@@ -151,7 +151,7 @@ def _known(record: _Record, found: StoredRecord) -> Parsed:
     return records.identify(Parsed(record.number, None, [], warnings, known=stored))
 
 
-def _parsed(record: _Record, digest: str | None = None) -> Parsed:
+def _parsed(record: _Record, digest: bytes | None = None) -> Parsed:
     """The record read field by field; digest: its raw_digest, when computed already."""
     number = record.number
     fields, warnings = _fields(record)
@@ -171,7 +171,7 @@ def _parsed(record: _Record, digest: str | None = None) -> Parsed:
         raw=record.raw,
     )
     if digest is not None:
-        reference.raw_md5 = digest
+        reference.raw_digest = digest
     problems = records.problems_of(reference, number, id_field="PMID", id_label="PMID")
     return records.identify(Parsed(number, None if problems else reference, problems, warnings))
 

@@ -17,7 +17,6 @@ in full, and after each batch a look at the next few articles, cut from the byte
 reads them (so none this import has written), tells whether known ones have begun.
 """
 
-import hashlib
 import re
 import xml.etree.ElementTree as ET
 from collections.abc import Callable, Generator, Iterator
@@ -43,7 +42,7 @@ _SAMPLE = 50
 _CHUNK = 1 << 16
 # {PMID: the article's digest (records.raw_digest)} → {PMID: (the stored record's digest, its content hash, whether it
 # is undated)} of those the corpus holds.
-Known = Callable[[dict[str, str]], dict[str, tuple[str, str, bool]]]
+Known = Callable[[dict[str, bytes]], dict[str, tuple[bytes, str, bool]]]
 
 
 class _RecordingStream:
@@ -102,9 +101,9 @@ class _RecordingStream:
     def text(self, raw: bytes) -> str:
         return raw.decode(self.encoding or "utf-8", errors="replace")
 
-    def digest(self, raw: bytes) -> str:
+    def digest(self, raw: bytes) -> bytes:
         if self.utf8:
-            return hashlib.md5(raw, usedforsecurity=False).hexdigest()
+            return records.bytes_digest(raw)
         return records.raw_digest(self.text(raw))
 
 
@@ -239,7 +238,7 @@ def _article_span(data: bytearray, position: int = 0) -> tuple[int, int] | None:
     return (opening.start(), closing.end()) if opening and closing else None
 
 
-def _held(stored: dict[str, tuple[str, str, bool]], pmid: str, digest: str) -> bool:
+def _held(stored: dict[str, tuple[bytes, str, bool]], pmid: str, digest: bytes) -> bool:
     """Whether the corpus holds the article of that PMID with these very bytes (what `known` answered)."""
     return pmid in stored and stored[pmid][0] == digest
 
@@ -256,7 +255,7 @@ class _Light:
 
     number: int
     pmid: str
-    digest: str
+    digest: bytes
     raw: bytes
 
 

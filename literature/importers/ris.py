@@ -79,11 +79,6 @@ class _Span:
     offset: int
     block_first_line: int
 
-    def plain(self) -> bool:
-        """Whether the bytes have no carriage return: then they are the raw text's bytes, as a rule (a line of
-        no-break spaces, blank when decoded, is not kept in the raw text; record() tells for sure)."""
-        return b"\r" not in self.data
-
     def record(self) -> tuple[_Record, bool]:
         """The record as the line by line reading gives it, and whether its raw text is the span's bytes (blank
         lines and carriage returns are not kept in the raw text)."""
@@ -96,70 +91,68 @@ class _Span:
 
 def read(stream, known: StoredDigests | None = None) -> Iterator[Parsed]:
     """Parsed records of a binary stream of RIS text, and a Parsed without a reference for each tag line found
-    outside any record (a record whose "TY  -" line is missing); see the module's docs for `known`.
-
-    The bytes are looked at a record at a time: a record from "TY  - " to "ER  -" with no other line starting with
-    either tag is cut out whole (C-level searches), and decoded only when it is read; other lines go one by one."""
+    outside any record (a record whose "TY  -" line is missing); see the module's docs for `known`."""
     known = records.SampledLookup(known) if known is not None else None
-    number = 0
-    lines: list[str] | None = None  # the open record's, None between records
+    batch = KNOWN_BATCH if known is not None else 1
     pending: list[_Record | _Span | Parsed] = []  # in file order, while known records are looked for
-
-    def ended(record: _Record | _Span | Parsed) -> Iterator[Parsed]:
-        nonlocal pending
-        if known is None:
-            yield from _decided([record], None)
-            return
-        pending.append(record)
-        if len(pending) >= KNOWN_BATCH:
-            yield from _decided(pending, known)
-            pending = []
-
     try:
-        for block_first_line, block in records.byte_blocks(stream):
-            cursor, size = records.BlockLines(block, block_first_line), len(block)
-            while (position := cursor.position) < size:
-                if lines is None:
-                    if block[position] == 10:  # an empty line between records
-                        cursor.position += 1
-                        continue
-                    if (span_end := _span_end(block, position)) is not None:
-                        number += 1
-                        span = _Span(number, block[position:span_end], block, position, block_first_line)
-                        yield from ended(span)
-                        cursor.position = span_end + 1
-                        continue
-                line_number, line = cursor.line()
-                if lines is not None and line[:2] not in _CLOSING:
-                    if line.strip():
-                        lines.append(line)
-                elif line.strip():
-                    match = _TAG_LINE.match(line)
-                    tag = match.group(1) if match else None
-                    if lines is None:
-                        if tag == "TY":
-                            number += 1
-                            lines = [line]
-                        elif tag in _WORK_TAGS:
-                            yield from ended(_outside_record(number, line_number, tag))
-                    elif tag == "ER":
-                        lines.append(line)
-                        yield from ended(_Record(number, "\n".join(lines), []))
-                        lines = None
-                    elif tag == "TY":
-                        message = f"The record has no “ER  -” line; it was ended at line {line_number}."
-                        yield from ended(_Record(number, "\n".join(lines), [Problem(number, "ER", message)]))
-                        number += 1
-                        lines = [line]
-                    else:
-                        lines.append(line)  # an untagged line that starts as a tag would
+        for record in _gathered(stream):
+            pending.append(record)
+            if len(pending) == batch:
+                yield from _decided(pending, known)
+                pending = []
     except FileUnreadable:
         yield from _decided(pending, known)
         raise
+    yield from _decided(pending, known)
+
+
+def _gathered(stream) -> Iterator[_Record | _Span | Parsed]:
+    """The file's records in file order, and a Parsed without a reference for each tag line outside any record.
+
+    The bytes are looked at a record at a time: a record from "TY  - " to "ER  -" with no other line starting with
+    either tag is cut out whole (C-level searches), and decoded only when it is read; other lines go one by one."""
+    number = 0
+    lines: list[str] | None = None  # the open record's, None between records
+    for block_first_line, block in records.byte_blocks(stream, record_end=b"ER  -"):
+        cursor, size = records.BlockLines(block, block_first_line), len(block)
+        while (position := cursor.position) < size:
+            if lines is None:
+                if block[position] == 10:  # an empty line between records
+                    cursor.position += 1
+                    continue
+                if (span_end := _span_end(block, position)) is not None:
+                    number += 1
+                    yield _Span(number, block[position:span_end], block, position, block_first_line)
+                    cursor.position = span_end + 1
+                    continue
+            line_number, line = cursor.line()
+            if lines is not None and line[:2] not in _CLOSING:
+                if line.strip():
+                    lines.append(line)
+            elif line.strip():
+                match = _TAG_LINE.match(line)
+                tag = match.group(1) if match else None
+                if lines is None:
+                    if tag == "TY":
+                        number += 1
+                        lines = [line]
+                    elif tag in _WORK_TAGS:
+                        yield _outside_record(number, line_number, tag)
+                elif tag == "ER":
+                    lines.append(line)
+                    yield _Record(number, "\n".join(lines), [])
+                    lines = None
+                elif tag == "TY":
+                    message = f"The record has no “ER  -” line; it was ended at line {line_number}."
+                    yield _Record(number, "\n".join(lines), [Problem(number, "ER", message)])
+                    number += 1
+                    lines = [line]
+                else:
+                    lines.append(line)  # an untagged line that starts as a tag would
     if lines is not None:
         warning = Problem(number, "ER", "The file ends inside this record: its “ER  -” line is missing.")
-        yield from ended(_Record(number, "\n".join(lines), [warning]))
-    yield from _decided(pending, known)
+        yield _Record(number, "\n".join(lines), [warning])
     if number == 0:
         raise FileUnreadable("The file holds no RIS records (“TY  - …” lines).")
 
@@ -182,40 +175,39 @@ def _span_end(block: bytes, start: int) -> int | None:
 def _decided(pending: list[_Record | _Span | Parsed], known: StoredDigests | None) -> Iterator[Parsed]:
     """What was gathered, in file order: records the corpus holds byte for byte as KnownRecords (a record cut out
     whole decoded only when it had warnings to look for again), the others parsed (without `known`, all of them)."""
-    if not pending:
-        return
-    # A record with carriage returns or blank lines (not kept in its raw text) is decoded to be digested; one that
-    # is not UTF-8 ends the batch, after the records before it.
+    # A record cut out whole is digested from its bytes (its raw text's bytes as a rule: a line of no-break spaces,
+    # blank once decoded, is not kept in the raw text; record() tells for sure), unless carriage returns are to go:
+    # it is then decoded first; one that is not UTF-8 ends the batch, after the records before it.
+    digests: list[bytes | None] = []
     unreadable = None
     for index, record in enumerate(pending):
-        if isinstance(record, _Span) and not record.plain():
+        if isinstance(record, _Span) and b"\r" not in record.data:
+            digests.append(records.bytes_digest(record.data))
+            continue
+        if isinstance(record, _Span):
             try:
-                pending[index] = record.record()[0]
+                record = pending[index] = record.record()[0]
             except FileUnreadable as exc:
                 pending, unreadable = pending[:index], exc
                 break
-    digests = {
-        id(record): records.bytes_digest(record.data) if isinstance(record, _Span) else records.raw_digest(record.raw)
-        for record in pending
-        if isinstance(record, _Span) or (known is not None and isinstance(record, _Record))
-    }
-    stored = known(Reference.Source.RIS, list(digests.values())) if known is not None and digests else {}
-    for record in pending:
+        digests.append(records.raw_digest(record.raw) if known is not None and isinstance(record, _Record) else None)
+    looked_up = [digest for digest in digests if digest is not None]
+    stored = known(Reference.Source.RIS, looked_up) if known is not None and looked_up else {}
+    for record, digest in zip(pending, digests, strict=True):
         if isinstance(record, Parsed):
             yield record
             continue
-        digest = digests.get(id(record))
         found = stored.get(digest) if digest is not None else None
-        if found is not None:
+        if found is None:
             if isinstance(record, _Span):
-                unread = found.warned is False  # nothing to look for again: not decoded
-                record = _Record(record.number, "", []) if unread else record.record()[0]
-            yield _known(record, found)
-            continue
-        if isinstance(record, _Span):
-            record, whole = record.record()
-            digest = digest if whole else None
-        yield _parsed(record, digest)
+                record, whole = record.record()
+                digest = digest if whole else None
+            yield _parsed(record, digest)
+        elif isinstance(record, _Span) and found.warned is False:  # nothing to look for again: not decoded
+            stored_record = KnownRecord(Reference.Source.RIS, found.source_id, found.content_sha256)
+            yield Parsed(record.number, None, [], [], known=stored_record)
+        else:
+            yield _known(record.record()[0] if isinstance(record, _Span) else record, found)
     if unreadable is not None:
         raise unreadable
 
@@ -275,7 +267,7 @@ def _known(record: _Record, found: StoredRecord) -> Parsed:
     return records.identify(Parsed(record.number, None, [], warnings, known=stored))
 
 
-def _parsed(record: _Record, digest: str | None = None) -> Parsed:
+def _parsed(record: _Record, digest: bytes | None = None) -> Parsed:
     """The record read field by field; digest: its raw_digest, when computed already."""
     number, warnings = record.number, record.warnings
     fields = _fields(record)
@@ -300,7 +292,7 @@ def _parsed(record: _Record, digest: str | None = None) -> Parsed:
         raw=record.raw,
     )
     if digest is not None:
-        reference.raw_md5 = digest
+        reference.raw_digest = digest
     problems = records.problems_of(reference, number, id_from_content=True)
     return records.identify(Parsed(number, None if problems else reference, problems, warnings))
 

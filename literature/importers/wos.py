@@ -57,7 +57,7 @@ class _Record:
     warnings: list[Problem]
     header: list[str] | None = None  # the tab-delimited file's tags, for a record of that file
 
-    def digest(self) -> str:
+    def digest(self) -> bytes:
         return records.raw_digest(self.raw)
 
 
@@ -74,7 +74,7 @@ class _Span:
     offset: int
     block_first_line: int
 
-    def digest(self) -> str:
+    def digest(self) -> bytes:
         """The raw record's digest: of the bytes, unless carriage returns (not kept in the raw text) are to go."""
         return records.bytes_digest(self.data) if b"\r" not in self.data else self.record()[0].digest()
 
@@ -195,7 +195,7 @@ def _fields(record: _Record) -> dict[str, str] | Problem:
     }
 
 
-def _parsed(record: _Record | _Span, digest: str | None = None) -> Parsed:
+def _parsed(record: _Record | _Span, digest: bytes | None = None) -> Parsed:
     if isinstance(record, _Span):
         record, whole = record.record()
         digest = digest if whole else None
@@ -225,7 +225,7 @@ def _parsed(record: _Record | _Span, digest: str | None = None) -> Parsed:
         raw=record.raw,
     )
     if digest is not None:
-        reference.raw_md5 = digest
+        reference.raw_digest = digest
     problems = records.problems_of(reference, number, id_field="UT", id_from_content=True)
     return records.identify(Parsed(number, None if problems else reference, problems, warnings))
 

@@ -3,13 +3,13 @@ whatever repeats a file or a writer holds and whatever another import wrote mean
 copies its batches straight into the corpus, falling back to the staging table's COPY and its one upsert (as other
 writers always do); on SQLite the batch upserts; the counts are the same."""
 
-import hashlib
 import io
 import threading
 import time
 
 import psycopg
 import pytest
+import xxhash
 from django.db import connection, transaction
 from psycopg.types.json import Jsonb
 
@@ -306,7 +306,7 @@ def test_reading_asks_which_articles_are_held_only_of_those_it_has_not_yet_given
     for parsed in pubmed_xml.read(io.BytesIO(content), known=held):
         reference = parsed.reference
         given.add(reference.source_id)
-        corpus[reference.source_id] = (reference.raw_md5, reference.content_sha256, reference.published is None)
+        corpus[reference.source_id] = (reference.raw_digest, reference.content_sha256, reference.published is None)
 
     assert len(given) == 1_500
     assert asked_after_given == set()
@@ -370,9 +370,9 @@ def test_every_written_reference_keeps_the_digest_of_its_raw_record():
         writer = ReferenceWriter(batch_size=1)
         writer.add(parsed("81", "Written by a writer"))
         writer.flush()
-    stored = list(Reference.objects.values_list("raw", "raw_md5"))
+    stored = list(Reference.objects.values_list("raw", "raw_digest"))
     assert len(stored) > 6
-    assert all(digest == hashlib.md5(raw.encode()).hexdigest() for raw, digest in stored)
+    assert all(digest == xxhash.xxh3_128_digest(raw.encode()) for raw, digest in stored)
 
 
 # A file import's batches copied straight into the corpus (PostgreSQL) ----------------------------------------------
@@ -414,7 +414,7 @@ def test_values_a_text_copy_escapes_are_stored_as_the_file_gave_them():
 
     reference = Reference.objects.get()
     assert reference.raw == raw
-    assert reference.raw_md5 == hashlib.md5(raw.encode()).hexdigest()
+    assert reference.raw_digest == xxhash.xxh3_128_digest(raw.encode())
     assert reference.title == "Escapes in a title \\N"
     assert reference.abstract == " ".join(abstract.split())
 
