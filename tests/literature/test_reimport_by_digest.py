@@ -5,11 +5,13 @@ with other content is still refused. The text is read a block at a time: lines, 
 those of the file whatever block they fall in."""
 
 import io
+import sys
 
 import pytest
 import xxhash
 
-from literature.importers.records import KNOWN_BATCH, TEXT_BLOCK
+from literature.importers import medline
+from literature.importers.records import KNOWN_BATCH, TEXT_BLOCK, FileUnreadable
 from literature.models import Reference
 from literature.services import ImportInvalid, references_import
 from tests.literature.test_literature_importers import fixture
@@ -308,3 +310,110 @@ def test_bytes_that_are_not_utf8_inside_a_ris_record_past_the_first_block_name_t
         assert [problem["message"] for problem in raised.value.problems] == [
             f"Line {bad_line} is not UTF-8 text: save the file as UTF-8."
         ]
+
+
+# ------------------------------------------------------------------------------------------ MEDLINE blank lines
+
+# Lines blank but not empty, as MEDLINE files from other tools part records: spaces, tabs, a file separator control
+# character, no-break and ideographic spaces (blank once decoded).
+BLANK_LINES = {
+    "spaces": "   ",
+    "tab and space": "\t ",
+    "control character": "\x1c",
+    "no-break space": "\u00a0",
+    "ideographic and no-break spaces": "\u3000 \u00a0",
+}
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("line_end", ["\n", "\r\n"], ids=["LF", "CRLF"])
+@pytest.mark.parametrize("blank", BLANK_LINES.values(), ids=BLANK_LINES.keys())
+def test_medline_records_parted_by_lines_of_spaces_read_as_parted_by_empty_lines(blank, line_end):
+    """Records cut out of the file's bytes: a line of spaces of any kind ends a record, and neither it nor carriage
+    returns are kept in the raw records, which a re-import then finds by their digests."""
+    plain = "".join(medline_record(number, f"Title {number} – Zoë") for number in (1, 2, 3))
+    parted = f"{blank}\n" + plain.replace("\n\n", f"\n{blank}\n", 2).replace("\n\n", f"\n{blank}\n{blank}\n")
+    content = parted.replace("\n", line_end).encode()
+
+    first = references_import(file=io.BytesIO(content), format="medline")
+    raws = dict(Reference.objects.values_list("source_id", "raw"))
+    again = references_import(file=io.BytesIO(content), format="medline")
+    Reference.objects.all().delete()
+    references_import(file=io.BytesIO(plain.encode()), format="medline")
+
+    assert (first.records, first.created, first.warnings) == (3, 3, [])
+    assert again.unchanged == 3
+    assert raws == dict(Reference.objects.values_list("source_id", "raw"))
+    assert all(line.strip() and "\r" not in line for raw in raws.values() for line in raw.split("\n"))
+
+
+@pytest.mark.parametrize(
+    "space", [chr(code) for code in range(0x80, sys.maxunicode + 1) if chr(code).isspace()], ids=ascii
+)
+def test_a_line_of_any_space_besides_ascii_ones_parts_medline_records(space):
+    content = f"PMID- 1\nTI  - One\n{space}\nPMID- 2\nTI  - Two\n".encode()
+
+    parsed = list(medline.read(io.BytesIO(content)))
+
+    assert [(item.number, item.reference.title) for item in parsed] == [(1, "One"), (2, "Two")]
+    assert [item.reference.raw for item in parsed] == ["PMID- 1\nTI  - One", "PMID- 2\nTI  - Two"]
+
+
+# The lines of a record and those around it, one of which is made to straddle the end of the first block read.
+STRADDLING = [
+    "PMID- 900\n",
+    "TI  - Over the boundary\n",
+    "no tag here\n",
+    "AB  - An abstract\n",
+    "      wrapped over two lines.\n",
+    "   \n",
+    "PMID- 901\n",
+    "TI  - After it\n",
+    "\n",
+]
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("straddling", range(len(STRADDLING) - 1), ids=[line.strip() for line in STRADDLING[:-1]])
+def test_a_medline_record_over_the_end_of_a_read_block_is_read_whole_with_its_line_numbers(straddling):
+    count = (TEXT_BLOCK - 1000) // len(medline_record(100_000, "Title 100000"))
+    filler = "".join(medline_record(number, f"Title {number}") for number in range(100_000, 100_000 + count))
+    # A padding record's title sized so that the line `straddling` starts just before the first block's end.
+    before = "".join(STRADDLING[:straddling])
+    title = "x" * (TEXT_BLOCK - 1 - len(filler) - len("PMID- 899\nTI  - \n\n") - len(before))
+    head = (filler + f"PMID- 899\nTI  - {title}\n\n").encode()
+    content = head + "".join(STRADDLING).encode()
+    assert len(head) + len(before) == TEXT_BLOCK - 1 and 0 < len(title) < 2000
+    untagged_line = (head + "".join(STRADDLING[:2]).encode()).count(b"\n") + 1
+
+    summary = references_import(file=io.BytesIO(content), format="medline")
+
+    records = count + 3
+    assert (summary.records, summary.created) == (records, records)
+    assert [(warning["record"], warning["message"]) for warning in summary.warnings] == [
+        (records - 1, f"Line {untagged_line} is neither a “TAG - value” line nor a continuation; it was ignored.")
+    ]
+    over = Reference.objects.get(source_id="900")
+    assert (over.title, over.abstract) == ("Over the boundary", "An abstract wrapped over two lines.")
+    assert over.raw == "".join(STRADDLING[:5]).strip()
+    assert over.raw_digest == xxhash.xxh3_128_digest(over.raw.encode())
+    assert Reference.objects.get(source_id="901").raw == "PMID- 901\nTI  - After it"
+
+
+@pytest.mark.parametrize("known", [False, True], ids=["new", "looked up"])
+@pytest.mark.parametrize("parted_by", ["\n", "\u00a0\n"], ids=["empty line", "no-break space line"])
+def test_the_medline_records_before_bytes_that_are_not_utf8_past_the_first_block_are_read_and_no_other(
+    parted_by, known
+):
+    good = "".join(medline_record(number, f"Title {number}") for number in range(1, TEXT_BLOCK // 60))
+    bad = "PMID- 0\nTI  - Before the bad line\nAB  - caf\udce9\n\n"
+    content = (good[:-1] + parted_by + bad + good).encode("utf-8", "surrogateescape")
+    bad_line = good.count("\n") + 3  # the AB line of the bad record
+
+    read = []
+    with pytest.raises(FileUnreadable) as raised:
+        for parsed in medline.read(io.BytesIO(content), (lambda source, digests: {}) if known else None):
+            read.append(parsed.reference.title)
+
+    assert str(raised.value) == f"Line {bad_line} is not UTF-8 text: save the file as UTF-8."
+    assert read == [f"Title {number}" for number in range(1, TEXT_BLOCK // 60)]
