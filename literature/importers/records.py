@@ -490,8 +490,9 @@ def held_apart(
         for record in gathered:
             pending.append(record)
             if len(pending) == KNOWN_BATCH:
-                yield from _looked_up(pending, lookup, source, parse, parse_known)
-                pending = []
+                # Taken out first: a record of the batch that is not UTF-8 ends the batch, and the file, there.
+                full, pending = pending, []
+                yield from _looked_up(full, lookup, source, parse, parse_known)
     except FileUnreadable:
         # What was gathered before the file stopped being readable is still answered, in order.
         yield from _looked_up(pending, lookup, source, parse, parse_known)

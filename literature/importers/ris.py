@@ -99,8 +99,9 @@ def read(stream, known: StoredDigests | None = None) -> Iterator[Parsed]:
         for record in _gathered(stream):
             pending.append(record)
             if len(pending) == batch:
-                yield from _decided(pending, known)
-                pending = []
+                # Taken out first: a record of the batch that is not UTF-8 ends the batch, and the file, there.
+                full, pending = pending, []
+                yield from _decided(full, known)
     except FileUnreadable:
         yield from _decided(pending, known)
         raise

@@ -1,6 +1,7 @@
 """The digest a re-import tells unchanged records by (XXH3 of 128 bits of the raw record's UTF-8 bytes), the
 migration that computed it again for the records stored before, and the blocks the line formats are read in, which
-end after a record's closing line so that few records straddle two."""
+end after a record's closing line so that few records straddle two; and each record of a batch looked up together is
+answered once, even when the file stops being readable inside the batch."""
 
 import importlib
 import io
@@ -9,8 +10,8 @@ import pytest
 import xxhash
 from django.apps import apps
 
-from literature.importers import records
-from literature.importers.records import TEXT_BLOCK
+from literature.importers import records, ris, wos
+from literature.importers.records import KNOWN_BATCH, TEXT_BLOCK
 from literature.models import Reference
 from literature.services import references_import
 from tests.literature.test_reimport_by_digest import ris_record
@@ -67,3 +68,27 @@ def test_the_upgrade_digests_every_stored_record_again_so_that_a_re_import_finds
     stored = list(Reference.objects.values_list("raw", "raw_digest"))
     assert all(bytes(digest) == xxhash.xxh3_128_digest(raw.encode()) for raw, digest in stored)
     assert (again.unchanged, again.updated) == (5, 0)
+
+
+@pytest.mark.parametrize(
+    ("reader", "record", "bad"),
+    [
+        (
+            ris.read,
+            lambda n: f"TY  - JOUR\r\nTI  - Title {n}\r\nER  - \r\n\r\n".encode(),
+            b"TY  - JOUR\r\nTI  - caf\xe9\r\nER  - \r\n\r\n",
+        ),
+        (wos.read, lambda n: f"PT J\nTI Title {n}\nUT WOS:{n:09d}\nER\n\n".encode(), b"PT J\nTI caf\xe9\nER\n\n"),
+    ],
+    ids=["ris", "wos"],
+)
+def test_records_before_bytes_that_are_not_utf8_in_a_looked_up_batch_are_answered_once(reader, record, bad):
+    count = KNOWN_BATCH + 100
+    content = b"".join(bad if n == 300 else record(n) for n in range(count))
+
+    for known in (None, lambda source, digests: {}):
+        numbers = []
+        with pytest.raises(records.FileUnreadable):
+            for parsed in reader(io.BytesIO(content), known):
+                numbers.append(parsed.number)
+        assert numbers == list(range(1, 301))
