@@ -473,7 +473,7 @@ def held_apart(
     gathered: Iterable[Any],
     known: StoredDigests | None,
     source: str,
-    parse: Callable[[Any, str], Parsed],
+    parse: Callable[[Any, bytes | None], Parsed],
     parse_known: Callable[[Any, StoredRecord], Parsed],
 ) -> Iterator[Parsed]:
     """The records a reader gathered (each with a `digest()`, its raw record's raw_digest), in file order: each
