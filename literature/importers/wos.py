@@ -10,13 +10,16 @@ Read from each record: TI (title), AB (abstract), AF (full names; else AU), SO (
 day: "MAR", "JAN-FEB", "OCT 15", "Aug 1 2019"), DI (DOI), PM (PMID) and UT, the accession number, which is the
 record's id ("WOS:000086967200001"; without one, its PMID, DOI, or a hash of its title or abstract and year, as for
 RIS). A plain-text record from "PT " to "ER" without another line starting with "PT", "ER" or "EF" is cut out of
-the file's bytes whole and decoded only when it is read, as for RIS. A caller that can tell which raw records the
-corpus holds byte for byte passes `known`, as for RIS: those records are not read again (nor decoded), only their
-date checked for its warning when they were stored undated with warnings."""
+the file's bytes whole and decoded only when it is read, as for RIS (one with carriage returns as it is cut out, its
+raw text being without them). A caller that can tell which raw records the corpus holds byte for byte passes
+`known`, as for RIS: those records are not read again (nor decoded), only their date checked for its warning when
+they were stored undated with warnings."""
 
+import functools
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import date
 
 from literature.importers import records
 from literature.importers.records import (
@@ -32,8 +35,12 @@ from literature.importers.records import (
 from literature.models import Reference
 
 _TAG_LINE = re.compile(r"^([A-Z][A-Z0-9])(?: (.*))?$")
-# Every tag of a record's text and its value, the value's continuation lines kept after their line feeds.
-_FIELD = re.compile(r"^([A-Z][A-Z0-9]) (.*(?:\n(?![A-Z][A-Z0-9](?: |$)).*)*)", re.MULTILINE)
+# The tags read from a record (_parsed), and each value of one in a record's text: its tag line, after the line feed
+# before it, and its continuation lines kept after their line feeds (up to the next tag line, read or not). Starting
+# with the line feed, the pattern is looked for fast, and the lines of the tags not read (a record's cited references,
+# its addresses) are passed over without their values being taken out.
+_READ_TAGS = ("TI", "AB", "AF", "AU", "SO", "PY", "PD", "DI", "PM", "UT")
+_READ_FIELD = re.compile(rf"\n({'|'.join(_READ_TAGS)}) (.*(?:\n(?![A-Z][A-Z0-9](?: |$)).*)*)", re.MULTILINE)
 # Where a value's next line starts, its indent included: a list (AU, AF) split there has its items without indents.
 _CONTINUED = re.compile(r"\n\s*")
 # The tags a record's lines can be warned about, read alone from a record the corpus holds.
@@ -64,7 +71,8 @@ class _Record:
 @dataclass(slots=True)
 class _Span:
     """A plain-text record found in the file's bytes, from its "PT " line to the line before its "ER" line, with no
-    line starting with "PT", "ER" or "EF", and no blank line, between them: one record, its bytes not decoded yet (a
+    line starting with "PT", "ER" or "EF", and no blank line, between them, and no carriage return (_gathered decodes
+    a record with them as it cuts it out, its raw text being without them): one record, its bytes not decoded yet (a
     record the corpus holds never is). Where it is in its block of the file: for the number of its first line,
     counted only when needed."""
 
@@ -75,12 +83,13 @@ class _Span:
     block_first_line: int
 
     def digest(self) -> bytes:
-        """The raw record's digest: of the bytes, unless carriage returns (not kept in the raw text) are to go."""
-        return records.bytes_digest(self.data) if b"\r" not in self.data else self.record()[0].digest()
+        """The raw record's digest, of the bytes."""
+        return records.bytes_digest(self.data)
 
     def record(self) -> tuple[_Record, bool]:
         """The record as the line by line reading gives it, and whether its raw text is the span's bytes (carriage
-        returns and lines blank but for other spaces than ASCII ones are not kept in the raw text)."""
+        returns and lines blank but for other spaces than ASCII ones, such as no-break spaces, are not kept in the
+        raw text)."""
         raw, whole = records.cut_record_text(self.data, self.first_line)
         return _Record(self.number, raw, []), whole
 
@@ -100,7 +109,8 @@ def _gathered(stream) -> Iterator[_Record | _Span]:
     current: list[str] | None = None  # the open record's lines
     header: list[str] | None = None  # a tab-delimited file's tags
     first = True
-    for block_first_line, block in records.byte_blocks(stream):
+    # Blocks end after a record's "ER" line: a record seldom straddles two of them (one that does is read line by line).
+    for block_first_line, block in records.byte_blocks(stream, b"ER"):
         cursor, size = records.BlockLines(block, block_first_line), len(block)
         while (position := cursor.position) < size:
             if current is None and header is None and not first:
@@ -109,7 +119,8 @@ def _gathered(stream) -> Iterator[_Record | _Span]:
                     continue
                 if (ends := _span_end(block, position)) is not None:
                     number += 1
-                    yield _Span(number, block[position : ends[0]], block, position, block_first_line)
+                    span = _Span(number, block[position : ends[0]], block, position, block_first_line)
+                    yield span if b"\r" not in span.data else span.record()[0]
                     cursor.position = ends[1] + 1
                     continue
             line_number, line = cursor.line()
@@ -179,11 +190,17 @@ def _tab_header(line: str) -> list[str]:
 
 
 def _fields(record: _Record) -> dict[str, str] | Problem:
-    """Values by tag: a value's lines joined by line feeds (one list item a line)."""
+    """Values by tag (of a plain-text record, those of the tags read): a value's lines joined by line feeds (one list
+    item a line)."""
     if record.header is None:
-        fields: dict[str, str] = {}
-        for tag, value in _FIELD.findall(record.raw):
-            fields[tag] = f"{fields[tag]}\n{value}" if tag in fields else value
+        raw = record.raw
+        # The record's first line ("PT J" as a rule) is a value read only when it starts with one of those tags.
+        pairs = _READ_FIELD.findall("\n" + raw if raw[:2] in _READ_TAGS else raw)
+        fields = dict(pairs)
+        if len(fields) < len(pairs):  # a tag given more than once: its values joined
+            fields = {}
+            for tag, value in pairs:
+                fields[tag] = f"{fields[tag]}\n{value}" if tag in fields else value
         return fields
     values = record.raw.split("\t")
     header = record.header
@@ -203,13 +220,12 @@ def _parsed(record: _Record | _Span, digest: bytes | None = None) -> Parsed:
     fields = _fields(record)
     if isinstance(fields, Problem):
         return Parsed(number, None, [fields])
-    title = _text(fields, "TI")
-    abstract = _text(fields, "AB")
-    doi = records.usable_doi(records.normalise_doi(_text(fields, "DI")), number, warnings)
-    pmid = records.usable_pmid(_text(fields, "PM"), number, warnings)
-    published, precision = _published(_text(fields, "PY"), _text(fields, "PD"), number, warnings)
-    accession = _text(fields, "UT")
-    names = fields.get("AF") or fields.get("AU") or ""
+    title = clean(fields.get("TI"))
+    abstract = clean(fields.get("AB"))
+    doi = records.usable_doi(records.normalise_doi(fields.get("DI")), number, warnings)
+    pmid = records.usable_pmid(clean(fields.get("PM")), number, warnings)
+    published, precision = _published(clean(fields.get("PY")), clean(fields.get("PD")), number, warnings)
+    accession = clean(fields.get("UT"))
     reference = ParsedReference(
         source=Reference.Source.WOS,
         source_id=accession[:200]
@@ -218,8 +234,8 @@ def _parsed(record: _Record | _Span, digest: bytes | None = None) -> Parsed:
         doi=doi,
         title=title,
         abstract=abstract,
-        journal=_text(fields, "SO"),
-        authors=[name for name in map(clean, _CONTINUED.split(names)) if name],
+        journal=clean(fields.get("SO")),
+        authors=_names(fields.get("AF") or fields.get("AU") or ""),
         published=published,
         published_precision=precision,
         raw=record.raw,
@@ -248,25 +264,40 @@ def _known(record: _Record | _Span, found: StoredRecord) -> Parsed:
     return records.identify(Parsed(record.number, None, [], warnings, known=stored))
 
 
-def _text(fields: dict[str, str], tag: str) -> str:
-    return clean(fields.get(tag))
+def _names(value: str) -> list[str]:
+    """The names of AF or AU, one a line: cleaned, unless one look at them all tells that each is clean already."""
+    names = _CONTINUED.split(value)
+    joined = " ".join(names)
+    if joined and clean(joined) == joined:  # no name empty, or with other whitespace than single inner spaces
+        return names
+    return [name for name in map(clean, names) if name]
 
 
-def _published(py: str, pd: str, number: int, warnings: list[Problem]):
+def _published(py: str, pd: str, number: int, warnings: list[Problem]) -> tuple[date | None, str]:
     """The year of PY (else the one PD names) with PD's month and day when it names them ("MAR", "JAN-FEB",
     "OCT 15", "Aug 1 2019"; a season gives the year alone). A date that cannot be read is left out with a warning."""
+    published, precision, error = _date(py, pd)
+    if error:
+        return records.date_left_out(number, "PY/PD", ValueError(error), warnings)
+    return published, precision
+
+
+@functools.lru_cache(maxsize=4096)
+def _date(py: str, pd: str) -> tuple[date | None, str, str]:
+    """_published's date and precision, or why there is none (else ""): remembered, the records of a file sharing a
+    few hundred dates."""
     if not py and not pd:
-        return None, records.PRECISION_UNKNOWN
+        return None, records.PRECISION_UNKNOWN, ""
     year = py or next(iter(_YEAR.findall(pd)), "")
     words = [word for word in _DATE_WORD_BREAK.split(_YEAR.sub(" ", pd)) if word]
     month = words[0] if words and records.month_number(words[0]) else ""
     day = words[1] if month and len(words) > 1 and _DAY.match(words[1]) else ""
     try:
-        return records.partial_date(year, month, day)
+        return *records.partial_date(year, month, day), ""
     except ValueError as exc:
         if day:  # "FEB 30": the month stands
             try:
-                return records.partial_date(year, month)
+                return *records.partial_date(year, month), ""
             except ValueError:
                 pass
-        return records.date_left_out(number, "PY/PD", exc, warnings)
+        return None, records.PRECISION_UNKNOWN, str(exc)

@@ -14,6 +14,7 @@ from rest_framework.test import APIClient
 
 from literature import retrieval
 from literature.importers import detection
+from literature.importers.records import TEXT_BLOCK
 from literature.models import Reference
 from literature.services import ImportInvalid, references_import
 
@@ -133,6 +134,96 @@ def test_web_of_science_records_without_title_or_abstract_are_skipped_and_a_miss
     assert [(warning["record"], warning["field"]) for warning in summary.warnings] == [(2, "ER")]
     assert set(by_id()) == {"WOS:000000000000002", "WOS:000000000000003"}
     assert by_id()["WOS:000000000000002"].published == date(2021, 1, 1)  # PD FOO: the year stands
+
+
+def wos_record(number: int, title: str) -> str:
+    """A plain-text record with continuation lines (title, authors), non-ASCII names and a day-precise date."""
+    return (
+        f"PT J\nAU Doe, J\n   Zoë, M\nAF Doe, Jane\n   Zoë, Marie\nTI {title}\n   continued on a second line\n"
+        f"SO JOURNAL OF TESTS\nAB An abstract, for record {number}.\nPD MAR 5\nPY 2021\nUT WOS:{number:015d}\nER\n\n"
+    )
+
+
+@pytest.mark.django_db
+def test_a_web_of_science_file_of_many_blocks_reads_every_record_whole_whatever_its_line_ends():
+    """The file is read a block at a time (TEXT_BLOCK bytes, ended after a record): every record is read whole, a
+    warning past the first block names its line, and the file with Windows line ends gives the same records, found
+    again by a re-import."""
+    records = [wos_record(number, f"Title {number} – Zoë") for number in range(1, TEXT_BLOCK // 120)]
+    unended = 3 * len(records) // 4  # in the second block: its "ER" line is missing
+    records[unended] = records[unended].replace("ER\n\n", "")
+    content = ("FN Clarivate Analytics Web of Science\nVR 1.0\n" + "".join(records) + "EF\n").encode()
+    assert TEXT_BLOCK < content.index(b"WOS:%015d" % (unended + 1)) < len(content) < 2 * TEXT_BLOCK
+    next_record_line = (
+        content.count(b"\n", 0, content.index(b"PT J\n", content.index(b"WOS:%015d" % (unended + 1)))) + 1
+    )
+
+    first = references_import(file=io.BytesIO(content), format="wos")
+    raws = dict(Reference.objects.values_list("source_id", "raw"))
+    crlf = references_import(file=io.BytesIO(content.replace(b"\n", b"\r\n")), format="wos")
+    again = references_import(file=io.BytesIO(content), format="wos")
+
+    assert (first.records, first.created) == (len(records), len(records))
+    message = f"The record has no “ER” line; it was ended at line {next_record_line}."
+    assert [(warning["record"], warning["message"]) for warning in first.warnings] == [(unended + 1, message)]
+    assert all(
+        raws[f"WOS:{number:015d}"] == record.rstrip("\n").removesuffix("\nER")
+        for number, record in enumerate(records, 1)
+    )
+    assert (crlf.unchanged, crlf.warnings) == (len(records), first.warnings)
+    assert (again.unchanged, again.warnings) == (len(records), first.warnings)
+
+
+@pytest.mark.django_db
+def test_bytes_that_are_not_utf8_in_a_web_of_science_record_past_the_first_block_size_name_their_line():
+    records, size = [], 0
+    while size < TEXT_BLOCK - 1000:
+        records.append(wos_record(len(records) + 1, "Title"))
+        size += len(records[-1].encode())
+    addresses = "".join(f"   Univ {number}, Dept Tests, Heidelberg, Germany.\n" for number in range(50))
+    straddling = f"PT J\nTI Long\nC1 Univ, Heidelberg, Germany.\n{addresses}AB Caf\udce9\nUT WOS:1\nER\n"
+    content = ("".join(records) + straddling).encode("utf-8", "surrogateescape")
+    assert content.rindex(b"PT J") < TEXT_BLOCK < content.index(b"\xe9")  # the record opens before the block size
+    bad_line = content.count(b"\n", 0, content.index(b"\xe9")) + 1
+
+    with pytest.raises(ImportInvalid) as raised:
+        references_import(file=io.BytesIO(content), format="wos")
+    assert [problem["message"] for problem in raised.value.problems] == [
+        f"Line {bad_line} is not UTF-8 text: save the file as UTF-8."
+    ]
+
+
+@pytest.mark.django_db
+def test_a_web_of_science_file_that_ends_inside_a_record_keeps_it_with_a_warning():
+    content = (wos_record(1, "Closed") + wos_record(2, "Never closed").replace("ER\n\n", "")).encode()
+    summary = references_import(file=io.BytesIO(content), format="wos")
+    assert summary.records == 2
+    assert [(warning["record"], warning["message"]) for warning in summary.warnings] == [
+        (2, "The file ends inside this record: its “ER” line is missing.")
+    ]
+    assert Reference.objects.get(source_id="WOS:000000000000002").abstract == "An abstract, for record 2."
+
+
+@pytest.mark.django_db
+def test_web_of_science_values_are_read_whatever_the_line_opening_the_record_and_however_often_a_tag_comes():
+    """A record whose "PT" line is missing opens with a value that is read; a tag given twice has its values joined;
+    a tag line without a value ends the value before it; names and dates are cleaned and read in every record."""
+    content = (
+        b"TI A record without its PT line\n   whose title goes on\nUT WOS:000000000000001\nPY 20x1\nER\n\n"
+        b"PT J\nAU Doe,  J\n\t Roe, R \nAU Poe, P\nTI Two author tags\nAB\n   not a value of any tag\n"
+        b"UT WOS:000000000000002\nPY 20x1\nER\n"
+    )
+    summary = references_import(file=io.BytesIO(content), format="wos")
+    first, second = (
+        Reference.objects.get(source_id="WOS:000000000000001"),
+        Reference.objects.get(source_id="WOS:000000000000002"),
+    )
+    assert first.title == "A record without its PT line whose title goes on"
+    assert (second.title, second.abstract, second.authors) == ("Two author tags", "", ["Doe, J", "Roe, R", "Poe, P"])
+    assert [(warning["record"], warning["field"]) for warning in summary.warnings] == [
+        (1, "published"),
+        (2, "published"),
+    ]
 
 
 # --------------------------------------------------------------------------------------------------- BibTeX
