@@ -12,8 +12,8 @@ record's id ("WOS:000086967200001"; without one, its PMID, DOI, or a hash of its
 RIS). A plain-text record from "PT " to "ER" without another line starting with "PT", "ER" or "EF" is cut out of
 the file's bytes whole and decoded only when it is read, as for RIS (one with carriage returns as it is cut out, its
 raw text being without them). A caller that can tell which raw records the corpus holds byte for byte passes
-`known`, as for RIS: those records are not read again (nor decoded), only their date checked for its warning when
-they were stored undated with warnings."""
+`known`, as for RIS: those records are not read again (nor decoded), unless reading them gave warnings when they
+were stored, which are then given again."""
 
 import functools
 import re
@@ -43,8 +43,6 @@ _READ_TAGS = ("TI", "AB", "AF", "AU", "SO", "PY", "PD", "DI", "PM", "UT")
 _READ_FIELD = re.compile(rf"\n({'|'.join(_READ_TAGS)}) (.*(?:\n(?![A-Z][A-Z0-9](?: |$)).*)*)", re.MULTILINE)
 # Where a value's next line starts, its indent included: a list (AU, AF) split there has its items without indents.
 _CONTINUED = re.compile(r"\n\s*")
-# The tags a record's lines can be warned about, read alone from a record the corpus holds.
-_DATED = re.compile(r"^(PY|PD) (.*)$", re.MULTILINE)
 _HEADER_TAGS = ("FN", "VR", "EF")
 # The tags that end an open record: its "ER", the next record's "PT" when the "ER" is missing, the file's "EF".
 _ENDING = frozenset({"ER", "PT", "EF"})
@@ -247,20 +245,14 @@ def _parsed(record: _Record | _Span, digest: bytes | None = None) -> Parsed:
 
 
 def _known(record: _Record | _Span, found: StoredRecord) -> Parsed:
-    """A record the corpus holds as it is: only its date is read again for its warning, when it was undated."""
-    if isinstance(record, _Span):
-        if found.warned is False or not found.undated:  # nothing to look for again: not decoded
-            stored = KnownRecord(Reference.Source.WOS, found.source_id, found.content_sha256)
-            return Parsed(record.number, None, [], [], known=stored)
-        record = record.record()[0]
-    warnings = record.warnings
-    if found.warned is not False and found.undated:
-        if record.header is None:
-            dated = dict(_DATED.findall(record.raw))
-        else:
-            dated = dict(zip(record.header, record.raw.split("\t"), strict=False))
-        _published(clean(dated.get("PY")), clean(dated.get("PD")), record.number, warnings)
+    """A record the corpus holds as it is: not read again (nor decoded) when reading it gave no warning when it was
+    stored; otherwise read again, so that its warnings (a malformed DOI or PMID, a date that cannot be read) are given
+    again as the first time."""
     stored = KnownRecord(Reference.Source.WOS, found.source_id, found.content_sha256)
+    if found.warned is False:
+        warnings = [] if isinstance(record, _Span) else record.warnings
+    else:
+        warnings = _parsed(record).warnings
     return records.identify(Parsed(record.number, None, [], warnings, known=stored))
 
 

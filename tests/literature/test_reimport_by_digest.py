@@ -32,6 +32,16 @@ RIS_WITH_WARNINGS = (
     b"TY  - JOUR\nTI  - Never closed\nDO  - not-a-doi\n"
 )
 
+WOS_WITH_WARNINGS = (
+    b"FN Clarivate Analytics Web of Science\nVR 1.0\n"
+    b"PT J\nTI Fine\nPY 2020\nUT WOS:000000000000001\nER\n\n"
+    b"PT J\nTI Bad DOI, dated\nDI not-a-doi\nPY 2020\nUT WOS:000000000000002\nER\n\n"
+    b"PT J\nTI Bad PMID, dated\nPM 12ab\nPY 2020\nUT WOS:000000000000003\nER\n\n"
+    b"PT J\nTI Bad date\nPY 20x0\nUT WOS:000000000000004\nER\n\n"
+    b"PT J\nTI No end\nPY 2020\nUT WOS:000000000000005\n"
+    b"PT J\nTI Fine again\nPY 2020\nUT WOS:000000000000006\nER\n\nEF\n"
+)
+
 
 def medline_record(pmid: int, title: str) -> str:
     return f"PMID- {pmid}\nTI  - {title}\nDP  - 2021 Mar\nAB  - An abstract\n      wrapped once.\nFAU - Doe, Jane\n\n"
@@ -63,6 +73,11 @@ def answers(summary) -> tuple:
         (fixture("asreview_zotero_crlf.ris").read_bytes(), "ris"),
         (fixture("asreview_pubmed_zotero.ris").read_bytes(), "ris"),
         (fixture("asreview_pubmed_endnote.txt").read_bytes(), "ris"),
+        (WOS_WITH_WARNINGS, "wos"),
+        (WOS_WITH_WARNINGS.replace(b"\n", b"\r\n"), "wos"),
+        (fixture("wos_bibx_savedrecs.txt").read_bytes(), "wos"),
+        (fixture("wos_metaknowledge_twopaper.isi").read_bytes(), "wos"),
+        (fixture("wos_wosfile_tab_delimited.txt").read_bytes(), "wos"),
     ],
 )
 def test_a_reimport_answers_the_warnings_and_skips_of_the_first_import(content, format):
