@@ -51,7 +51,7 @@ class Reference(models.Model):
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["source", "source_id"], name="one_reference_per_source_id")]
-        # A re-import of MEDLINE or RIS finds the records it holds byte for byte by their raw record's digest.
+        # A re-import of MEDLINE, RIS or Web of Science finds the records it holds byte for byte by their raw digest.
         indexes = [models.Index(fields=["source", "raw_digest"], name="reference_by_raw_digest")]
 
     def __str__(self):

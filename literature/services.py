@@ -982,8 +982,8 @@ def _stored_pubmed_records(digests: dict[str, bytes]) -> dict[str, tuple[bytes, 
 
 
 def _stored_digests(source: str, digests: list[bytes]) -> dict[bytes, StoredRecord]:
-    """For the MEDLINE and RIS readers' `known`: raw digest → the stored reference of that source with a raw record
-    of that digest."""
+    """For the MEDLINE, RIS and Web of Science readers' `known`: raw digest → the stored reference of that source
+    with a raw record of that digest."""
     if connection.vendor == "postgresql":
         # The digests as one parameter, DIGEST_BYTES each, cut apart by the server: a list parameter would be quoted
         # item by item in Python, which took longer than the look-up itself.
