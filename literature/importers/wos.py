@@ -17,7 +17,7 @@ were stored, which are then given again."""
 
 import functools
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import date
 
@@ -84,11 +84,11 @@ class _Span:
         """The raw record's digest, of the bytes."""
         return records.bytes_digest(self.data)
 
-    def record(self) -> tuple[_Record, bool]:
+    def record(self, spaces_only: bool = False) -> tuple[_Record, bool]:
         """The record as the line by line reading gives it, and whether its raw text is the span's bytes (carriage
         returns and lines blank but for other spaces than ASCII ones, such as no-break spaces, are not kept in the
-        raw text)."""
-        raw, whole = records.cut_record_text(self.data, self.first_line)
+        raw text). spaces_only: the bytes' only whitespace is spaces and line feeds (records.surveyed)."""
+        raw, whole = records.cut_record_text(self.data, self.first_line, spaces_only)
         return _Record(self.number, raw, []), whole
 
     def first_line(self) -> int:
@@ -211,19 +211,24 @@ def _fields(record: _Record) -> dict[str, str] | Problem:
 
 
 def _parsed(record: _Record | _Span, digest: bytes | None = None) -> Parsed:
+    # A record cut out of the bytes is surveyed once: most hold no control character and no whitespace but spaces and
+    # line feeds, and then neither each value nor the reference is looked at character by character again.
+    no_control = spaces_only = False
     if isinstance(record, _Span):
-        record, whole = record.record()
+        no_control, spaces_only = records.surveyed(record.data)
+        record, whole = record.record(spaces_only)
         digest = digest if whole else None
     number, warnings = record.number, record.warnings
     fields = _fields(record)
     if isinstance(fields, Problem):
         return Parsed(number, None, [fields])
-    title = clean(fields.get("TI"))
-    abstract = clean(fields.get("AB"))
+    cleaned = records.clean_spaces if spaces_only else clean
+    title = cleaned(fields.get("TI"))
+    abstract = cleaned(fields.get("AB"))
     doi = records.usable_doi(records.normalise_doi(fields.get("DI")), number, warnings)
-    pmid = records.usable_pmid(clean(fields.get("PM")), number, warnings)
-    published, precision = _published(clean(fields.get("PY")), clean(fields.get("PD")), number, warnings)
-    accession = clean(fields.get("UT"))
+    pmid = records.usable_pmid(cleaned(fields.get("PM")), number, warnings)
+    published, precision = _published(cleaned(fields.get("PY")), cleaned(fields.get("PD")), number, warnings)
+    accession = cleaned(fields.get("UT"))
     reference = ParsedReference(
         source=Reference.Source.WOS,
         source_id=accession[:200]
@@ -232,15 +237,15 @@ def _parsed(record: _Record | _Span, digest: bytes | None = None) -> Parsed:
         doi=doi,
         title=title,
         abstract=abstract,
-        journal=clean(fields.get("SO")),
-        authors=_names(fields.get("AF") or fields.get("AU") or ""),
+        journal=cleaned(fields.get("SO")),
+        authors=_names(fields.get("AF") or fields.get("AU") or "", cleaned),
         published=published,
         published_precision=precision,
         raw=record.raw,
     )
     if digest is not None:
         reference.raw_digest = digest
-    problems = records.problems_of(reference, number, id_field="UT", id_from_content=True)
+    problems = records.problems_of(reference, number, id_field="UT", id_from_content=True, no_control=no_control)
     return records.identify(Parsed(number, None if problems else reference, problems, warnings))
 
 
@@ -256,13 +261,14 @@ def _known(record: _Record | _Span, found: StoredRecord) -> Parsed:
     return records.identify(Parsed(record.number, None, [], warnings, known=stored))
 
 
-def _names(value: str) -> list[str]:
-    """The names of AF or AU, one a line: cleaned, unless one look at them all tells that each is clean already."""
+def _names(value: str, cleaned: Callable[[str | None], str]) -> list[str]:
+    """The names of AF or AU, one a line, each cleaned by cleaned (clean, or clean_spaces when it does the same),
+    unless one look at them all tells that each is clean already."""
     names = _CONTINUED.split(value)
     joined = " ".join(names)
-    if joined and clean(joined) == joined:  # no name empty, or with other whitespace than single inner spaces
+    if joined and cleaned(joined) == joined:  # no name empty, or with other whitespace than single inner spaces
         return names
-    return [name for name in map(clean, names) if name]
+    return [name for name in map(cleaned, names) if name]
 
 
 def _published(py: str, pd: str, number: int, warnings: list[Problem]) -> tuple[date | None, str]:

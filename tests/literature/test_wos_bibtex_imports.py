@@ -13,7 +13,7 @@ from django.urls import reverse
 from rest_framework.test import APIClient
 
 from literature import retrieval
-from literature.importers import detection
+from literature.importers import detection, wos
 from literature.importers.records import TEXT_BLOCK
 from literature.models import Reference
 from literature.services import ImportInvalid, references_import
@@ -400,6 +400,51 @@ def test_clean_collapses_every_kind_of_whitespace_as_splitting_the_text_does():
         for text in (f"a{space}b", f"{space}a", f"a{space}", f"a {space}b", f"a{space}{space}b", space):
             assert clean(text) == " ".join(text.split()), repr(text)
     assert clean("A clean title.") == "A clean title." and clean(None) == ""
+
+
+def test_a_survey_of_a_records_bytes_lets_no_other_whitespace_or_control_character_through():
+    """surveyed() says a record's values need only their spaces looked at, or no control-character check, only when
+    that is so: every whitespace character but the space and the line feed, and every control character, is seen."""
+    import sys
+
+    from literature.importers.records import clean, clean_spaces, surveyed
+    from reviewapp.core.text import control_character_problem
+
+    for code in range(sys.maxunicode + 1):
+        character = chr(code)
+        if 0xD800 <= code <= 0xDFFF:
+            continue
+        text = f"Ageing{character}clocks  and\n   frailty "
+        no_control, spaces_only = surveyed(text.encode())
+        if character.isspace() and character not in " \n":
+            assert not spaces_only, f"U+{code:04X}"
+        if control_character_problem(character):
+            assert not no_control, f"U+{code:04X}"
+        if spaces_only:
+            assert clean_spaces(text) == clean(text) == " ".join(text.split()), f"U+{code:04X}"
+    assert surveyed("Ageing — clocks β".encode()) == (True, False)
+    assert surveyed("Ageing clocks β, Müller".encode()) == (True, True)
+
+
+def test_web_of_science_values_with_other_spaces_or_control_characters_are_read_as_before():
+    """A record whose bytes hold a tab, a no-break space or a control character is cleaned and checked value by value:
+    its whitespace collapsed, a control character in a value it reads refused, one in a field it does not read
+    ignored."""
+    text = (
+        "FN Clarivate Analytics Web of Science\nVR 1.0\n"
+        "PT J\nTI A\ttabbed\u00a0title\n   wrapped\nAB Plain  abstract \u2013 with a dash\nUT WOS:1\nER\n\n"
+        "PT J\nTI Bell\x07 in the title\nUT WOS:2\nER\n\n"
+        "PT J\nTI Bell only in an address\nC1 Univ\x07 Somewhere\nUT WOS:3\nER\n\n"
+        "PT J\nAU Smith,  J\n   Jones, K \nTI Spaced  title\nUT WOS:4\nER\nEF\n"
+    )
+    parsed = list(wos.read(io.BytesIO(text.encode())))
+    assert parsed[0].reference.title == "A tabbed title wrapped"
+    assert parsed[0].reference.abstract == "Plain abstract \u2013 with a dash"
+    assert parsed[1].reference is None and parsed[1].problems[0].field == "title"
+    assert "U+0007" in parsed[1].problems[0].message
+    assert parsed[2].reference.title == "Bell only in an address" and not parsed[2].problems
+    assert parsed[3].reference.title == "Spaced title"
+    assert parsed[3].reference.authors == ["Smith, J", "Jones, K"]
 
 
 def test_the_literature_page_tells_the_format_and_names_it_in_the_outcome(client, coordinator):
