@@ -11,7 +11,7 @@ about (lines that are not "TAG - value" lines, a date that cannot be read)."""
 
 import functools
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from literature.importers import records
@@ -209,11 +209,12 @@ def _fields(record: _Record) -> tuple[dict[str, list[str]], list[Problem]]:
     return fields, warnings
 
 
-def _first(fields: dict[str, list[str]], *tags: str) -> str:
-    """The first value of the first of tags the record has, cleaned."""
+def _first(fields: dict[str, list[str]], *tags: str, cleaned: Callable[[str | None], str] = clean) -> str:
+    """The first value of the first of tags the record has, cleaned by cleaned (clean, or clean_spaces when it does
+    the same)."""
     for tag in tags:
         if values := fields.get(tag):
-            return clean(values[0])
+            return cleaned(values[0])
     return ""
 
 
@@ -243,18 +244,23 @@ def _known(record: _Record, found: StoredRecord) -> Parsed:
 def _parsed(record: _Record, digest: bytes | None = None) -> Parsed:
     """The record read field by field; digest: its raw_digest, when computed already."""
     number = record.number
+    # A record whose raw text is its bytes is surveyed once: most hold no control character and no whitespace but
+    # spaces and line feeds, and then neither each value nor the reference is looked at character by character again.
+    no_control, spaces_only = records.surveyed(record.data) if record.data is not None else (False, False)
+    cleaned = records.clean_spaces if spaces_only else clean
     fields, warnings = _fields(record)
-    pmid = _first(fields, "PMID")
+    pmid = _first(fields, "PMID", cleaned=cleaned)
     published, precision = _date(fields, number, warnings)
     reference = ParsedReference(
         source=Reference.Source.PUBMED,
         source_id=pmid,
         pmid=pmid,
         doi=_doi(fields.get("AID", []) + fields.get("LID", [])),
-        title=records.pubmed_title(_first(fields, "TI"), _first(fields, "TT")) or _first(fields, "BTI"),
-        abstract=clean(" ".join(fields.get("AB", []))),
-        journal=_first(fields, "JT", "TA"),
-        authors=[name for name in map(clean, fields.get("FAU") or fields.get("AU") or []) if name],
+        title=records.pubmed_title(_first(fields, "TI", cleaned=cleaned), _first(fields, "TT", cleaned=cleaned))
+        or _first(fields, "BTI", cleaned=cleaned),
+        abstract=cleaned(" ".join(fields.get("AB", []))),
+        journal=_first(fields, "JT", "TA", cleaned=cleaned),
+        authors=[name for name in map(cleaned, fields.get("FAU") or fields.get("AU") or []) if name],
         published=published,
         published_precision=precision,
         raw=record.raw,
@@ -263,7 +269,7 @@ def _parsed(record: _Record, digest: bytes | None = None) -> Parsed:
         digest = record.digest()  # of the bytes as they are: the raw text is not encoded again
     if digest is not None:
         reference.raw_digest = digest
-    problems = records.problems_of(reference, number, id_field="PMID", id_label="PMID")
+    problems = records.problems_of(reference, number, id_field="PMID", id_label="PMID", no_control=no_control)
     return records.identify(Parsed(number, None if problems else reference, problems, warnings))
 
 

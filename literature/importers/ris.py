@@ -17,7 +17,7 @@ records.SampledLookup), and those the corpus holds are not parsed again (the sam
 only checked for what would be warned about (a malformed DOI, a date that cannot be read)."""
 
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from literature.importers import records
@@ -79,10 +79,11 @@ class _Span:
     offset: int
     block_first_line: int
 
-    def record(self) -> tuple[_Record, bool]:
+    def record(self, spaces_only: bool = False) -> tuple[_Record, bool]:
         """The record as the line by line reading gives it, and whether its raw text is the span's bytes (blank
-        lines and carriage returns are not kept in the raw text)."""
-        raw, whole = records.cut_record_text(self.data, self.first_line)
+        lines and carriage returns are not kept in the raw text). spaces_only: the bytes' only whitespace is spaces
+        and line feeds (records.surveyed)."""
+        raw, whole = records.cut_record_text(self.data, self.first_line, spaces_only)
         return _Record(self.number, raw, []), whole
 
     def first_line(self) -> int:
@@ -200,10 +201,15 @@ def _decided(pending: list[_Record | _Span | Parsed], known: StoredDigests | Non
             continue
         found = stored.get(digest) if digest is not None else None
         if found is None:
+            # A record cut out of the bytes is surveyed once: most hold no control character and no whitespace but
+            # spaces and line feeds, and then neither each value nor the reference is looked at character by
+            # character again.
+            no_control = spaces_only = False
             if isinstance(record, _Span):
-                record, whole = record.record()
+                no_control, spaces_only = records.surveyed(record.data)
+                record, whole = record.record(spaces_only)
                 digest = digest if whole else None
-            yield _parsed(record, digest)
+            yield _parsed(record, digest, no_control=no_control, spaces_only=spaces_only)
         elif isinstance(record, _Span) and found.warned is False:  # nothing to look for again: not decoded
             stored_record = KnownRecord(Reference.Source.RIS, found.source_id, found.content_sha256)
             yield Parsed(record.number, None, [], [], known=stored_record)
@@ -238,9 +244,11 @@ def _fields(record: _Record) -> dict[str, list[str]]:
     return fields
 
 
-def _first(fields: dict[str, list[str]], *tags: str) -> str:
+def _first(fields: dict[str, list[str]], *tags: str, cleaned: Callable[[str | None], str] = clean) -> str:
+    """The first value of the first of the tags that has one, cleaned by cleaned (clean, or clean_spaces when it does
+    the same)."""
     for tag in tags:
-        if (values := fields.get(tag)) and (value := clean(values[0])):
+        if (values := fields.get(tag)) and (value := cleaned(values[0])):
             return value
     return ""
 
@@ -268,12 +276,16 @@ def _known(record: _Record, found: StoredRecord) -> Parsed:
     return records.identify(Parsed(record.number, None, [], warnings, known=stored))
 
 
-def _parsed(record: _Record, digest: bytes | None = None) -> Parsed:
-    """The record read field by field; digest: its raw_digest, when computed already."""
+def _parsed(
+    record: _Record, digest: bytes | None = None, *, no_control: bool = False, spaces_only: bool = False
+) -> Parsed:
+    """The record read field by field; digest: its raw_digest, when computed already. no_control and spaces_only:
+    what records.surveyed told of the bytes the record was cut from."""
     number, warnings = record.number, record.warnings
     fields = _fields(record)
-    title = _first(fields, "TI", "T1", "BT", "CT")
-    abstract = clean(" ".join(fields.get("AB", []) + fields.get("N2", [])))
+    cleaned = records.clean_spaces if spaces_only else clean
+    title = _first(fields, "TI", "T1", "BT", "CT", cleaned=cleaned)
+    abstract = cleaned(" ".join(fields.get("AB", []) + fields.get("N2", [])))
     doi, published, precision = _doi_and_date(fields, number, warnings)
     pmid = _pmid(_first(fields, "AN"), _first(fields, "DB", "DP"))
     own_id = _first(fields, "ID")
@@ -286,15 +298,15 @@ def _parsed(record: _Record, digest: bytes | None = None) -> Parsed:
         doi=doi,
         title=title,
         abstract=abstract,
-        journal=_first(fields, "JF", "T2", "JO", "JA", "J2"),
-        authors=[name for name in map(clean, fields.get("AU", []) + fields.get("A1", [])) if name],
+        journal=_first(fields, "JF", "T2", "JO", "JA", "J2", cleaned=cleaned),
+        authors=[name for name in map(cleaned, fields.get("AU", []) + fields.get("A1", [])) if name],
         published=published,
         published_precision=precision,
         raw=record.raw,
     )
     if digest is not None:
         reference.raw_digest = digest
-    problems = records.problems_of(reference, number, id_from_content=True)
+    problems = records.problems_of(reference, number, id_from_content=True, no_control=no_control)
     return records.identify(Parsed(number, None if problems else reference, problems, warnings))
 
 
