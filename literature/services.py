@@ -995,9 +995,10 @@ def _stored_digests(source: str, digests: list[bytes]) -> dict[bytes, StoredReco
                 "SELECT substring(%s::bytea FROM start FOR %s) FROM generate_series(1, %s, %s) AS start))",
                 [source, b"".join(digests), DIGEST_BYTES, DIGEST_BYTES * len(digests), DIGEST_BYTES],
             )
+            # Fetched at once: the connection's cursor wrapper would otherwise step through its rows one by one.
             return {
                 digest: StoredRecord(source_id, sha, undated, warned)
-                for digest, source_id, sha, undated, warned in cursor
+                for digest, source_id, sha, undated, warned in cursor.fetchall()
             }
     found = {}
     for offset in range(0, len(digests), _LOOKUP_CHUNK):
