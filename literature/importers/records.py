@@ -306,10 +306,10 @@ def problems_of(
         value = getattr(reference, name)
         if len(value) > limit:
             problem(name, f"The {name} has {len(value)} characters; at most {limit} fit.")
-    # One look over all the texts before naming the field that holds one: text that is printable (nearly all) holds
-    # none, which str.isprintable() tells several times faster than a search.
     if no_control:
         return problems
+    # One look over all the texts before naming the field that holds one: text that is printable (nearly all) holds
+    # none, which str.isprintable() tells several times faster than a search.
     joined = " ".join([*(getattr(reference, name) for name in _TEXT_FIELDS), *reference.authors])
     if not joined.isprintable() and control_character_problem(joined):
         texts = [(name, getattr(reference, name)) for name in _TEXT_FIELDS]
